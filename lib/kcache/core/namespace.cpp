@@ -1,0 +1,45 @@
+#include "kcache/core/namespace.hpp"
+
+#include "kcache/util/hash.hpp"
+
+namespace kcache {
+
+const std::string* FingerprintRecord::find(std::string_view field) const {
+  for (const auto& [k, v] : fields)
+    if (k == field) return &v;
+  return nullptr;
+}
+
+std::vector<FieldDifference> diff_fingerprints(const FingerprintRecord& a, const FingerprintRecord& b) {
+  std::vector<FieldDifference> out;
+  for (const auto& [k, v] : a.fields) {
+    const std::string* other = b.find(k);
+    if (!other) out.push_back({k, v, "<absent>"});
+    else if (*other != v) out.push_back({k, v, *other});
+  }
+  for (const auto& [k, v] : b.fields)
+    if (!a.find(k)) out.push_back({k, "<absent>", v});
+  return out;
+}
+
+Namespace spirv_namespace(std::string_view target) {
+  return Namespace{"spirv", std::string(target), FingerprintRecord{{{"target", std::string(target)}}}};
+}
+
+Namespace vulkan_namespace(FingerprintRecord record) {
+  util::Hasher h;
+  h.field("fingerprint-scheme", "1");
+  for (const auto& [k, v] : record.fields) h.field(k, v);
+  std::string short_id = h.finish().hex().substr(0, 16);
+  return Namespace{"vulkan", std::move(short_id), std::move(record)};
+}
+
+Result<std::pair<std::string, std::string>> parse_namespace_name(std::string_view name) {
+  auto slash = name.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == name.size())
+    return fail(Category::invalid_argument,
+                "namespace '{}' is not of the form BACKEND/FINGERPRINT (e.g. spirv/vulkan1.2)", name);
+  return std::pair{std::string(name.substr(0, slash)), std::string(name.substr(slash + 1))};
+}
+
+}  // namespace kcache

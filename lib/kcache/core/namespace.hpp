@@ -1,0 +1,60 @@
+// Namespaces: backend + target fingerprint. A namespace is a key prefix inside
+// a store and a field of a bundle, never a path (DESIGN.md "Fingerprints and
+// namespaces"). Thread-safety: plain values.
+#pragma once
+
+#include "kcache/core/error.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kcache {
+
+/// The full fingerprint record: ordered (field, value) pairs. For backend
+/// `spirv` it is {target}; for `vulkan` it lists every property that makes a
+/// pipeline-cache blob invalid (vendorID, deviceID, driverID, driverVersion,
+/// driverInfo, deviceUUID, pipelineCacheUUID, pointerSize, ...). Kept whole in
+/// the store and in bundles so a refusal can name each differing field.
+struct FingerprintRecord {
+  std::vector<std::pair<std::string, std::string>> fields;
+
+  bool operator==(const FingerprintRecord&) const = default;
+  /// Value of `field`, or nullptr.
+  const std::string* find(std::string_view field) const;
+};
+
+/// One field that differs between two fingerprint records.
+struct FieldDifference {
+  std::string field;
+  std::string ours;    ///< value in the first record ("<absent>" if missing)
+  std::string theirs;  ///< value in the second record ("<absent>" if missing)
+};
+
+/// Every field whose value differs, in `a`'s order then fields only in `b`.
+std::vector<FieldDifference> diff_fingerprints(const FingerprintRecord& a, const FingerprintRecord& b);
+
+/// A backend plus fingerprint. `fingerprint` is the short form used in the
+/// namespace name: the target env for spirv (e.g. "vulkan1.2"), the first 16
+/// hex digits of the record's hash for vulkan.
+struct Namespace {
+  std::string backend;
+  std::string fingerprint;
+  FingerprintRecord record;
+
+  /// "backend/fingerprint", e.g. "spirv/vulkan1.2" (the store's key prefix).
+  std::string name() const { return backend + "/" + fingerprint; }
+  bool operator==(const Namespace&) const = default;
+};
+
+/// The namespace of the portable SPIR-V backend for a target env.
+Namespace spirv_namespace(std::string_view target);
+
+/// Builds a vulkan-backend namespace from a device's full record; the short
+/// fingerprint is derived from the record's hash.
+Namespace vulkan_namespace(FingerprintRecord record);
+
+/// Splits "backend/fingerprint"; invalid_argument when malformed.
+Result<std::pair<std::string, std::string>> parse_namespace_name(std::string_view name);
+
+}  // namespace kcache

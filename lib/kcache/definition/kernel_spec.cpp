@@ -1,0 +1,56 @@
+#include "kcache/definition/kernel_spec.hpp"
+
+#include <array>
+#include <utility>
+
+namespace kcache::definition {
+namespace {
+
+template <typename E, std::size_t N>
+std::optional<E> lookup(const std::array<std::pair<E, std::string_view>, N>& table, std::string_view s) {
+  for (const auto& [value, name] : table)
+    if (name == s) return value;
+  return std::nullopt;
+}
+
+template <typename E, std::size_t N>
+std::string_view name_of(const std::array<std::pair<E, std::string_view>, N>& table, E e) {
+  for (const auto& [value, name] : table)
+    if (value == e) return name;
+  return "?";
+}
+
+constexpr std::array<std::pair<Stage, std::string_view>, 8> k_stages{{
+    {Stage::compute, "compute"},
+    {Stage::vertex, "vertex"},
+    {Stage::fragment, "fragment"},
+    {Stage::geometry, "geometry"},
+    {Stage::tess_control, "tess_control"},
+    {Stage::tess_evaluation, "tess_evaluation"},
+    {Stage::task, "task"},
+    {Stage::mesh, "mesh"},
+}};
+constexpr std::array<std::pair<Language, std::string_view>, 2> k_languages{{
+    {Language::glsl, "glsl"},
+    {Language::hlsl, "hlsl"},
+}};
+constexpr std::array<std::pair<Optimize, std::string_view>, 3> k_optimize{{
+    {Optimize::none, "none"},
+    {Optimize::size, "size"},
+    {Optimize::performance, "performance"},
+}};
+
+}  // namespace
+
+std::string_view stage_name(Stage s) { return name_of(k_stages, s); }
+std::string_view language_name(Language l) { return name_of(k_languages, l); }
+std::string_view optimize_name(Optimize o) { return name_of(k_optimize, o); }
+std::optional<Stage> parse_stage(std::string_view s) { return lookup(k_stages, s); }
+std::optional<Language> parse_language(std::string_view s) { return lookup(k_languages, s); }
+std::optional<Optimize> parse_optimize(std::string_view s) { return lookup(k_optimize, s); }
+
+bool is_known_target(std::string_view t) {
+  return t == "vulkan1.0" || t == "vulkan1.1" || t == "vulkan1.2" || t == "vulkan1.3";
+}
+
+}  // namespace kcache::definition

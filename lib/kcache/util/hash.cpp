@@ -1,0 +1,96 @@
+#include "kcache/util/hash.hpp"
+
+#include <xxhash.h>
+
+#include <cstring>
+
+namespace kcache::util {
+namespace {
+
+Hash128 from_xxh(XXH128_hash_t h) {
+  XXH128_canonical_t canonical;
+  XXH128_canonicalFromHash(&canonical, h);
+  Hash128 out;
+  std::memcpy(out.bytes.data(), canonical.digest, 16);
+  return out;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::string Hash128::hex() const {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out(32, '0');
+  for (std::size_t i = 0; i < 16; ++i) {
+    out[2 * i] = digits[bytes[i] >> 4];
+    out[2 * i + 1] = digits[bytes[i] & 15];
+  }
+  return out;
+}
+
+std::optional<Hash128> Hash128::from_hex(std::string_view text) {
+  if (text.size() != 32) return std::nullopt;
+  Hash128 out;
+  for (std::size_t i = 0; i < 16; ++i) {
+    int hi = hex_value(text[2 * i]);
+    int lo = hex_value(text[2 * i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out.bytes[i] = static_cast<std::uint8_t>(hi << 4 | lo);
+  }
+  return out;
+}
+
+Hash128 hash_bytes(std::span<const std::uint8_t> data) {
+  return from_xxh(XXH3_128bits(data.data(), data.size()));
+}
+
+Hash128 hash_string(std::string_view text) {
+  return from_xxh(XXH3_128bits(text.data(), text.size()));
+}
+
+Hasher::Hasher(bool keep_dump) : m_state(XXH3_createState()), m_keep_dump(keep_dump) {
+  XXH3_128bits_reset(static_cast<XXH3_state_t*>(m_state));
+}
+
+Hasher::~Hasher() { XXH3_freeState(static_cast<XXH3_state_t*>(m_state)); }
+
+void Hasher::update(const void* data, std::size_t size) {
+  XXH3_128bits_update(static_cast<XXH3_state_t*>(m_state), data, size);
+}
+
+void Hasher::field(std::string_view tag, std::string_view value) {
+  // Encoding: tag bytes, 0x00, 8-byte little-endian length, value bytes.
+  // The length prefix makes the encoding prefix-free whatever the value holds.
+  update(tag.data(), tag.size());
+  const std::uint8_t zero = 0;
+  update(&zero, 1);
+  std::uint8_t len[8];
+  std::uint64_t n = value.size();
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<std::uint8_t>(n >> (8 * i));
+  update(len, sizeof len);
+  update(value.data(), value.size());
+  if (m_keep_dump) {
+    m_dump.append(tag).append("=");
+    if (value.size() > 200 || value.find('\n') != std::string_view::npos) {
+      m_dump.append("<").append(std::to_string(value.size())).append(" bytes, xxh3 ")
+          .append(hash_string(value).hex()).append(">");
+    } else {
+      m_dump.append(value);
+    }
+    m_dump.append("\n");
+  }
+}
+
+void Hasher::field(std::string_view tag, const Hash128& value) { field(tag, value.hex()); }
+
+Hash128 Hasher::finish() {
+  return from_xxh(XXH3_128bits_digest(static_cast<XXH3_state_t*>(m_state)));
+}
+
+}  // namespace kcache::util
