@@ -1,1 +1,37 @@
-int main() { return 0; }
+// kcache: prebuild GPU kernels offline and ship them. main() only parses and
+// forwards to the subcommand; it is the one place that catches exceptions.
+#include "cli.hpp"
+
+#include <fmt/format.h>
+
+#include <exception>
+
+int main(int argc, char** argv) {
+  using namespace kcache::cli;
+  CLI::App app{
+      "kcache — prebuild GPU kernels offline and ship them.\n\n"
+      "A CI step runs `kcache build` over a kernel manifest (kcache.toml): each kernel is\n"
+      "compiled in-process (glslang → spirv-opt → spirv-val) and stored in an LMDB store\n"
+      "keyed by what it is and what it is made of, so an unchanged kernel is never\n"
+      "compiled twice. `kcache inspect` shows what a store holds and why an entry is stale.",
+      "kcache"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", [] { return version_text(); }, "print kcache's and its libraries' versions");
+  app.footer("Run `kcache SUBCOMMAND --help` for a subcommand's options. Exit codes: see README.");
+  Action action;
+  register_build(app, action);
+  register_inspect(app, action);
+  register_get(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : k_exit_usage;
+  }
+  try {
+    return action ? action() : k_exit_usage;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "kcache: internal error: {}\n", e.what());
+    return k_exit_internal;
+  }
+}

@@ -1,0 +1,299 @@
+#include "kcache/compile/compiler.hpp"
+
+#include <glslang/Public/ResourceLimits.h>
+#include <glslang/Public/ShaderLang.h>
+#include <glslang/SPIRV/GlslangToSpv.h>
+#include <glslang/build_info.h>
+#include <spirv-tools/libspirv.hpp>
+#include <spirv-tools/optimizer.hpp>
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+namespace kcache::compile {
+namespace {
+
+using definition::Definition;
+using definition::FileCache;
+using definition::KernelSpec;
+using definition::Language;
+using definition::Optimize;
+using definition::SourceFile;
+using definition::Stage;
+
+void init_glslang() {
+  static std::once_flag once;
+  std::call_once(once, [] { glslang::InitializeProcess(); });
+}
+
+EShLanguage to_glslang(Stage s) {
+  switch (s) {
+    case Stage::compute: return EShLangCompute;
+    case Stage::vertex: return EShLangVertex;
+    case Stage::fragment: return EShLangFragment;
+    case Stage::geometry: return EShLangGeometry;
+    case Stage::tess_control: return EShLangTessControl;
+    case Stage::tess_evaluation: return EShLangTessEvaluation;
+    case Stage::task: return EShLangTask;
+    case Stage::mesh: return EShLangMesh;
+  }
+  return EShLangCompute;
+}
+
+struct TargetEnv {
+  glslang::EShTargetClientVersion client;
+  glslang::EShTargetLanguageVersion spirv;
+  spv_target_env tools;
+};
+
+TargetEnv target_env(std::string_view target) {
+  if (target == "vulkan1.0") return {glslang::EShTargetVulkan_1_0, glslang::EShTargetSpv_1_0, SPV_ENV_VULKAN_1_0};
+  if (target == "vulkan1.1") return {glslang::EShTargetVulkan_1_1, glslang::EShTargetSpv_1_3, SPV_ENV_VULKAN_1_1};
+  if (target == "vulkan1.3") return {glslang::EShTargetVulkan_1_3, glslang::EShTargetSpv_1_6, SPV_ENV_VULKAN_1_3};
+  return {glslang::EShTargetVulkan_1_2, glslang::EShTargetSpv_1_5, SPV_ENV_VULKAN_1_2};
+}
+
+/// Resolves includes the way DESIGN.md asks: `"x"` relative to the including
+/// file, then the include dirs (glslang calls includeSystem after a failed
+/// includeLocal); `<x>` from the include dirs only. `open` maps a
+/// project-relative path to its bytes; the resolved name handed back to
+/// glslang is that relative path, so messages and #line markers never carry
+/// an absolute path.
+class ProjectIncluder : public glslang::TShader::Includer {
+ public:
+  using Open = std::function<std::shared_ptr<const SourceFile>(const std::string&)>;
+  ProjectIncluder(const std::vector<std::string>& include_dirs, Open open)
+      : m_include_dirs(include_dirs), m_open(std::move(open)) {}
+
+  IncludeResult* includeLocal(const char* header, const char* includer, size_t) override {
+    auto dir = std::filesystem::path(includer).parent_path();
+    return try_open(FileCache::normalise(dir / header));
+  }
+  IncludeResult* includeSystem(const char* header, const char*, size_t) override {
+    for (const auto& dir : m_include_dirs)
+      if (auto* r = try_open(FileCache::normalise(std::filesystem::path(dir) / header))) return r;
+    return nullptr;
+  }
+  void releaseInclude(IncludeResult* r) override { delete r; }
+
+ private:
+  IncludeResult* try_open(const std::string& rel) {
+    auto file = m_open(rel);
+    if (!file) return nullptr;
+    return new IncludeResult(file->path, file->content.data(), file->content.size(), nullptr);
+  }
+  const std::vector<std::string>& m_include_dirs;
+  Open m_open;
+};
+
+/// What a TShader borrows (glslang keeps the pointers, not copies): must
+/// outlive the shader.
+struct ShaderInput {
+  const char* text;
+  int length;
+  const char* name;
+  std::string preamble;
+};
+
+/// Sets up a TShader exactly as `glslangValidator -V --target-env T -D... -e E`
+/// does, so that unoptimised output is byte-identical to it.
+void configure(glslang::TShader& shader, const KernelSpec& spec, const SourceFile& main, ShaderInput& in) {
+  in.text = main.content.c_str();
+  in.length = static_cast<int>(main.content.size());
+  in.name = main.path.c_str();
+  shader.setStringsWithLengthsAndNames(&in.text, &in.length, &in.name, 1);
+  for (const auto& [k, v] : spec.defines) in.preamble += fmt::format("#define {} {}\n", k, v);
+  shader.setPreamble(in.preamble.c_str());
+  shader.setEntryPoint(spec.entry.c_str());
+  if (spec.language == Language::glsl && spec.entry != "main") shader.setSourceEntryPoint(spec.entry.c_str());
+  auto env = target_env(spec.target);
+  auto source = spec.language == Language::hlsl ? glslang::EShSourceHlsl : glslang::EShSourceGlsl;
+  shader.setEnvInput(source, to_glslang(spec.stage), glslang::EShClientVulkan, 100);
+  shader.setEnvClient(glslang::EShClientVulkan, env.client);
+  shader.setEnvTarget(glslang::EShTargetSpv, env.spirv);
+}
+
+EShMessages messages_for(const KernelSpec& spec) {
+  int m = EShMsgSpvRules | EShMsgVulkanRules;
+  if (spec.language == Language::hlsl) m |= EShMsgReadHlsl;
+  return static_cast<EShMessages>(m);
+}
+
+/// glslang's info log without its summary lines ("N compilation errors").
+std::string clean_log(std::string_view log) {
+  std::string out;
+  std::istringstream in{std::string(log)};
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line.find("compilation errors.") != std::string::npos ||
+        line.find("No code generated") != std::string::npos)
+      continue;
+    if (!out.empty()) out += '\n';
+    out += line;
+  }
+  return out;
+}
+
+/// A validator message that means "I do not know this" rather than "this is
+/// invalid": the module may be fine for a newer toolchain or a driver.
+bool is_unsupported_by_validator(std::string_view message) {
+  for (std::string_view marker : {"Invalid capability operand", "Invalid opcode", "Invalid extension operand",
+                                  "is not supported", "Unknown", "unknown"})
+    if (message.find(marker) != std::string_view::npos) return true;
+  return false;
+}
+
+std::string recipe_for(Optimize level) {
+  if (level == Optimize::none) return "none";
+  spvtools::Optimizer opt(SPV_ENV_VULKAN_1_2);
+  if (level == Optimize::size) opt.RegisterSizePasses();
+  else opt.RegisterPerformancePasses();
+  std::string recipe = level == Optimize::size ? "size:" : "performance:";
+  for (const char* pass : opt.GetPassNames()) recipe.append(pass).append(",");
+  return recipe;
+}
+
+}  // namespace
+
+const ToolchainVersions& toolchain_versions() {
+  static const ToolchainVersions versions{
+      fmt::format("{}.{}.{}{}", GLSLANG_VERSION_MAJOR, GLSLANG_VERSION_MINOR, GLSLANG_VERSION_PATCH,
+                  GLSLANG_VERSION_FLAVOR),
+      spvSoftwareVersionString()};
+  return versions;
+}
+
+const std::vector<Field>& toolchain_fields(Optimize level) {
+  static const std::array<std::vector<Field>, 3> fields = [] {
+    std::array<std::vector<Field>, 3> out;
+    for (Optimize o : {Optimize::none, Optimize::size, Optimize::performance}) {
+      auto& f = out[static_cast<std::size_t>(o)];
+      f.emplace_back("glslang", toolchain_versions().glslang);
+      f.emplace_back("spirv-tools", toolchain_versions().spirv_tools);
+      f.emplace_back("optimizer", util::hash_string(recipe_for(o)).hex().substr(0, 16) + " (" +
+                                      std::string(definition::optimize_name(o)) + ")");
+    }
+    return out;
+  }();
+  return fields[static_cast<std::size_t>(level)];
+}
+
+Result<Definition> expand(const KernelSpec& spec, FileCache& files, PhaseTimes& times) {
+  init_glslang();
+  Stopwatch watch;
+  Definition def;
+  std::optional<Error> read_error;
+  auto open = [&](const std::string& rel) -> std::shared_ptr<const SourceFile> {
+    auto file = files.get(rel);
+    if (!file) {
+      if (file.error().category != Category::not_found && !read_error) read_error = file.error();
+      return nullptr;
+    }
+    // Record each input once, in first-read order.
+    for (const auto& seen : def.files)
+      if (seen->path == (*file)->path) return *file;
+    def.files.push_back(*file);
+    def.inputs.push_back({(*file)->path, (*file)->hash});
+    return *file;
+  };
+  auto main = open(spec.source);
+  if (!main) {
+    if (read_error) return tl::unexpected(*read_error);
+    return fail(Category::not_found, "{}: source file not found", spec.source);
+  }
+  ShaderInput input;
+  glslang::TShader shader(to_glslang(spec.stage));
+  configure(shader, spec, *main, input);
+  ProjectIncluder includer(spec.include_dirs, open);
+  bool ok = shader.preprocess(GetDefaultResources(), 100, ENoProfile, false, false, messages_for(spec),
+                              &def.expanded, includer);
+  watch.lap(times[Phase::expand]);
+  if (read_error) return tl::unexpected(*read_error);
+  if (!ok) return fail(Category::compile_failed, "{}", clean_log(shader.getInfoLog()));
+  return def;
+}
+
+Result<Compiled> compile(const KernelSpec& spec, const Definition& def, PhaseTimes& times) {
+  init_glslang();
+  Stopwatch watch;
+  if (def.files.empty()) return fail(Category::invalid_argument, "{}: definition has no source", spec.name);
+  auto open = [&](const std::string& rel) -> std::shared_ptr<const SourceFile> {
+    for (const auto& f : def.files)
+      if (f->path == rel) return f;
+    return nullptr;
+  };
+  auto stage = to_glslang(spec.stage);
+  ShaderInput input;
+  glslang::TShader shader(stage);
+  configure(shader, spec, *def.files.front(), input);
+  ProjectIncluder includer(spec.include_dirs, open);
+  auto messages = messages_for(spec);
+  Compiled out;
+  if (!shader.parse(GetDefaultResources(), 100, false, messages, includer))
+    return fail(Category::compile_failed, "{}", clean_log(shader.getInfoLog()));
+  glslang::TProgram program;
+  program.addShader(&shader);
+  if (!program.link(messages)) return fail(Category::compile_failed, "link: {}", clean_log(program.getInfoLog()));
+  out.warnings = clean_log(shader.getInfoLog());
+  glslang::SpvOptions spv_options;
+  spv_options.generateDebugInfo = false;
+  spv_options.disableOptimizer = false;  // as glslangValidator: only HLSL legalisation runs here
+  spv_options.validate = false;
+  spv::SpvBuildLogger logger;
+  glslang::GlslangToSpv(*program.getIntermediate(stage), out.spirv, &logger, &spv_options);
+  if (auto log = logger.getAllMessages(); log.find("error") != std::string::npos)
+    return fail(Category::compile_failed, "{}: SPIR-V generation: {}", spec.source, log);
+  watch.lap(times[Phase::glslang]);
+
+  auto env = target_env(spec.target).tools;
+  if (spec.optimize != Optimize::none) {
+    spvtools::Optimizer opt(env);
+    std::string opt_messages;
+    opt.SetMessageConsumer([&](spv_message_level_t level, const char*, const spv_position_t&, const char* m) {
+      if (level <= SPV_MSG_ERROR) opt_messages.append(m).append("\n");
+    });
+    if (spec.optimize == Optimize::size) opt.RegisterSizePasses();
+    else opt.RegisterPerformancePasses();
+    spvtools::OptimizerOptions options;
+    options.set_run_validator(false);  // validated once, after optimising
+    std::vector<std::uint32_t> optimised;
+    if (!opt.Run(out.spirv.data(), out.spirv.size(), &optimised, options))
+      return fail(Category::compile_failed, "{}: spirv-opt failed: {}", spec.source, opt_messages);
+    out.spirv = std::move(optimised);
+  }
+  watch.lap(times[Phase::spirv_opt]);
+  auto valid = validate(out.spirv, spec.target);
+  watch.lap(times[Phase::spirv_val]);
+  if (!valid) return tl::unexpected(std::move(valid).error().context(spec.source));
+  return out;
+}
+
+Result<void> validate(std::span<const std::uint32_t> spirv, std::string_view target) {
+  spvtools::SpirvTools tools(target_env(target).tools);
+  std::string messages;
+  tools.SetMessageConsumer([&](spv_message_level_t level, const char*, const spv_position_t&, const char* m) {
+    if (level <= SPV_MSG_ERROR) messages.append(m).append("\n");
+  });
+  spvtools::ValidatorOptions options;
+  if (tools.Validate(spirv.data(), spirv.size(), options)) return {};
+  while (!messages.empty() && messages.back() == '\n') messages.pop_back();
+  if (is_unsupported_by_validator(messages))
+    return fail(Category::validator_unsupported,
+                "spirv-val ({}) does not know something the module uses (not necessarily invalid): {}",
+                toolchain_versions().spirv_tools, messages);
+  return fail(Category::validation_failed, "spirv-val rejected the module: {}", messages);
+}
+
+Result<std::vector<std::uint32_t>> spirv_words(std::span<const std::uint8_t> bytes) {
+  if (bytes.size() % 4 != 0 || bytes.size() < 20)
+    return fail(Category::corruption, "SPIR-V module of {} bytes is not a whole number of words", bytes.size());
+  std::vector<std::uint32_t> words(bytes.size() / 4);
+  std::memcpy(words.data(), bytes.data(), bytes.size());
+  if (words[0] != 0x07230203u) return fail(Category::corruption, "not a SPIR-V module (bad magic number)");
+  return words;
+}
+
+}  // namespace kcache::compile

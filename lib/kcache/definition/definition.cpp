@@ -1,0 +1,94 @@
+#include "kcache/definition/definition.hpp"
+
+#include "kcache/core/file.hpp"
+#include "kcache/util/hash.hpp"
+
+#include <fmt/format.h>
+
+namespace kcache::definition {
+
+FileCache::FileCache(std::filesystem::path root) : m_root(std::move(root)) {}
+
+std::string FileCache::normalise(const std::filesystem::path& rel) {
+  return rel.lexically_normal().generic_string();
+}
+
+Result<std::shared_ptr<const SourceFile>> FileCache::get(const std::string& rel) {
+  {
+    std::lock_guard lock(m_mutex);
+    if (auto it = m_files.find(rel); it != m_files.end()) return it->second;
+  }
+  // Read outside the lock: two threads may read the same file once each at
+  // worst, which is cheaper than serialising all reads.
+  Result<std::shared_ptr<const SourceFile>> result = read_file(m_root / rel).map([&](std::string content) {
+    auto file = std::make_shared<SourceFile>();
+    file->path = rel;
+    file->hash = util::hash_string(content);
+    file->content = std::move(content);
+    return std::shared_ptr<const SourceFile>(std::move(file));
+  });
+  if (!result) result = tl::unexpected(Error{result.error().category, fmt::format("cannot read {}: {}", rel,
+                                                                                  result.error().message)});
+  std::lock_guard lock(m_mutex);
+  return m_files.emplace(rel, std::move(result)).first->second;
+}
+
+namespace {
+
+/// Adds a field to both the hash and the recorded list.
+struct FieldRecorder {
+  util::Hasher hasher;
+  std::vector<Field> fields;
+  void add(std::string name, std::string value) {
+    hasher.field(name, value);
+    fields.emplace_back(std::move(name), std::move(value));
+  }
+  HashedFields finish() { return {hasher.finish(), std::move(fields)}; }
+};
+
+}  // namespace
+
+HashedFields compute_id(const KernelSpec& spec) {
+  FieldRecorder r;
+  r.add("name", spec.name);
+  for (const auto& [k, v] : spec.variant) r.add("variant:" + k, v);
+  r.add("source", spec.source);
+  r.add("entry", spec.entry);
+  r.add("stage", std::string(stage_name(spec.stage)));
+  r.add("language", std::string(language_name(spec.language)));
+  for (const auto& [k, v] : spec.defines) r.add("define:" + k, v);
+  for (std::size_t i = 0; i < spec.include_dirs.size(); ++i)
+    r.add("include_dir:" + std::to_string(i), spec.include_dirs[i]);
+  r.add("target", spec.target);
+  r.add("optimize", std::string(optimize_name(spec.optimize)));
+  for (const auto& sc : spec.spec_constants)
+    r.add("spec_constant:" + std::to_string(sc.id), sc.type + ":" + sc.text);
+  return r.finish();
+}
+
+HashedFields compute_ir(const Definition& def, const std::vector<Field>& toolchain) {
+  FieldRecorder r;
+  r.add("key_schema", std::string(k_key_schema));
+  for (const auto& [k, v] : toolchain) r.add(k, v);
+  r.add("expanded_source", util::hash_string(def.expanded).hex());
+  return r.finish();
+}
+
+std::vector<FieldChange> diff_fields(const std::vector<Field>& old_fields, const std::vector<Field>& new_fields) {
+  auto find = [](const std::vector<Field>& fields, const std::string& name) -> const std::string* {
+    for (const auto& [k, v] : fields)
+      if (k == name) return &v;
+    return nullptr;
+  };
+  std::vector<FieldChange> out;
+  for (const auto& [k, v] : old_fields) {
+    const std::string* now = find(new_fields, k);
+    if (!now) out.push_back({k, v, "<absent>"});
+    else if (*now != v) out.push_back({k, v, *now});
+  }
+  for (const auto& [k, v] : new_fields)
+    if (!find(old_fields, k)) out.push_back({k, "<absent>", v});
+  return out;
+}
+
+}  // namespace kcache::definition

@@ -1,0 +1,88 @@
+// Definitions and keys (DESIGN.md "Definition", "Key").
+//
+// A Definition is a kernel after include expansion: the expanded text plus
+// the list of files it read with their content hashes. Keys pair an identity
+// hash (`id`: what the kernel is) with a content hash (`ir`: what it is made
+// of); both hash tagged, length-delimited fields and keep the list of fields
+// so that `inspect --why` can name exactly what changed.
+//
+// Thread-safety: FileCache is safe to share between threads; the rest are
+// plain values and pure functions.
+#pragma once
+
+#include "kcache/core/entry.hpp"
+#include "kcache/core/error.hpp"
+#include "kcache/definition/kernel_spec.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kcache::definition {
+
+/// Version of the key scheme; part of every `ir` (STYLE.md: a scheme change
+/// must invalidate old keys rather than need a rehash tool).
+inline constexpr std::string_view k_key_schema = "1";
+
+/// One source file as read during this run.
+struct SourceFile {
+  std::string path;     ///< relative to the project root, '/'-separated
+  std::string content;
+  Hash128 hash;
+};
+
+/// Reads project files once per run and remembers them, so an include
+/// shared by a thousand variants is read and hashed once. Paths are relative
+/// to `root` (the manifest's folder) and normalised; absolute paths never
+/// leave this class, which keeps them out of keys.
+class FileCache {
+ public:
+  explicit FileCache(std::filesystem::path root);
+  /// The file at `rel` (relative to root): not_found when missing.
+  Result<std::shared_ptr<const SourceFile>> get(const std::string& rel);
+  /// Normalises a path relative to root ("a/./b/../c" → "a/c").
+  static std::string normalise(const std::filesystem::path& rel);
+  const std::filesystem::path& root() const { return m_root; }
+
+ private:
+  std::filesystem::path m_root;
+  std::mutex m_mutex;
+  std::unordered_map<std::string, Result<std::shared_ptr<const SourceFile>>> m_files;
+};
+
+/// A kernel after include expansion.
+struct Definition {
+  std::string expanded;                 ///< preprocessed text (defines applied)
+  std::vector<InputFile> inputs;        ///< main source first, then includes in first-read order
+  /// The bytes that were hashed, so compilation sees exactly them even if a
+  /// file changes on disk meanwhile.
+  std::vector<std::shared_ptr<const SourceFile>> files;
+};
+
+/// A hash with the fields it covered.
+struct HashedFields {
+  Hash128 hash;
+  std::vector<Field> fields;
+};
+
+/// The identity hash: kernel name, variant values, source path, entry,
+/// stage, language, defines, include dirs, target, optimize, spec constants.
+HashedFields compute_id(const KernelSpec& spec);
+
+/// The content hash: `toolchain` fields (compiler versions, optimiser
+/// recipe, key schema) plus the hash of the expanded source.
+HashedFields compute_ir(const Definition& def, const std::vector<Field>& toolchain);
+
+/// What changed between two recorded field lists, as (name, old, new);
+/// "<absent>" marks a field present on one side only.
+struct FieldChange {
+  std::string name;
+  std::string old_value;
+  std::string new_value;
+};
+std::vector<FieldChange> diff_fields(const std::vector<Field>& old_fields, const std::vector<Field>& new_fields);
+
+}  // namespace kcache::definition

@@ -1,0 +1,383 @@
+#include "kcache/manifest/manifest.hpp"
+
+#include "kcache/core/file.hpp"
+#include "kcache/definition/definition.hpp"
+
+#define TOML_EXCEPTIONS 0
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace kcache::manifest {
+namespace {
+
+using definition::KernelSpec;
+
+constexpr std::array k_default_keys{"entry",        "stage",  "language", "defines",
+                                    "include_dirs", "target", "optimize", "spec_constants"};
+constexpr std::array k_kernel_only_keys{"name", "source", "variants"};
+
+/// Collects problems as "file:line: message" lines.
+class Diagnostics {
+ public:
+  explicit Diagnostics(std::string file) : m_file(std::move(file)) {}
+  void add(const toml::node* at, std::string message) {
+    add_at(at ? static_cast<int>(at->source().begin.line) : 0, std::move(message));
+  }
+  void add_at(int line, std::string message) {
+    m_lines.push_back(line > 0 ? fmt::format("{}:{}: {}", m_file, line, message)
+                               : fmt::format("{}: {}", m_file, message));
+  }
+  bool empty() const { return m_lines.empty(); }
+  tl::unexpected<Error> error() const {
+    return fail(Category::invalid_argument, "{}", fmt::join(m_lines, "\n"));
+  }
+
+ private:
+  std::string m_file;
+  std::vector<std::string> m_lines;
+};
+
+bool is_absolute_like(std::string_view p) { return !p.empty() && (p[0] == '/' || p[0] == '~'); }
+
+/// A scalar TOML value as define/variant text; nullopt for tables and arrays.
+std::optional<std::string> scalar_text(const toml::node& node) {
+  if (auto s = node.as_string()) return s->get();
+  if (auto i = node.as_integer()) return std::to_string(i->get());
+  if (auto f = node.as_floating_point()) {
+    std::string text = fmt::format("{}", f->get());
+    if (text.find_first_of(".eE") == std::string::npos && text.find("inf") == std::string::npos) text += ".0";
+    return text;
+  }
+  if (auto b = node.as_boolean()) return b->get() ? "1" : "0";
+  return std::nullopt;
+}
+
+/// Macro names as the GLSL preprocessor accepts them.
+bool is_identifier(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+bool is_valid_kernel_name(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
+}
+
+/// The fields of a kernel or [defaults] table, before variant expansion.
+struct Options {
+  std::optional<std::string> entry, target;
+  std::optional<definition::Stage> stage;
+  std::optional<definition::Language> language;
+  std::optional<definition::Optimize> optimize;
+  std::map<std::string, std::string> defines;
+  std::optional<std::vector<std::string>> include_dirs;
+  std::map<std::uint32_t, definition::SpecConstant> spec_constants;
+};
+
+template <typename Enum, typename Parse>
+void read_enum(const toml::table& t, const char* key, std::optional<Enum>& out, Parse parse, std::string_view choices,
+               Diagnostics& diag) {
+  const toml::node* node = t.get(key);
+  if (!node) return;
+  auto text = node->value<std::string>();
+  auto parsed = text ? parse(*text) : std::nullopt;
+  if (!parsed) {
+    diag.add(node, fmt::format("'{}' must be one of {} (got {})", key, choices,
+                               text ? "'" + *text + "'" : std::string("a non-string")));
+    return;
+  }
+  out = *parsed;
+}
+
+void read_options(const toml::table& t, Options& o, Diagnostics& diag) {
+  if (const toml::node* n = t.get("entry")) {
+    auto v = n->value<std::string>();
+    if (!v || v->empty() || !is_identifier(*v)) diag.add(n, "'entry' must be a function name such as \"main\"");
+    else o.entry = *v;
+  }
+  if (const toml::node* n = t.get("target")) {
+    auto v = n->value<std::string>();
+    if (!v || !definition::is_known_target(*v))
+      diag.add(n, fmt::format("unknown target {} — use one of vulkan1.0, vulkan1.1, vulkan1.2, vulkan1.3",
+                              v ? "'" + *v + "'" : std::string("(not a string)")));
+    else o.target = *v;
+  }
+  read_enum(t, "stage", o.stage, definition::parse_stage,
+            "compute, vertex, fragment, geometry, tess_control, tess_evaluation, task, mesh", diag);
+  read_enum(t, "language", o.language, definition::parse_language, "glsl, hlsl", diag);
+  read_enum(t, "optimize", o.optimize, definition::parse_optimize, "none, size, performance", diag);
+  if (const toml::node* n = t.get("defines")) {
+    if (auto table = n->as_table()) {
+      for (const auto& [k, v] : *table) {
+        auto text = scalar_text(v);
+        if (!is_identifier(k.str())) diag.add(&v, fmt::format("define '{}' is not a valid macro name", k.str()));
+        else if (!text) diag.add(&v, fmt::format("define '{}' must be a string, number or boolean", k.str()));
+        else o.defines[std::string(k.str())] = *text;
+      }
+    } else {
+      diag.add(n, "'defines' must be a table, e.g. defines = { TILE = 16 }");
+    }
+  }
+  if (const toml::node* n = t.get("include_dirs")) {
+    std::vector<std::string> dirs;
+    if (auto arr = n->as_array()) {
+      for (const auto& v : *arr) {
+        auto s = v.value<std::string>();
+        if (!s) diag.add(&v, "'include_dirs' entries must be strings");
+        else if (is_absolute_like(*s))
+          diag.add(&v, fmt::format("include dir '{}' is absolute — use a path relative to the manifest's folder, "
+                                   "so that keys do not depend on where the project is checked out", *s));
+        else dirs.push_back(definition::FileCache::normalise(*s));
+      }
+    } else {
+      diag.add(n, "'include_dirs' must be an array of paths, e.g. include_dirs = [\"include\"]");
+    }
+    o.include_dirs = std::move(dirs);
+  }
+  if (const toml::node* n = t.get("spec_constants")) {
+    auto table = n->as_table();
+    if (!table) {
+      diag.add(n, "'spec_constants' must be a table of constant_id = value, e.g. spec_constants = { \"0\" = 64 }");
+      return;
+    }
+    for (const auto& [k, v] : *table) {
+      std::uint32_t id = 0;
+      auto key = k.str();
+      auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+      if (ec != std::errc{} || ptr != key.data() + key.size()) {
+        diag.add(&v, fmt::format("spec constant key '{}' must be a constant_id (a non-negative integer)", key));
+        continue;
+      }
+      definition::SpecConstant sc;
+      sc.id = id;
+      if (auto b = v.as_boolean()) {
+        sc.type = "bool", sc.bits = b->get() ? 1u : 0u, sc.text = b->get() ? "true" : "false";
+      } else if (auto i = v.as_integer()) {
+        std::int64_t x = i->get();
+        if (x < INT32_MIN || x > static_cast<std::int64_t>(UINT32_MAX)) {
+          diag.add(&v, fmt::format("spec constant {} = {} does not fit in 32 bits", id, x));
+          continue;
+        }
+        sc.type = "int", sc.bits = static_cast<std::uint32_t>(x), sc.text = std::to_string(x);
+      } else if (auto f = v.as_floating_point()) {
+        sc.type = "float", sc.bits = std::bit_cast<std::uint32_t>(static_cast<float>(f->get()));
+        sc.text = fmt::format("{}", f->get());
+      } else {
+        diag.add(&v, fmt::format("spec constant {} must be an integer, float or boolean", id));
+        continue;
+      }
+      o.spec_constants[id] = sc;
+    }
+  }
+}
+
+void check_keys(const toml::table& t, bool is_kernel, std::string_view where, Diagnostics& diag) {
+  for (const auto& [k, v] : t) {
+    auto key = k.str();
+    bool ok = std::find(k_default_keys.begin(), k_default_keys.end(), key) != k_default_keys.end() ||
+              (is_kernel && std::find(k_kernel_only_keys.begin(), k_kernel_only_keys.end(), key) !=
+                                k_kernel_only_keys.end());
+    if (!ok)
+      diag.add(&v, fmt::format("unknown key '{}' in {} — allowed: {}{}{}", key, where, fmt::join(k_default_keys, ", "),
+                               is_kernel ? ", " : "", is_kernel ? fmt::format("{}", fmt::join(k_kernel_only_keys, ", "))
+                                                                : std::string()));
+  }
+}
+
+/// Variant lists in key order; an empty list or a non-scalar value is an error.
+std::vector<std::pair<std::string, std::vector<std::string>>> read_variants(const toml::node* node,
+                                                                            Diagnostics& diag) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  if (!node) return out;
+  auto table = node->as_table();
+  if (!table) {
+    diag.add(node, "'variants' must be a table of NAME = [values], e.g. [kernel.variants] T = [\"float\", \"int\"]");
+    return out;
+  }
+  for (const auto& [k, v] : *table) {
+    std::string key(k.str());
+    if (!is_identifier(key)) {
+      diag.add(&v, fmt::format("variant '{}' is not a valid macro name", key));
+      continue;
+    }
+    auto arr = v.as_array();
+    if (!arr) {
+      diag.add(&v, fmt::format("variant '{}' must be an array of values, e.g. {} = [8, 16]", key, key));
+      continue;
+    }
+    if (arr->empty()) {
+      diag.add(&v, fmt::format("variant '{}' has an empty list — give at least one value or remove it", key));
+      continue;
+    }
+    std::vector<std::string> values;
+    std::set<std::string> seen;
+    for (const auto& item : *arr) {
+      auto text = scalar_text(item);
+      if (!text) diag.add(&item, fmt::format("variant '{}' values must be strings, numbers or booleans", key));
+      else if (!seen.insert(*text).second) diag.add(&item, fmt::format("variant '{}' lists '{}' twice", key, *text));
+      else values.push_back(*text);
+    }
+    out.emplace_back(std::move(key), std::move(values));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void expand_kernel(const Options& defaults, const toml::table& kt, Diagnostics& diag, const std::filesystem::path& root,
+                   bool check_files, std::vector<KernelSpec>& out) {
+  check_keys(kt, true, "[[kernel]]", diag);
+  int line = static_cast<int>(kt.source().begin.line);
+  const toml::node* name_node = kt.get("name");
+  auto name = name_node ? name_node->value<std::string>() : std::nullopt;
+  if (!name || !is_valid_kernel_name(*name)) {
+    diag.add(name_node ? name_node : &kt,
+             name ? fmt::format("kernel name '{}' may use only letters, digits, '_', '-' and '.'", *name)
+                  : std::string("kernel needs a 'name' (letters, digits, '_', '-', '.')"));
+    return;
+  }
+  const toml::node* source_node = kt.get("source");
+  auto source = source_node ? source_node->value<std::string>() : std::nullopt;
+  if (!source) {
+    diag.add(source_node ? source_node : &kt,
+             fmt::format("kernel '{}' needs a 'source' path relative to the manifest's folder", *name));
+    return;
+  }
+  if (is_absolute_like(*source)) {
+    diag.add(source_node, fmt::format("kernel '{}': source '{}' is absolute — use a path relative to the manifest's "
+                                      "folder, so that keys do not depend on where the project lives",
+                                      *name, *source));
+    return;
+  }
+  std::string source_rel = definition::FileCache::normalise(*source);
+  if (check_files && !std::filesystem::is_regular_file(root / source_rel))
+    diag.add(source_node, fmt::format("kernel '{}': source '{}' does not exist (looked in {})", *name, *source,
+                                      (root / source_rel).string()));
+
+  Options o = defaults;
+  Options own;
+  read_options(kt, own, diag);
+  if (own.entry) o.entry = own.entry;
+  if (own.target) o.target = own.target;
+  if (own.stage) o.stage = own.stage;
+  if (own.language) o.language = own.language;
+  if (own.optimize) o.optimize = own.optimize;
+  if (own.include_dirs) o.include_dirs = own.include_dirs;
+  for (auto& [k, v] : own.defines) o.defines[k] = v;
+  for (auto& [k, v] : own.spec_constants) o.spec_constants[k] = v;
+
+  auto variants = read_variants(kt.get("variants"), diag);
+  for (const auto& [k, values] : variants)
+    if (values.empty()) return;
+
+  KernelSpec base;
+  base.base_name = *name;
+  base.source = source_rel;
+  base.entry = o.entry.value_or("main");
+  base.stage = o.stage.value_or(definition::Stage::compute);
+  base.language = o.language.value_or(definition::Language::glsl);
+  base.include_dirs = o.include_dirs.value_or(std::vector<std::string>{});
+  base.target = o.target.value_or(std::string(definition::k_default_target));
+  base.optimize = o.optimize.value_or(definition::Optimize::performance);
+  for (auto& [id, sc] : o.spec_constants) base.spec_constants.push_back(sc);
+  base.manifest_line = line;
+
+  // Odometer over the variant lists: the last key varies fastest.
+  std::vector<std::size_t> index(variants.size(), 0);
+  for (;;) {
+    KernelSpec spec = base;
+    auto defines = o.defines;
+    std::string suffix;
+    for (std::size_t i = 0; i < variants.size(); ++i) {
+      const auto& [key, values] = variants[i];
+      spec.variant.emplace_back(key, values[index[i]]);
+      defines[key] = values[index[i]];
+      suffix += fmt::format("{}{}={}", i ? "," : "", key, values[index[i]]);
+    }
+    spec.name = variants.empty() ? *name : fmt::format("{}[{}]", *name, suffix);
+    spec.defines.assign(defines.begin(), defines.end());
+    if (spec.name.size() > k_max_kernel_name) {
+      diag.add(&kt, fmt::format("kernel name '{}…' is longer than {} bytes — shorten variant values",
+                                spec.name.substr(0, 60), k_max_kernel_name));
+      return;
+    }
+    out.push_back(std::move(spec));
+    std::size_t i = variants.size();
+    while (i > 0) {
+      --i;
+      if (++index[i] < variants[i].second.size()) break;
+      index[i] = 0;
+      if (i == 0) return;
+    }
+    if (variants.empty()) return;
+  }
+}
+
+}  // namespace
+
+Result<Manifest> parse_manifest(std::string_view text, const std::string& display_name,
+                                const std::filesystem::path& root, bool check_files) {
+  Diagnostics diag(display_name);
+  toml::parse_result parsed = toml::parse(text, display_name);
+  if (!parsed) {
+    const auto& err = parsed.error();
+    return fail(Category::invalid_argument, "{}:{}:{}: TOML syntax error: {}", display_name, err.source().begin.line,
+                err.source().begin.column, err.description());
+  }
+  const toml::table& top = parsed.table();
+  for (const auto& [k, v] : top)
+    if (k.str() != "defaults" && k.str() != "kernel")
+      diag.add(&v, fmt::format("unknown top-level key '{}' — a manifest has [defaults] and [[kernel]] entries", k.str()));
+
+  Options defaults;
+  if (const toml::node* d = top.get("defaults")) {
+    if (auto dt = d->as_table()) {
+      check_keys(*dt, false, "[defaults]", diag);
+      read_options(*dt, defaults, diag);
+    } else {
+      diag.add(d, "'defaults' must be a table: [defaults]");
+    }
+  }
+
+  Manifest m;
+  m.path = display_name;
+  m.root = root;
+  const toml::node* kernels = top.get("kernel");
+  if (!kernels) {
+    diag.add(nullptr, "no kernels — add a [[kernel]] table with name and source");
+  } else if (auto arr = kernels->as_array(); !arr || !arr->is_array_of_tables()) {
+    diag.add(kernels, "'kernel' must be written as [[kernel]] tables");
+  } else {
+    for (const auto& node : *arr) expand_kernel(defaults, *node.as_table(), diag, root, check_files, m.kernels);
+  }
+
+  std::map<std::string, int> seen;
+  for (const auto& k : m.kernels) {
+    auto [it, inserted] = seen.emplace(k.name, k.manifest_line);
+    if (!inserted)
+      diag.add_at(k.manifest_line, fmt::format("duplicate kernel name '{}' (first at line {}) — names must be unique",
+                                               k.name, it->second));
+  }
+  if (!diag.empty()) return diag.error();
+  return m;
+}
+
+Result<Manifest> load_manifest(const std::filesystem::path& path) {
+  auto text = read_file(path);
+  if (!text) {
+    if (text.error().category == Category::not_found)
+      return fail(Category::not_found, "manifest {} not found — pass the path of a kcache.toml", path.string());
+    return tl::unexpected(text.error());
+  }
+  auto root = path.parent_path();
+  if (root.empty()) root = ".";
+  return parse_manifest(*text, path.string(), root);
+}
+
+}  // namespace kcache::manifest

@@ -1,0 +1,44 @@
+// The kernel manifest (TOML): parsing, validation and variant expansion.
+//
+// Format (README "Manifest format" is the user-facing description):
+//   [defaults]  entry, stage, language, defines, include_dirs, target,
+//               optimize, spec_constants — applied to every kernel
+//   [[kernel]]  name, source (required) and any key of [defaults], plus
+//               [kernel.variants]: NAME = [values...]; the Cartesian product
+//               of all variant lists expands the kernel, each point named
+//               "name[K1=v1,K2=v2]" (keys sorted) with each K defined as a macro.
+// Every problem is reported before any compile, as "file:line: what is
+// wrong — what to do", all problems at once.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include "kcache/core/error.hpp"
+#include "kcache/definition/kernel_spec.hpp"
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kcache::manifest {
+
+struct Manifest {
+  std::filesystem::path path;  ///< the manifest file as given
+  std::filesystem::path root;  ///< its folder: every relative path starts here
+  std::vector<definition::KernelSpec> kernels;  ///< expanded, in manifest order
+};
+
+/// Longest kernel name accepted (store keys are limited to 511 bytes).
+inline constexpr std::size_t k_max_kernel_name = 400;
+
+/// Reads and expands the manifest at `path`. not_found if the file is
+/// missing; invalid_argument with one line per problem otherwise.
+Result<Manifest> load_manifest(const std::filesystem::path& path);
+
+/// Parses manifest text; `display_name` prefixes messages, `root` resolves
+/// sources (their existence is checked when `check_files` is set).
+Result<Manifest> parse_manifest(std::string_view text, const std::string& display_name,
+                                const std::filesystem::path& root, bool check_files = true);
+
+}  // namespace kcache::manifest

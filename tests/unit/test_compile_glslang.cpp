@@ -1,0 +1,109 @@
+#include "kcache/compile/compiler.hpp"
+
+#include "test_support.hpp"
+
+using namespace kcache;
+using namespace kcache::definition;
+
+namespace {
+
+constexpr const char* k_shader = R"(#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) buffer B { float data[]; };
+void main() { data[gl_GlobalInvocationID.x] = SCALE * twice(data[gl_GlobalInvocationID.x]); }
+)";
+
+KernelSpec spec_for(const std::string& source) {
+  KernelSpec s;
+  s.name = "k";
+  s.base_name = "k";
+  s.source = source;
+  s.include_dirs = {"inc"};
+  s.defines = {{"SCALE", "2.0"}};
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("expand resolves includes relative to the includer, then include dirs, and records inputs") {
+  test::TempDir dir;
+  dir.write("shaders/k.comp", k_shader);
+  dir.write("inc/common.glsl", "#include \"more.glsl\"\nfloat twice(float x) { return x * MORE; }\n");
+  dir.write("inc/more.glsl", "#define MORE 2.0\n");
+  FileCache files(dir.path());
+  PhaseTimes t;
+  auto def = compile::expand(spec_for("shaders/k.comp"), files, t);
+  REQUIRE(def);
+  REQUIRE(def->inputs.size() == 3);
+  CHECK(def->inputs[0].path == "shaders/k.comp");
+  CHECK(def->inputs[1].path == "inc/common.glsl");
+  CHECK(def->inputs[2].path == "inc/more.glsl");
+  CHECK(def->expanded.find("2.0 * twice") != std::string::npos);  // SCALE applied
+  CHECK(def->expanded.find(dir.path().string()) == std::string::npos);  // no absolute path
+
+  auto compiled = compile::compile(spec_for("shaders/k.comp"), *def, t);
+  REQUIRE(compiled);
+  CHECK(compiled->spirv.at(0) == 0x07230203u);
+  CHECK(compile::validate(compiled->spirv, "vulkan1.2"));
+}
+
+TEST_CASE("a compile error names the user's file and line, even inside an include") {
+  test::TempDir dir;
+  dir.write("k.comp", k_shader);
+  dir.write("inc/common.glsl", "float twice(float x) {\n  return x * undefined_thing;\n}\n");
+  FileCache files(dir.path());
+  PhaseTimes t;
+  auto def = compile::expand(spec_for("k.comp"), files, t);
+  REQUIRE(def);
+  auto compiled = compile::compile(spec_for("k.comp"), *def, t);
+  REQUIRE_FALSE(compiled);
+  CHECK(compiled.error().category == Category::compile_failed);
+  CAPTURE(compiled.error().message);
+  CHECK(compiled.error().message.find("inc/common.glsl:2") != std::string::npos);
+}
+
+TEST_CASE("a missing include is a compile error naming it") {
+  test::TempDir dir;
+  dir.write("k.comp", k_shader);
+  FileCache files(dir.path());
+  PhaseTimes t;
+  auto def = compile::expand(spec_for("k.comp"), files, t);
+  REQUIRE_FALSE(def);
+  CHECK(def.error().message.find("common.glsl") != std::string::npos);
+}
+
+TEST_CASE("the validator's 'unknown' is reported apart from 'invalid'") {
+  test::TempDir dir;
+  dir.write("k.comp", k_shader);
+  dir.write("inc/common.glsl", "float twice(float x) { return x + x; }\n");
+  FileCache files(dir.path());
+  PhaseTimes t;
+  auto spec = spec_for("k.comp");
+  spec.optimize = Optimize::none;
+  auto def = compile::expand(spec, files, t);
+  REQUIRE(def);
+  auto compiled = compile::compile(spec, *def, t);
+  REQUIRE(compiled);
+  // OpCapability (opcode 17, 2 words) is the first instruction after the 5-word header.
+  auto words = compiled->spirv;
+  REQUIRE((words[5] & 0xffff) == 17);
+  words[6] = 60000;  // a capability number no SPIR-V version defines
+  auto unknown = compile::validate(words, "vulkan1.2");
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().category == Category::validator_unsupported);
+
+  auto invalid = compiled->spirv;
+  invalid.resize(invalid.size() - 1);  // cut the last instruction short
+  auto bad = compile::validate(invalid, "vulkan1.2");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().category == Category::validation_failed);
+}
+
+TEST_CASE("toolchain fields name the compiler versions and the optimiser recipe") {
+  const auto& none = compile::toolchain_fields(Optimize::none);
+  const auto& perf = compile::toolchain_fields(Optimize::performance);
+  CHECK(none.at(0).first == "glslang");
+  CHECK(none.at(2).second != perf.at(2).second);
+}

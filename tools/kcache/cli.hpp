@@ -1,0 +1,62 @@
+// Shared pieces of the kcache CLI: exit codes, store opening, output.
+// Each subcommand lives in its own cmd_<verb>.cpp and registers itself with
+// a register_<verb>() function; main.cpp only forwards.
+#pragma once
+
+#include "kcache/core/error.hpp"
+#include "kcache/store/store.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace kcache::cli {
+
+/// Exit codes (README "Exit codes"); stable, scripts branch on them.
+enum ExitCode : int {
+  k_exit_ok = 0,
+  k_exit_failed = 1,          ///< some kernels failed, or verify found problems
+  k_exit_usage = 2,           ///< bad command line or manifest
+  k_exit_not_found = 3,       ///< a named kernel, namespace or file does not exist
+  k_exit_store = 4,           ///< the store cannot be opened, read or written
+  k_exit_fingerprint = 5,     ///< a bundle's fingerprint does not match the target
+  k_exit_bad_bundle = 6,      ///< a bundle or stored record failed integrity checks
+  k_exit_no_device = 7,       ///< no Vulkan loader or device
+  k_exit_internal = 70,       ///< a bug: an unexpected exception
+};
+
+/// The exit code for an error category.
+int exit_code_for(Category c);
+
+/// Prints "kcache: error: <message>" (with the category in --verbose) on
+/// stderr and returns the exit code for its category.
+int report_error(const Error& e);
+
+/// Whether stderr is an interactive terminal (progress lines only then).
+bool stderr_is_terminal();
+
+/// Options every store-using subcommand shares.
+struct StoreOptions {
+  std::string dir;       ///< --store; empty = default_store_dir()
+  bool read_only = false;
+  /// Adds --store and --read-only to `cmd`.
+  void add_to(CLI::App& cmd);
+  /// Opens the store; `need_write` refuses --read-only early with a clear message.
+  Result<std::unique_ptr<store::Store>> open(bool need_write) const;
+  std::string path() const;
+};
+
+/// A subcommand's action, set by the callback of the parsed subcommand.
+using Action = std::function<int()>;
+
+void register_build(CLI::App& app, Action& action);
+void register_inspect(CLI::App& app, Action& action);
+void register_get(CLI::App& app, Action& action);
+
+/// The --version text: kcache and every library version that matters.
+std::string version_text();
+
+}  // namespace kcache::cli
