@@ -63,9 +63,9 @@ TEST_CASE("ir depends on expanded source and toolchain only") {
   auto ir = compute_ir(d, tools).hash;
   d.inputs.push_back({"k.comp", kcache::util::hash_string("x")});
   CHECK(compute_ir(d, tools).hash == ir);  // inputs are recorded, not hashed: the expansion is
-  d.expanded += " ";
+  d.expanded = "void main() { }";
   CHECK(compute_ir(d, tools).hash != ir);
-  d.expanded.pop_back();
+  d.expanded = "void main() {}";
   tools[0].second = "13";
   CHECK(compute_ir(d, tools).hash != ir);
 }
@@ -90,4 +90,14 @@ TEST_CASE("FileCache reads a file once and keeps paths relative") {
   auto missing = files.get("nope");
   REQUIRE_FALSE(missing);
   CHECK(missing.error().category == kcache::Category::not_found);
+}
+
+TEST_CASE("ir ignores what cannot change the module: blank lines, indentation, #line markers") {
+  Definition a, b;
+  a.expanded = "#version 450\nvoid main() {\n  x = 1;\n}\n";
+  b.expanded = "#version 450\n\n#line 3 \"inc/a.glsl\"\n\nvoid main() {\n\tx = 1;   \n}\n\n\n";
+  std::vector<kcache::Field> tools;
+  CHECK(compute_ir(a, tools).hash == compute_ir(b, tools).hash);
+  b.expanded = "#version 450\nvoid main() {\n  x = 2;\n}\n";
+  CHECK(compute_ir(a, tools).hash != compute_ir(b, tools).hash);
 }

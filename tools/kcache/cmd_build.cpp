@@ -2,6 +2,7 @@
 #include "cli.hpp"
 
 #include "kcache/core/file.hpp"
+#include "kcache/util/bytes.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/pipeline/build.hpp"
 #include "kcache/report/report.hpp"

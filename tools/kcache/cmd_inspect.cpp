@@ -50,6 +50,12 @@ int inspect_kernel(const InspectArgs& args, store::Store& store, const manifest:
                         {"bytes", e.payload.size()}, {"created", e.created},
                         {"origin", e.origin_kind == OriginKind::built ? "built" : "imported"},
                         {"origin_detail", e.origin_detail}};
+    j["identity"] = nlohmann::json::object();
+    for (const auto& [k, v] : e.id_fields) j["identity"][k] = v;
+    j["toolchain"] = nlohmann::json::object();
+    for (const auto& [k, v] : e.ir_fields) j["toolchain"][k] = v;
+    j["inputs"] = nlohmann::json::array();
+    for (const auto& in : e.inputs) j["inputs"].push_back({{"path", in.path}, {"hash", in.hash.hex()}});
     text += fmt::format("{} in {}\n  id {}\n  ir {}\n  {} bytes, origin: {}\n", args.target, ns, e.key.id.hex(),
                         e.key.ir.hex(), e.payload.size(), e.origin_detail);
     text += "  inputs:\n";

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 namespace kcache::definition {
 
 FileCache::FileCache(std::filesystem::path root) : m_root(std::move(root)) {}
@@ -66,11 +68,38 @@ HashedFields compute_id(const KernelSpec& spec) {
   return r.finish();
 }
 
+namespace {
+
+/// The expanded text without what cannot change the module: blank lines,
+/// indentation and #line markers. glslang's preprocessor keeps line
+/// structure, so without this a comment added on its own line would change
+/// every later line number and look like a new definition. Debug info is not
+/// generated, so line numbers do not reach the SPIR-V (and __LINE__ is
+/// already expanded in the text).
+std::string canonical_source(std::string_view expanded) {
+  std::string out;
+  out.reserve(expanded.size());
+  std::size_t pos = 0;
+  while (pos < expanded.size()) {
+    std::size_t end = expanded.find('\n', pos);
+    if (end == std::string_view::npos) end = expanded.size();
+    std::string_view line = expanded.substr(pos, end - pos);
+    pos = end + 1;
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front()))) line.remove_prefix(1);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.remove_suffix(1);
+    if (line.empty() || line.starts_with("#line")) continue;
+    out.append(line).push_back('\n');
+  }
+  return out;
+}
+
+}  // namespace
+
 HashedFields compute_ir(const Definition& def, const std::vector<Field>& toolchain) {
   FieldRecorder r;
   r.add("key_schema", std::string(k_key_schema));
   for (const auto& [k, v] : toolchain) r.add(k, v);
-  r.add("expanded_source", util::hash_string(def.expanded).hex());
+  r.add("expanded_source", util::hash_string(canonical_source(def.expanded)).hex());
   return r.finish();
 }
 

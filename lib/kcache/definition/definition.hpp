@@ -73,7 +73,9 @@ struct HashedFields {
 HashedFields compute_id(const KernelSpec& spec);
 
 /// The content hash: `toolchain` fields (compiler versions, optimiser
-/// recipe, key schema) plus the hash of the expanded source.
+/// recipe, key schema) plus the hash of the expanded source with blank
+/// lines, indentation and #line markers removed (they cannot change the
+/// module, and glslang's preprocessor keeps line structure).
 HashedFields compute_ir(const Definition& def, const std::vector<Field>& toolchain);
 
 /// What changed between two recorded field lists, as (name, old, new);

@@ -1,0 +1,38 @@
+# Shared helpers for end-to-end tests: sourced by every tests/cli/*.sh.
+# Each test runs the real kcache binary ($KCACHE) in its own folder under
+# $KCACHE_TEST_TMP (kept after the run for inspection).
+set -euo pipefail
+: "${KCACHE:?set by ctest}" "${KCACHE_SOURCE_DIR:?}" "${KCACHE_TEST_TMP:?}"
+TEST_NAME=$(basename "$0" .sh)
+WORK="$KCACHE_TEST_TMP/cli/$TEST_NAME"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$WORK"
+export KCACHE_STORE="$WORK/store"
+unset KCACHE_JOBS
+
+fail() { echo "FAIL ($TEST_NAME): $*" >&2; exit 1; }
+note() { echo "-- $*"; }
+
+# expect_exit CODE CMD...: runs CMD, captures stdout/stderr in $WORK/out, err.
+expect_exit() {
+  local want=$1; shift
+  local got=0
+  "$@" >"$WORK/out" 2>"$WORK/err" || got=$?
+  if [[ $got -ne $want ]]; then
+    echo "stdout:"; cat "$WORK/out"; echo "stderr:"; cat "$WORK/err"
+    fail "expected exit $want, got $got from: $*"
+  fi
+}
+
+# expect_in FILE TEXT: FILE contains TEXT literally.
+expect_in() { grep -qF -- "$2" "$1" || { cat "$1"; fail "expected '$2' in $1"; }; }
+
+# json_get FILE PYEXPR: evaluates PYEXPR with j = parsed JSON of FILE.
+json_get() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# counts FILE: "hit compiled stale_replaced failed" from a build --json output.
+counts() { json_get "$1" '" ".join(str(j["counts"][k]) for k in ["hit","compiled","stale_replaced","failed"])'; }
+
+# copy_example DIR: the example project copied to DIR.
+copy_example() { mkdir -p "$1"; cp -r "$KCACHE_SOURCE_DIR/bundles/example/." "$1/"; }
