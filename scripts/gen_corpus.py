@@ -13,17 +13,21 @@ Writes into OUT_DIR:
   commands.txt           one glslc command per variant (per-process baseline,
                          run with cwd OUT_DIR; writes spv/<safe_name>.spv)
   commands_glslang.txt   the same through glslangValidator + spirv-opt -O
-                         (writes spv_g/<safe_name>.spv)
+                         (writes spv_g/<safe_name>.spv; glslangValidator
+                         needs -Iinclude without a space)
   corpus.json            {"variants", "touch_include", "affected_variants",
                           "kernels"}
   spv/, spv_g/           empty output folders for the two command lists
 
 <safe_name> is the kernel name with every non-alphanumeric character
 replaced by '_'. The full catalogue holds more variants than the default;
-a smaller N keeps a proportional, deterministic subset of the [[kernel]]
-entries (whole entries, then single-variant fillers to hit N exactly when
-possible). touch_include is the include file whose transitive users are
-closest to 10% of the variants. Output is byte-for-byte deterministic for the
+a smaller N keeps every one-of-a-kind kernel plus a proportional,
+deterministic share of the bulk entries (per quant format, per elementwise
+op, per type pair), topped up with single-variant entries to hit N exactly
+when possible; N above the catalogue size (1652) yields the whole
+catalogue. touch_include is the include file whose users (files actually
+opened by a variant's compile, #if-guarded includes honoured) are closest
+to 10% of the variants. Output is byte-for-byte deterministic for the
 same arguments. Python 3 standard library only.
 """
 
@@ -406,6 +410,10 @@ INCLUDES["tiling.glsl"] = r"""// tiling.glsl - tile configurations of the shared
 #define TM KC_CAT(MM_TM_, TILE)
 #define TN KC_CAT(MM_TN_, TILE)
 #define MM_THREADS ((BM / TM) * (BN / TN))
+// Depth of the unrolled inner K step (divides every BK).
+#ifndef BK_STEP
+#define BK_STEP 8
+#endif
 // Padded row stride of the shared tiles (avoids bank conflicts).
 #define SHMEM_STRIDE (BK + 1)
 
@@ -954,12 +962,16 @@ void main() {
     }
     barrier();
 
-    [[unroll]] for (uint i = 0u; i < BK; ++i) {
-      [[unroll]] for (uint j = 0u; j < TM; ++j) cache_a[j] = buf_a[(tm * TM + j) * SHMEM_STRIDE + i];
-      [[unroll]] for (uint j = 0u; j < TN; ++j) cache_b[j] = buf_b[(tn * TN + j) * SHMEM_STRIDE + i];
-      [[unroll]] for (uint cc = 0u; cc < TN; ++cc) {
-        [[unroll]] for (uint cr = 0u; cr < TM; ++cr) {
-          sums[cc * TM + cr] = fma(ACC_TYPE(cache_a[cr]), ACC_TYPE(cache_b[cc]), sums[cc * TM + cr]);
+    // BK_STEP-deep unrolled steps along K: TM x TN x BK_STEP FMAs each.
+    for (uint i0 = 0u; i0 < BK; i0 += BK_STEP) {
+      [[unroll]] for (uint ii = 0u; ii < BK_STEP; ++ii) {
+        const uint i = i0 + ii;
+        [[unroll]] for (uint j = 0u; j < TM; ++j) cache_a[j] = buf_a[(tm * TM + j) * SHMEM_STRIDE + i];
+        [[unroll]] for (uint j = 0u; j < TN; ++j) cache_b[j] = buf_b[(tn * TN + j) * SHMEM_STRIDE + i];
+        [[unroll]] for (uint cc = 0u; cc < TN; ++cc) {
+          [[unroll]] for (uint cr = 0u; cr < TM; ++cr) {
+            sums[cc * TM + cr] = fma(ACC_TYPE(cache_a[cr]), ACC_TYPE(cache_b[cc]), sums[cc * TM + cr]);
+          }
         }
       }
     }
@@ -2139,11 +2151,14 @@ void main() {
       }
     }
     barrier();
-    [[unroll]] for (uint i = 0u; i < BK; ++i) {
-      [[unroll]] for (uint j = 0u; j < TM; ++j) cache_a[j] = buf_a[(tm * TM + j) * SHMEM_STRIDE + i];
-      [[unroll]] for (uint j = 0u; j < TN; ++j) cache_b[j] = buf_b[(tn * TN + j) * SHMEM_STRIDE + i];
-      [[unroll]] for (uint cc = 0u; cc < TN; ++cc) {
-        [[unroll]] for (uint cr = 0u; cr < TM; ++cr) sums[cc * TM + cr] = fma(cache_a[cr], cache_b[cc], sums[cc * TM + cr]);
+    for (uint i0 = 0u; i0 < BK; i0 += BK_STEP) {
+      [[unroll]] for (uint ii = 0u; ii < BK_STEP; ++ii) {
+        const uint i = i0 + ii;
+        [[unroll]] for (uint j = 0u; j < TM; ++j) cache_a[j] = buf_a[(tm * TM + j) * SHMEM_STRIDE + i];
+        [[unroll]] for (uint j = 0u; j < TN; ++j) cache_b[j] = buf_b[(tn * TN + j) * SHMEM_STRIDE + i];
+        [[unroll]] for (uint cc = 0u; cc < TN; ++cc) {
+          [[unroll]] for (uint cr = 0u; cr < TM; ++cr) sums[cc * TM + cr] = fma(cache_a[cr], cache_b[cc], sums[cc * TM + cr]);
+        }
       }
     }
     barrier();
@@ -3250,9 +3265,12 @@ GLU_OPS = ["swiglu", "geglu", "geglu_erf", "geglu_quick", "reglu", "swiglu_oai"]
 BINARY_OPS = ["add", "sub", "mul", "div", "max", "min"]
 
 
-def E(name, source, defines=None, variants=None, spec=None):
+def E(name, source, defines=None, variants=None, spec=None, bulk=False):
+    """One [[kernel]] entry. bulk: one of many same-shaped entries (a quant
+    format, an elementwise op, a type pair); a smaller --variants thins
+    these first and keeps the one-of-a-kind kernels."""
     return {"name": name, "source": source, "defines": dict(defines or {}),
-            "variants": dict(variants or {}), "spec": dict(spec or {})}
+            "variants": dict(variants or {}), "spec": dict(spec or {}), "bulk": bulk}
 
 
 def qdef(q, **extra):
@@ -3272,10 +3290,10 @@ def catalogue():
                  {"A_TYPE": F, "B_TYPE": F, "TILE": ["S", "M", "L"], "ALIGNED": [0, 1]}))
     for q in QUANTS:
         out.append(E(f"matmul_{q}", "matmul.comp", qdef(q, D_TYPE="float"),
-                     {"B_TYPE": F, "TILE": ["S", "M", "L", "XL"], "ALIGNED": [0, 1], "ACC_TYPE": F}))
+                     {"B_TYPE": F, "TILE": ["S", "M", "L", "XL"], "ALIGNED": [0, 1], "ACC_TYPE": F}, bulk=True))
     for q in QUANTS:
         out.append(E(f"matmul_id_{q}", "matmul.comp", qdef(q, MUL_MAT_ID=1, D_TYPE="float"),
-                     {"B_TYPE": F, "TILE": ["S", "M", "L"]}))
+                     {"B_TYPE": F, "TILE": ["S", "M", "L"]}, bulk=True))
     # --- GEMV -------------------------------------------------------------
     out.append(E("mul_mat_vec", "mul_mat_vec.comp", {"D_TYPE": "float"},
                  {"A_TYPE": F, "B_TYPE": F, "NUM_ROWS": [1, 2, 4], "NUM_COLS": [1, 4],
@@ -3283,19 +3301,19 @@ def catalogue():
     for q in QUANTS:
         out.append(E(f"mul_mat_vec_{q}", "mul_mat_vec.comp", qdef(q, D_TYPE="float"),
                      {"B_TYPE": F, "NUM_ROWS": [1, 2, 4], "NUM_COLS": [1, 4], "USE_SUBGROUP": [0, 1]},
-                     {"0": 64}))
+                     {"0": 64}, bulk=True))
     out.append(E("mul_mat_vec_nc", "mul_mat_vec_nc.comp", {"P021": 0, "D_TYPE": "float"},
                  {"A_TYPE": F, "B_TYPE": F}, {"0": 32}))
     out.append(E("mul_mat_vec_p021", "mul_mat_vec_nc.comp", {"P021": 1, "D_TYPE": "float"},
                  {"A_TYPE": F, "B_TYPE": F}, {"0": 32}))
     # --- quantisation -----------------------------------------------------
     for q in QUANTS:
-        out.append(E(f"dequant_{q}", "dequant.comp", qdef(q), {"D_TYPE": F}))
+        out.append(E(f"dequant_{q}", "dequant.comp", qdef(q), {"D_TYPE": F}, bulk=True))
     out.append(E("get_rows", "get_rows.comp", {}, {"A_TYPE": ["float", "float16_t", "int"], "D_TYPE": F}))
     for q in QUANTS:
-        out.append(E(f"get_rows_{q}", "get_rows.comp", qdef(q), {"D_TYPE": F}))
+        out.append(E(f"get_rows_{q}", "get_rows.comp", qdef(q), {"D_TYPE": F}, bulk=True))
     for q in LEGACY_QUANTS:
-        out.append(E(f"quantize_{q}", "quantize.comp", qdef(q), {"B_TYPE": F}))
+        out.append(E(f"quantize_{q}", "quantize.comp", qdef(q), {"B_TYPE": F}, bulk=True))
     out.append(E("set_rows", "set_rows.comp", {"A_TYPE": "float"},
                  {"D_TYPE": F, "IDX_TYPE": ["int", "uint"]}, {"0": 512}))
     # --- convolution ------------------------------------------------------
@@ -3319,7 +3337,7 @@ def catalogue():
                  {"D_TYPE": F}, {"0": 64}))
     for q in LEGACY_QUANTS:
         out.append(E(f"flash_attn_{q}", "flash_attn.comp", qdef(q),
-                     {"HEAD_DIM": [64, 128, 256], "BR": [1, 4], "MASK": [0, 1]}))
+                     {"HEAD_DIM": [64, 128, 256], "BR": [1, 4], "MASK": [0, 1]}, bulk=True))
     out.append(E("soft_max", "soft_max.comp", {"D_TYPE": "float"},
                  {"A_TYPE": F, "MASK": [0, 1, 2], "SINKS": [0, 1]}, {"0": 256}))
     out.append(E("soft_max_back", "soft_max_back.comp", {"D_TYPE": "float"}, {"A_TYPE": F}, {"0": 128}))
@@ -3333,14 +3351,14 @@ def catalogue():
     # --- elementwise ------------------------------------------------------
     for op in BINARY_OPS:
         out.append(E(op, "binary.comp", {"OP": op},
-                     {"A_TYPE": F, "B_TYPE": F, "D_TYPE": F, "ELEMS": [1, 2, 4]}, {"0": 512}))
+                     {"A_TYPE": F, "B_TYPE": F, "D_TYPE": F, "ELEMS": [1, 2, 4]}, {"0": 512}, bulk=True))
     out.append(E("multi_add", "multi_add.comp", {"A_TYPE": "float", "D_TYPE": "float"},
                  {"N_SRC": [2, 3, 4, 6, 8]}, {"0": 512}))
     out.append(E("add_id", "add_id.comp", {"B_TYPE": "float", "D_TYPE": "float"}, {"A_TYPE": F}))
     for op in UNARY_OPS:
-        out.append(E(op, "unary.comp", {"OP": op}, {"A_TYPE": F, "D_TYPE": F}, {"0": 512}))
+        out.append(E(op, "unary.comp", {"OP": op}, {"A_TYPE": F, "D_TYPE": F}, {"0": 512}, bulk=True))
     for op in GLU_OPS:
-        out.append(E(op, "glu.comp", {"OP": op, "D_TYPE": "float"}, {"A_TYPE": F, "SPLIT": [0, 1]}, {"0": 512}))
+        out.append(E(op, "glu.comp", {"OP": op, "D_TYPE": "float"}, {"A_TYPE": F, "SPLIT": [0, 1]}, {"0": 512}, bulk=True))
     for op in ["silu", "gelu", "relu"]:
         out.append(E(f"{op}_back", "act_back.comp", {"OP": op, "D_TYPE": "float"}, {"A_TYPE": F}, {"0": 512}))
     for mode, nm in enumerate(["scale", "clamp", "fill"]):
@@ -3374,7 +3392,7 @@ def catalogue():
     for a in STORAGE_TYPES:
         for d in STORAGE_TYPES:
             out.append(E(f"cpy_{SHORT[a]}_{SHORT[d]}", "cpy.comp",
-                         {"CONTIG": 1, "A_TYPE": a, "D_TYPE": d}, None, {"0": 512}))
+                         {"CONTIG": 1, "A_TYPE": a, "D_TYPE": d}, None, {"0": 512}, bulk=True))
     return out
 
 
@@ -3401,30 +3419,47 @@ def expand(e):
         yield name, d
 
 
+def thin(entries, n):
+    """Whole entries from `entries`, in order, totalling about n variants,
+    spread proportionally over the list (Bresenham-style)."""
+    total = sum(entry_size(e) for e in entries)
+    if n >= total:
+        return list(entries)
+    ratio = n / total
+    kept = []
+    count = cum = 0
+    for e in entries:
+        s = entry_size(e)
+        cum += s
+        if count + s / 2 <= cum * ratio and count + s <= n:
+            kept.append(e)
+            count += s
+    return kept
+
+
 def select(entries, n):
-    """Deterministic proportional subset of whole entries totalling n
-    variants (or as close as the entry sizes allow)."""
+    """Deterministic subset of whole entries totalling n variants (or as
+    close as entry sizes allow): every one-of-a-kind entry, then a
+    proportional share of the bulk entries; if even the former exceed n,
+    a proportional share of everything."""
     total = sum(entry_size(e) for e in entries)
     if n >= total:
         return list(entries), total
-    ratio = n / total
-    keep = [False] * len(entries)
-    count = 0
-    cum = 0
-    for i, e in enumerate(entries):
-        s = entry_size(e)
-        cum += s
-        # Bresenham-style: keep while we are behind the proportional pace.
-        if count + s / 2 <= cum * ratio and count + s <= n:
-            keep[i] = True
-            count += s
-    # Top up in order with entries that still fit (single-variant cpy_*
-    # entries at the end make the total exact in practice).
-    for i, e in enumerate(entries):
-        if not keep[i] and count + entry_size(e) <= n:
-            keep[i] = True
+    core = [e for e in entries if not e["bulk"]]
+    core_size = sum(entry_size(e) for e in core)
+    if core_size <= n:
+        keep = {id(e) for e in core}
+        keep |= {id(e) for e in thin([e for e in entries if e["bulk"]], n - core_size)}
+    else:
+        keep = {id(e) for e in thin(entries, n)}
+    count = sum(entry_size(e) for e in entries if id(e) in keep)
+    # Top up, in order, with entries that still fit (the single-variant
+    # cpy_* entries at the end make the total exact in practice).
+    for e in entries:
+        if id(e) not in keep and count + entry_size(e) <= n:
+            keep.add(id(e))
             count += entry_size(e)
-    return [e for i, e in enumerate(entries) if keep[i]], count
+    return [e for e in entries if id(e) in keep], count
 
 
 def safe_name(name):
@@ -3445,19 +3480,78 @@ def toml_inline(d):
     return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in d.items()) + " }"
 
 
-INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+DIRECTIVE_RE = re.compile(r"^\s*#\s*(\w+)\s*(.*?)\s*(?://.*)?$")
+IDENT_RE = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
-def include_closure(text, seen=None):
-    """include/ file names reachable from a source text."""
-    seen = set() if seen is None else seen
-    for inc in INCLUDE_RE.findall(text):
-        if inc not in seen:
-            if inc not in INCLUDES:
-                raise SystemExit(f"unknown include {inc}")
-            seen.add(inc)
-            include_closure(INCLUDES[inc], seen)
-    return seen
+def pp_eval(expr, macros):
+    """Evaluate a preprocessor #if expression (the subset the corpus uses)."""
+    expr = re.sub(r"defined\s*\(\s*(\w+)\s*\)|defined\s+(\w+)",
+                  lambda m: "1" if (m.group(1) or m.group(2)) in macros else "0", expr)
+    for _ in range(16):
+        new = IDENT_RE.sub(lambda m: macros.get(m.group(0)) or "0", expr)
+        if new == expr:
+            break
+        expr = new
+    expr = re.sub(r"(\d+)[uU]\b", r"\1", expr)
+    expr = expr.replace("&&", " and ").replace("||", " or ")
+    expr = re.sub(r"!(?!=)", " not ", expr)
+    return bool(eval(expr, {"__builtins__": {}}, {}))
+
+
+def included_files(source_text, defines):
+    """include/ files a compile of source_text with these defines opens:
+    a small preprocessor honouring #if/#ifdef/#elif/#else, #define, #undef
+    (object-like macros) and quoted #include."""
+    macros = {k: str(v) for k, v in defines.items()}
+    used = []
+
+    def run(text):
+        stack = []  # [parent_active, active, taken]
+        for line in text.splitlines():
+            m = DIRECTIVE_RE.match(line)
+            if not m:
+                continue
+            d, rest = m.group(1), m.group(2)
+            active = not stack or stack[-1][1]
+            if d in ("if", "ifdef", "ifndef"):
+                if not active:
+                    stack.append([False, False, True])
+                    continue
+                if d == "if":
+                    cond = pp_eval(rest, macros)
+                else:
+                    cond = (rest.split()[0] in macros) == (d == "ifdef")
+                stack.append([True, cond, cond])
+            elif d == "elif":
+                top = stack[-1]
+                cond = top[0] and not top[2] and pp_eval(rest, macros)
+                top[1] = cond
+                top[2] = top[2] or cond
+            elif d == "else":
+                top = stack[-1]
+                top[1] = top[0] and not top[2]
+                top[2] = True
+            elif d == "endif":
+                stack.pop()
+            elif not active:
+                continue
+            elif d == "define":
+                dm = re.match(r"(\w+)(\()?\s*(.*)", rest)
+                macros[dm.group(1)] = "" if dm.group(2) else dm.group(3)
+            elif d == "undef":
+                macros.pop(rest.split()[0], None)
+            elif d == "include":
+                inc = re.match(r'"([^"]+)"', rest).group(1)
+                if inc not in INCLUDES:
+                    raise SystemExit(f"unknown include {inc}")
+                if inc not in used:
+                    used.append(inc)
+                run(INCLUDES[inc])
+        assert not stack, "unbalanced #if"
+
+    run(source_text)
+    return used
 
 
 def main():
@@ -3487,9 +3581,13 @@ def main():
     (out / "spv").mkdir(exist_ok=True)
     (out / "spv_g").mkdir(exist_ok=True)
 
+    # Expand every variant and record the include files it opens.
+    variants = []  # (entry, name, defines, includes)
+    for e in chosen:
+        for name, defines in expand(e):
+            variants.append((e, name, defines, included_files(SHADERS[e["source"]], defines)))
     sources = sorted({e["source"] for e in chosen})
-    closures = {s: include_closure(SHADERS[s]) for s in sources}
-    used_includes = sorted(set().union(*closures.values()))
+    used_includes = sorted({inc for v in variants for inc in v[3]})
     for s in sources:
         (out / "shaders" / s).write_text(SHADERS[s])
     for inc in used_includes:
@@ -3527,21 +3625,20 @@ def main():
     kernels = []
     usage = {inc: 0 for inc in used_includes}
     safe_seen = set()
-    for e in chosen:
-        for name, defines in expand(e):
-            sn = safe_name(name)
-            assert sn not in safe_seen, f"safe name clash: {sn}"
-            safe_seen.add(sn)
-            kernels.append(name)
-            dflags = " ".join(f"-D{k}={defines[k]}" for k in sorted(defines))
-            src = f"shaders/{e['source']}"
-            glslc_lines.append(
-                f"glslc -O --target-env=vulkan1.2 -fshader-stage=compute -I include {dflags} -o spv/{sn}.spv {src}")
-            glslang_lines.append(
-                f"glslangValidator -V --target-env vulkan1.2 -S comp -I include {dflags} -o spv_g/{sn}.spv {src}"
-                f" && spirv-opt -O spv_g/{sn}.spv -o spv_g/{sn}.spv")
-            for inc in closures[e["source"]]:
-                usage[inc] += 1
+    for e, name, defines, incs in variants:
+        sn = safe_name(name)
+        assert sn not in safe_seen, f"safe name clash: {sn}"
+        safe_seen.add(sn)
+        kernels.append(name)
+        dflags = " ".join(f"-D{k}={defines[k]}" for k in sorted(defines))
+        src = f"shaders/{e['source']}"
+        glslc_lines.append(
+            f"glslc -O --target-env=vulkan1.2 -fshader-stage=compute -I include {dflags} -o spv/{sn}.spv {src}")
+        glslang_lines.append(
+            f"glslangValidator -V --target-env vulkan1.2 -S comp -Iinclude {dflags} -o spv_g/{sn}.spv {src}"
+            f" && spirv-opt -O spv_g/{sn}.spv -o spv_g/{sn}.spv")
+        for inc in incs:
+            usage[inc] += 1
     (out / "commands.txt").write_text("\n".join(glslc_lines) + "\n")
     (out / "commands_glslang.txt").write_text("\n".join(glslang_lines) + "\n")
 

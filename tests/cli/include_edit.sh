@@ -43,7 +43,7 @@ read -r hit compiled stale failed < <(counts out)
 [[ $hit -eq 5 && $stale -eq 0 ]] || fail "comment edit: $hit hit, $stale stale"
 # ...and the refreshed input hashes put the next run back on the fast path.
 expect_exit 0 "$KCACHE" build p/kcache.toml --json
-[[ $(json_get out 'j["phases"]["expand"]["wall_ms"]') == 0 ]] || fail "inputs were not refreshed"
+[[ $(json_get out 'j["phases"]["expand"]["wall_ms"] == 0') == True ]] || fail "inputs were not refreshed"
 
 sed -i 's/x \* 2.0/x * 4.0/' p/inc/a.glsl
 expect_exit 0 "$KCACHE" build p/kcache.toml --json --explain

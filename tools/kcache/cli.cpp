@@ -1,5 +1,6 @@
 #include "cli.hpp"
 
+#include "kcache/bundle/bundle.hpp"
 #include "kcache/compile/compiler.hpp"
 
 #include <fmt/format.h>
@@ -54,7 +55,8 @@ Result<std::unique_ptr<store::Store>> StoreOptions::open(bool need_write) const 
 
 std::string version_text() {
   const auto& v = compile::toolchain_versions();
-  return fmt::format("kcache {}\nglslang {}\nSPIRV-Tools {}\n", KCACHE_VERSION, v.glslang, v.spirv_tools);
+  return fmt::format("kcache {}\nglslang {}\nSPIRV-Tools {}\nLMDB {}\n{}\n", KCACHE_VERSION, v.glslang,
+                     v.spirv_tools, store::lmdb_version(), bundle::library_versions());
 }
 
 }  // namespace kcache::cli

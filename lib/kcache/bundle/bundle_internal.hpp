@@ -1,0 +1,90 @@
+// Internals of the bundle module shared by its reader, writer, tests and
+// fuzz target: layout constants, the head encoder/decoder, the streaming
+// BLAKE2b hasher and hooks that let tests assemble hostile bundles (frames
+// with lying sizes, huge windows) with correct digests. Not for callers
+// outside the module's own sources and tests. Thread-safety: as bundle.hpp.
+#pragma once
+
+#include "kcache/bundle/bundle.hpp"
+
+#include <sodium.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace kcache::bundle::internal {
+
+// FORMAT.md "Head".
+inline constexpr std::uint8_t k_magic[4] = {'K', 'C', 'B', 0x1a};
+inline constexpr std::uint8_t k_trailer_magic[4] = {'K', 'C', 'B', 'T'};
+inline constexpr std::size_t k_preamble_size = 4 + 2 + 2 + 4;
+inline constexpr std::size_t k_signature_block_size = 1 + 8 + 32 + 64;
+inline constexpr std::size_t k_digest_size = 32;
+inline constexpr std::size_t k_trailer_size = 4 + 8 + k_digest_size;
+inline constexpr std::uint16_t k_flag_signed = 1u << 0;
+inline constexpr std::uint16_t k_known_flags = k_flag_signed;
+inline constexpr std::uint8_t k_codec_zstd = 1;
+inline constexpr std::uint8_t k_codec_flag_ldm = 1u << 0;
+inline constexpr std::uint8_t k_signature_ed25519 = 1;
+/// Caps on header strings and field lists, as in the entry record.
+inline constexpr std::size_t k_max_string = 64u << 10;
+inline constexpr std::uint32_t k_max_fields = 4096;
+inline constexpr int k_min_window_log = 10;
+inline constexpr std::uint32_t k_max_block_bytes = 1u << 30;
+/// Smallest possible encode_entry() output: fixed fields with empty strings
+/// and lists (used to reject index entries that cannot be records).
+inline constexpr std::uint64_t k_min_record_size = 4 + 2 + 4 + 16 + 16 + 4 + 4 + 4 + 1 + 4 + 16 + 8 + 1 + 4 + 16;
+inline constexpr char k_manifest_domain[] = "kcache bundle manifest";
+
+/// Streaming BLAKE2b-256 (libsodium crypto_generichash).
+class Blake2b {
+ public:
+  Blake2b();
+  void update(std::span<const std::uint8_t> data);
+  /// The digest of everything so far; the hasher is left untouched (works on
+  /// a copy of the state), so hashing may continue.
+  Digest256 peek() const;
+
+ private:
+  crypto_generichash_state m_state;
+};
+
+/// Calls sodium_init() once; false when libsodium cannot initialise.
+bool sodium_ready();
+
+/// Header body bytes (FORMAT.md "Header body") of `h` as it stands: uses its
+/// compression and block_entry_counts, does not validate.
+std::vector<std::uint8_t> encode_header_body(const BundleHeader& h);
+
+/// The whole head: preamble, header body, signature block when `h.signature`
+/// is set, head digest. Does not validate (tests use it to build hostile
+/// heads with correct digests).
+std::vector<std::uint8_t> encode_head(const BundleHeader& h);
+
+/// Parses a header body of format `version`; corruption on any malformed or
+/// out-of-limit field. Leaves `signature` empty.
+Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std::uint16_t version,
+                                        const ReadLimits& limits);
+
+/// Semantic checks shared by writer and reader: backend known and short
+/// fingerprint derived from the record, kernels unique, sizes consistent,
+/// block counts summing to the entry count. corruption with a message.
+Result<void> check_header(const BundleHeader& h);
+
+/// Appends the trailer for `bytes` (everything before it) to `bytes`.
+void append_trailer(std::vector<std::uint8_t>& bytes);
+
+/// Compresses `data` as one zstd frame with a content checksum. Test hook for
+/// hostile blocks: with `declare_size` false the frame declares no content
+/// size; `window_log` is forced as given. Tests patch the result to lie.
+std::vector<std::uint8_t> compress_frame(std::span<const std::uint8_t> data, int level, int window_log,
+                                         bool declare_size);
+
+/// "512 B", "3.0 KiB", "1.2 GiB": sizes in messages.
+std::string human_bytes(std::uint64_t n);
+
+/// Lowercase hex of bytes.
+std::string to_hex(std::span<const std::uint8_t> bytes);
+
+}  // namespace kcache::bundle::internal

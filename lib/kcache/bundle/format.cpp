@@ -1,0 +1,388 @@
+// Head encoding and decoding, checks shared by writer and reader, digests.
+// The layout is FORMAT.md's; keep the two in step.
+#include "kcache/bundle/bundle_internal.hpp"
+
+#include "kcache/util/bytes.hpp"
+
+#include <sodium.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <functional>
+
+namespace kcache::bundle {
+
+using util::ByteReader;
+using util::ByteWriter;
+
+std::string library_versions() {
+  return std::string("zstd ") + ZSTD_versionString() + "\nlibsodium " + sodium_version_string();
+}
+
+std::string Digest256::hex() const { return internal::to_hex(bytes); }
+std::string KeyId::hex() const { return internal::to_hex(bytes); }
+
+Digest256 digest_bytes(std::span<const std::uint8_t> data) {
+  internal::Blake2b h;
+  h.update(data);
+  return h.peek();
+}
+
+IndexEntry index_entry(const Entry& entry) {
+  auto record = encode_entry(entry);
+  return IndexEntry{entry.kernel, entry.key, entry.payload_kind, entry.payload.size(), record.size(),
+                    digest_bytes(record)};
+}
+
+std::uint64_t BundleHeader::total_record_bytes() const {
+  std::uint64_t n = 0;
+  for (const auto& e : index) n += e.record_size;
+  return n;
+}
+
+std::uint64_t BundleHeader::total_payload_bytes() const {
+  std::uint64_t n = 0;
+  for (const auto& e : index) n += e.payload_size;
+  return n;
+}
+
+BundleHeader make_header(Namespace ns, std::vector<Field> tool_versions, std::uint64_t created,
+                         std::span<const Entry> entries) {
+  BundleHeader h;
+  h.ns = std::move(ns);
+  h.tool_versions = std::move(tool_versions);
+  h.created = created;
+  h.index.reserve(entries.size());
+  for (const auto& e : entries) h.index.push_back(index_entry(e));
+  return h;
+}
+
+EntrySource entries_from(std::span<const Entry> entries) {
+  return [entries](std::size_t i) -> Result<Entry> {
+    if (i >= entries.size()) return fail(Category::invalid_argument, "entry {} requested of {}", i, entries.size());
+    return entries[i];
+  };
+}
+
+namespace internal {
+
+Blake2b::Blake2b() {
+  sodium_ready();
+  crypto_generichash_init(&m_state, nullptr, 0, k_digest_size);
+}
+
+void Blake2b::update(std::span<const std::uint8_t> data) {
+  if (!data.empty()) crypto_generichash_update(&m_state, data.data(), data.size());
+}
+
+Digest256 Blake2b::peek() const {
+  crypto_generichash_state copy = m_state;
+  Digest256 d;
+  crypto_generichash_final(&copy, d.bytes.data(), d.bytes.size());
+  sodium_memzero(&copy, sizeof copy);
+  return d;
+}
+
+bool sodium_ready() {
+  // sodium_init is itself idempotent and thread-safe; the static only saves
+  // the call and remembers a failure.
+  static const bool ok = sodium_init() >= 0;
+  return ok;
+}
+
+std::string to_hex(std::span<const std::uint8_t> bytes) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (auto b : bytes) {
+    out.push_back(digits[b >> 4]);
+    out.push_back(digits[b & 15]);
+  }
+  return out;
+}
+
+std::string human_bytes(std::uint64_t n) {
+  if (n < 1024) return fmt::format("{} B", n);
+  static constexpr const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(n) / 1024;
+  int u = 0;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    ++u;
+  }
+  if (v == static_cast<double>(static_cast<std::uint64_t>(v))) return fmt::format("{} {}", static_cast<std::uint64_t>(v), units[u]);
+  return fmt::format("{:.1f} {}", v, units[u]);
+}
+
+namespace {
+
+void put_fields(ByteWriter& w, const std::vector<Field>& fields) {
+  w.u32(static_cast<std::uint32_t>(fields.size()));
+  for (const auto& [k, v] : fields) {
+    w.str(k);
+    w.str(v);
+  }
+}
+
+bool get_fields(ByteReader& r, std::vector<Field>& out) {
+  auto n = r.u32();
+  // Each field takes at least 8 bytes, so a count the remaining bytes cannot
+  // hold is refused before reserving anything.
+  if (!n || *n > k_max_fields || std::uint64_t{*n} * 8 > r.remaining()) return false;
+  out.reserve(*n);
+  for (std::uint32_t i = 0; i < *n; ++i) {
+    auto k = r.str(k_max_string);
+    auto v = r.str(k_max_string);
+    if (!k || !v) return false;
+    out.emplace_back(std::move(*k), std::move(*v));
+  }
+  return true;
+}
+
+template <std::size_t N>
+bool get_array(ByteReader& r, std::array<std::uint8_t, N>& out) {
+  auto b = r.raw(N);
+  if (!b) return false;
+  std::memcpy(out.data(), b->data(), N);
+  return true;
+}
+
+/// Bytes an index entry takes at least: empty kernel name.
+constexpr std::uint64_t k_min_index_entry = 4 + 16 + 16 + 1 + 8 + 8 + k_digest_size;
+
+tl::unexpected<Error> bad_header(std::string_view what) {
+  return fail(Category::corruption, "bundle header is corrupt: {}", what);
+}
+
+std::string entry_name(std::size_t i, std::size_t n, std::string_view kernel) {
+  return fmt::format("entry {} of {} (kernel '{}')", i + 1, n, kernel);
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> encode_header_body(const BundleHeader& h) {
+  ByteWriter w;
+  w.u64(h.created);
+  w.str(h.ns.backend);
+  w.str(h.ns.fingerprint);
+  put_fields(w, h.ns.record.fields);
+  put_fields(w, h.tool_versions);
+  w.u8(k_codec_zstd);
+  w.u32(static_cast<std::uint32_t>(static_cast<std::int32_t>(h.compression.level)));
+  w.u8(static_cast<std::uint8_t>(h.compression.window_log));
+  w.u8(h.compression.long_distance ? k_codec_flag_ldm : 0);
+  w.u32(h.compression.block_bytes);
+  w.u32(static_cast<std::uint32_t>(h.index.size()));
+  w.u64(h.total_record_bytes());
+  w.u32(static_cast<std::uint32_t>(h.block_entry_counts.size()));
+  for (auto c : h.block_entry_counts) w.u32(c);
+  for (const auto& e : h.index) {
+    w.str(e.kernel);
+    w.raw(e.key.id.bytes);
+    w.raw(e.key.ir.bytes);
+    w.u8(static_cast<std::uint8_t>(e.payload_kind));
+    w.u64(e.payload_size);
+    w.u64(e.record_size);
+    w.raw(e.digest.bytes);
+  }
+  return w.take();
+}
+
+std::vector<std::uint8_t> encode_head(const BundleHeader& h) {
+  auto body = encode_header_body(h);
+  ByteWriter w;
+  w.raw(k_magic);
+  w.u16(h.format_version);
+  w.u16(h.signature ? k_flag_signed : 0);
+  w.u32(static_cast<std::uint32_t>(body.size()));
+  w.raw(body);
+  if (h.signature) {
+    w.u8(k_signature_ed25519);
+    w.raw(h.signature->key_id.bytes);
+    w.raw(h.signature->public_key.bytes);
+    w.raw(h.signature->signature);
+  }
+  auto digest = digest_bytes(w.bytes());
+  w.raw(digest.bytes);
+  return w.take();
+}
+
+Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std::uint16_t version,
+                                        const ReadLimits& limits) {
+  (void)version;  // v1 is the only layout; a v2 reads v1's fields, then its own
+  BundleHeader h;
+  h.format_version = version;
+  ByteReader r(body);
+  auto created = r.u64();
+  auto backend = r.str(k_max_string);
+  auto fingerprint = r.str(k_max_string);
+  if (!created || !backend || !fingerprint) return bad_header("truncated before the fingerprint record");
+  h.created = *created;
+  h.ns.backend = std::move(*backend);
+  h.ns.fingerprint = std::move(*fingerprint);
+  if (!get_fields(r, h.ns.record.fields)) return bad_header("bad fingerprint record");
+  if (!get_fields(r, h.tool_versions)) return bad_header("bad tool version list");
+
+  auto codec = r.u8();
+  auto level = r.u32();
+  auto window_log = r.u8();
+  auto codec_flags = r.u8();
+  auto block_bytes = r.u32();
+  auto entry_count = r.u32();
+  auto total = r.u64();
+  auto block_count = r.u32();
+  if (!block_count) return bad_header("truncated in the compression and count fields");
+  if (*codec != k_codec_zstd) return bad_header(fmt::format("unknown compression codec {}", *codec));
+  if ((*codec_flags & ~k_codec_flag_ldm) != 0)
+    return bad_header(fmt::format("unknown compression flags 0x{:02x}", *codec_flags));
+  if (*window_log < k_min_window_log || *window_log > limits.window_log_max)
+    return fail(Category::corruption, "bundle declares a zstd window of 2^{} bytes ({}); limit {}", *window_log,
+                human_bytes(std::uint64_t{1} << std::min<int>(*window_log, 63)),
+                human_bytes(std::uint64_t{1} << limits.window_log_max));
+  h.compression = {static_cast<std::int32_t>(*level), *window_log, (*codec_flags & k_codec_flag_ldm) != 0,
+                   *block_bytes};
+
+  if (*entry_count > limits.max_entries)
+    return fail(Category::corruption, "bundle declares {} entries; limit {}", *entry_count, limits.max_entries);
+  if (*total > limits.max_total_bytes)
+    return fail(Category::corruption, "bundle declares {} of entries after decompression ({} bytes); limit {}",
+                human_bytes(*total), *total, human_bytes(limits.max_total_bytes));
+  // Counts are checked against the bytes that are there before anything is
+  // reserved, so a 12-byte lie cannot make the reader allocate gigabytes.
+  if (*block_count > *entry_count || std::uint64_t{*block_count} * 4 > r.remaining())
+    return bad_header(fmt::format("{} blocks for {} entries", *block_count, *entry_count));
+  h.block_entry_counts.reserve(*block_count);
+  for (std::uint32_t b = 0; b < *block_count; ++b) h.block_entry_counts.push_back(*r.u32());
+  if (std::uint64_t{*entry_count} * k_min_index_entry > r.remaining())
+    return bad_header(fmt::format("declares {} entries but has room for at most {} index entries", *entry_count,
+                                  r.remaining() / k_min_index_entry));
+
+  h.index.reserve(*entry_count);
+  std::uint64_t sum = 0;
+  for (std::uint32_t i = 0; i < *entry_count; ++i) {
+    IndexEntry e;
+    auto kernel = r.str(k_max_string);
+    if (!kernel) return bad_header(fmt::format("truncated in index entry {} of {}", i + 1, *entry_count));
+    e.kernel = std::move(*kernel);
+    auto kind = (get_array(r, e.key.id.bytes) && get_array(r, e.key.ir.bytes)) ? r.u8() : std::nullopt;
+    auto payload_size = r.u64();
+    auto record_size = r.u64();
+    if (!kind || !payload_size || !record_size || !get_array(r, e.digest.bytes))
+      return bad_header(fmt::format("truncated in index {}", entry_name(i, *entry_count, e.kernel)));
+    if (*kind != static_cast<std::uint8_t>(PayloadKind::spirv) &&
+        *kind != static_cast<std::uint8_t>(PayloadKind::pipeline_cache))
+      return bad_header(fmt::format("{} has unknown payload kind {}", entry_name(i, *entry_count, e.kernel), *kind));
+    e.payload_kind = static_cast<PayloadKind>(*kind);
+    e.payload_size = *payload_size;
+    e.record_size = *record_size;
+    if (e.record_size > limits.max_record_bytes)
+      return fail(Category::corruption, "bundle {} declares size {}; limit {}", entry_name(i, *entry_count, e.kernel),
+                  human_bytes(e.record_size), human_bytes(limits.max_record_bytes));
+    if (__builtin_add_overflow(sum, e.record_size, &sum) || sum > *total)
+      return bad_header(fmt::format("entry sizes exceed the declared total of {} bytes", *total));
+    h.index.push_back(std::move(e));
+  }
+  if (sum != *total)
+    return bad_header(fmt::format("entry sizes total {} bytes, header declares {}", sum, *total));
+  if (r.remaining() != 0) return bad_header(fmt::format("{} unexpected bytes after the index", r.remaining()));
+  KCACHE_CHECK(check_header(h));
+  return h;
+}
+
+Result<void> check_header(const BundleHeader& h) {
+  const auto& ns = h.ns;
+  if (ns.backend == "spirv") {
+    if (ns != spirv_namespace(ns.fingerprint))
+      return fail(Category::corruption,
+                  "bundle fingerprint record does not match its short fingerprint '{}' (backend spirv expects "
+                  "exactly one field target={})",
+                  ns.fingerprint, ns.fingerprint);
+  } else if (ns.backend == "vulkan") {
+    auto derived = vulkan_namespace(ns.record).fingerprint;
+    if (derived != ns.fingerprint)
+      return fail(Category::corruption,
+                  "bundle short fingerprint '{}' is not derived from its fingerprint record (which gives '{}')",
+                  ns.fingerprint, derived);
+  } else {
+    return fail(Category::corruption, "bundle has unknown backend '{}' (known: spirv, vulkan)", ns.backend);
+  }
+  auto too_long = [](const std::vector<Field>& fs) {
+    return fs.size() > k_max_fields || std::any_of(fs.begin(), fs.end(), [](const Field& f) {
+             return f.first.size() > k_max_string || f.second.size() > k_max_string;
+           });
+  };
+  if (ns.fingerprint.size() > k_max_string || too_long(ns.record.fields) || too_long(h.tool_versions))
+    return fail(Category::corruption, "bundle header has a field list or string over its limit");
+  if (h.index.size() > UINT32_MAX) return fail(Category::corruption, "too many entries for one bundle");
+
+  const std::size_t n = h.index.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& e = h.index[i];
+    if (e.kernel.empty() || e.kernel.size() > k_max_string)
+      return fail(Category::corruption, "bundle entry {} of {} has an empty or over-long kernel name", i + 1, n);
+    if (e.payload_size > k_max_payload_bytes || e.record_size < e.payload_size + k_min_record_size)
+      return fail(Category::corruption,
+                  "bundle {} has inconsistent sizes: record {} bytes cannot hold a {}-byte payload",
+                  entry_name(i, n, e.kernel), e.record_size, e.payload_size);
+  }
+  // Duplicate names: sort (name hash, position) pairs, comparing names only
+  // on equal hashes, so equal names end up adjacent. 16 bytes per entry and
+  // integer compares: a million-entry index costs little time or memory.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> order;
+  order.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    order.emplace_back(std::hash<std::string_view>{}(h.index[i].kernel), static_cast<std::uint32_t>(i));
+  std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    int c = h.index[a.second].kernel.compare(h.index[b.second].kernel);
+    return c != 0 ? c < 0 : a.second < b.second;
+  });
+  for (std::size_t k = 1; k < n; ++k)
+    if (order[k].first == order[k - 1].first && h.index[order[k].second].kernel == h.index[order[k - 1].second].kernel)
+      return fail(Category::corruption, "duplicate key: kernel '{}' appears as entries {} and {}",
+                  h.index[order[k].second].kernel, order[k - 1].second + 1, order[k].second + 1);
+
+  std::uint64_t covered = 0;
+  for (std::size_t b = 0; b < h.block_entry_counts.size(); ++b) {
+    if (h.block_entry_counts[b] == 0)
+      return fail(Category::corruption, "bundle header is corrupt: block {} holds no entries", b + 1);
+    covered += h.block_entry_counts[b];
+  }
+  if (covered != n)
+    return fail(Category::corruption, "bundle header is corrupt: blocks hold {} entries, index has {}", covered, n);
+  return {};
+}
+
+void append_trailer(std::vector<std::uint8_t>& bytes) {
+  ByteWriter w;
+  w.raw(k_trailer_magic);
+  w.u64(bytes.size());
+  bytes.insert(bytes.end(), w.bytes().begin(), w.bytes().end());
+  auto d = digest_bytes(bytes);
+  bytes.insert(bytes.end(), d.bytes.begin(), d.bytes.end());
+}
+
+std::vector<std::uint8_t> compress_frame(std::span<const std::uint8_t> data, int level, int window_log,
+                                         bool declare_size) {
+  std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), &ZSTD_freeCCtx);
+  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, level);
+  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_windowLog, window_log);
+  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1);
+  // contentSizeFlag off: a single ZSTD_e_end call would otherwise declare it.
+  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_contentSizeFlag, declare_size ? 1 : 0);
+  if (declare_size) ZSTD_CCtx_setPledgedSrcSize(cctx.get(), data.size());
+  std::vector<std::uint8_t> out(ZSTD_compressBound(data.size()) + 64);
+  ZSTD_outBuffer o{out.data(), out.size(), 0};
+  ZSTD_inBuffer in{data.data(), data.size(), 0};
+  for (;;) {
+    auto r = ZSTD_compressStream2(cctx.get(), &o, &in, ZSTD_e_end);
+    if (ZSTD_isError(r) || r == 0) break;
+  }
+  out.resize(o.pos);
+  return out;
+}
+
+}  // namespace internal
+}  // namespace kcache::bundle

@@ -1,0 +1,608 @@
+// Device: one VkDevice, building and verifying compute pipelines (contracts in
+// device.hpp). Each call owns every Vulkan object it creates (RAII below), so
+// calls from several threads share nothing but the VkDevice.
+#include "kcache/device/reflect.hpp"
+#include "kcache/device/vulkan_internal.hpp"
+
+#include <spirv_cross/spirv.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
+namespace kcache::device {
+
+using detail::FeatureSet;
+using detail::ModuleInterface;
+using detail::result_name;
+
+namespace {
+
+// --- Owned Vulkan handles ----------------------------------------------------
+
+template <typename Handle, auto Destroy>
+class Owned {
+ public:
+  Owned(const VolkDeviceTable& vk, VkDevice device) : m_vk(&vk), m_device(device) {}
+  Owned(Owned&& o) noexcept : m_vk(o.m_vk), m_device(o.m_device), m_handle(std::exchange(o.m_handle, VK_NULL_HANDLE)) {}
+  Owned& operator=(Owned&&) = delete;
+  ~Owned() {
+    if (m_handle != VK_NULL_HANDLE) (m_vk->*Destroy)(m_device, m_handle, nullptr);
+  }
+  Handle* out() { return &m_handle; }
+  Handle get() const { return m_handle; }
+
+ private:
+  const VolkDeviceTable* m_vk;
+  VkDevice m_device;
+  Handle m_handle = VK_NULL_HANDLE;
+};
+
+using ShaderModule = Owned<VkShaderModule, &VolkDeviceTable::vkDestroyShaderModule>;
+using SetLayout = Owned<VkDescriptorSetLayout, &VolkDeviceTable::vkDestroyDescriptorSetLayout>;
+using PipelineLayout = Owned<VkPipelineLayout, &VolkDeviceTable::vkDestroyPipelineLayout>;
+using PipelineCache = Owned<VkPipelineCache, &VolkDeviceTable::vkDestroyPipelineCache>;
+using Pipeline = Owned<VkPipeline, &VolkDeviceTable::vkDestroyPipeline>;
+
+double elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+}
+
+// --- Features kcache enables, and what SPIR-V needs of them ---------------------
+
+struct FeatureField {
+  std::string_view name;
+  VkBool32& (*get)(FeatureSet&);
+};
+#define KCACHE_FEATURE(part, field) \
+  FeatureField { #field, [](FeatureSet& f) -> VkBool32& { return f.part.field; } }
+
+// Enabled whenever supported. Changing this list changes compiled code on
+// some drivers: bump k_device_profile with it. robustBufferAccess stays off.
+const FeatureField k_features[] = {
+    KCACHE_FEATURE(core, shaderFloat64),
+    KCACHE_FEATURE(core, shaderInt64),
+    KCACHE_FEATURE(core, shaderInt16),
+    KCACHE_FEATURE(core, shaderStorageImageExtendedFormats),
+    KCACHE_FEATURE(core, shaderStorageImageReadWithoutFormat),
+    KCACHE_FEATURE(core, shaderStorageImageWriteWithoutFormat),
+    KCACHE_FEATURE(core, shaderUniformBufferArrayDynamicIndexing),
+    KCACHE_FEATURE(core, shaderSampledImageArrayDynamicIndexing),
+    KCACHE_FEATURE(core, shaderStorageBufferArrayDynamicIndexing),
+    KCACHE_FEATURE(core, shaderStorageImageArrayDynamicIndexing),
+    KCACHE_FEATURE(core, shaderImageGatherExtended),
+    KCACHE_FEATURE(core, shaderStorageImageMultisample),
+    KCACHE_FEATURE(core, imageCubeArray),
+    KCACHE_FEATURE(core, shaderResourceMinLod),
+    KCACHE_FEATURE(v11, storageBuffer16BitAccess),
+    KCACHE_FEATURE(v11, uniformAndStorageBuffer16BitAccess),
+    KCACHE_FEATURE(v11, storagePushConstant16),
+    KCACHE_FEATURE(v11, variablePointersStorageBuffer),
+    KCACHE_FEATURE(v11, variablePointers),
+    KCACHE_FEATURE(v12, storageBuffer8BitAccess),
+    KCACHE_FEATURE(v12, uniformAndStorageBuffer8BitAccess),
+    KCACHE_FEATURE(v12, storagePushConstant8),
+    KCACHE_FEATURE(v12, shaderBufferInt64Atomics),
+    KCACHE_FEATURE(v12, shaderSharedInt64Atomics),
+    KCACHE_FEATURE(v12, shaderFloat16),
+    KCACHE_FEATURE(v12, shaderInt8),
+    KCACHE_FEATURE(v12, runtimeDescriptorArray),
+    KCACHE_FEATURE(v12, shaderUniformTexelBufferArrayDynamicIndexing),
+    KCACHE_FEATURE(v12, shaderStorageTexelBufferArrayDynamicIndexing),
+    KCACHE_FEATURE(v12, shaderUniformBufferArrayNonUniformIndexing),
+    KCACHE_FEATURE(v12, shaderSampledImageArrayNonUniformIndexing),
+    KCACHE_FEATURE(v12, shaderStorageBufferArrayNonUniformIndexing),
+    KCACHE_FEATURE(v12, shaderStorageImageArrayNonUniformIndexing),
+    KCACHE_FEATURE(v12, shaderUniformTexelBufferArrayNonUniformIndexing),
+    KCACHE_FEATURE(v12, shaderStorageTexelBufferArrayNonUniformIndexing),
+    KCACHE_FEATURE(v12, scalarBlockLayout),
+    KCACHE_FEATURE(v12, uniformBufferStandardLayout),
+    KCACHE_FEATURE(v12, shaderSubgroupExtendedTypes),
+    KCACHE_FEATURE(v12, vulkanMemoryModel),
+    KCACHE_FEATURE(v12, vulkanMemoryModelDeviceScope),
+    KCACHE_FEATURE(v12, bufferDeviceAddress),
+    KCACHE_FEATURE(v13, pipelineCreationCacheControl),
+    KCACHE_FEATURE(v13, shaderIntegerDotProduct),
+    KCACHE_FEATURE(v13, shaderZeroInitializeWorkgroupMemory),
+    KCACHE_FEATURE(v13, subgroupSizeControl),
+    KCACHE_FEATURE(v13, computeFullSubgroups),
+    KCACHE_FEATURE(v13, maintenance4),
+};
+#undef KCACHE_FEATURE
+
+const FeatureField* find_feature(std::string_view name) {
+  for (const auto& f : k_features)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+// What a declared SPIR-V capability needs: an API version, a feature from
+// k_features, or subgroup operations in compute. A capability missing from
+// this table is refused: enabling nothing for it would be invalid usage, and
+// drivers have crashed on that (RELIABILITY.md).
+struct CapabilityRule {
+  SpvCapability cap;
+  std::string_view name;
+  std::uint32_t min_api = VK_API_VERSION_1_0;
+  std::string_view feature = {};
+  VkSubgroupFeatureFlags subgroup_ops = 0;
+};
+
+#define KCACHE_CAP(cap, ...) CapabilityRule{SpvCapability##cap, #cap, __VA_ARGS__}
+const CapabilityRule k_capabilities[] = {
+    KCACHE_CAP(Matrix),
+    KCACHE_CAP(Shader),
+    KCACHE_CAP(Sampled1D),
+    KCACHE_CAP(Image1D),
+    KCACHE_CAP(SampledBuffer),
+    KCACHE_CAP(ImageBuffer),
+    KCACHE_CAP(ImageQuery),
+    KCACHE_CAP(DerivativeControl),
+    KCACHE_CAP(Float64, VK_API_VERSION_1_0, "shaderFloat64"),
+    KCACHE_CAP(Int64, VK_API_VERSION_1_0, "shaderInt64"),
+    KCACHE_CAP(Int16, VK_API_VERSION_1_0, "shaderInt16"),
+    KCACHE_CAP(ImageGatherExtended, VK_API_VERSION_1_0, "shaderImageGatherExtended"),
+    KCACHE_CAP(StorageImageMultisample, VK_API_VERSION_1_0, "shaderStorageImageMultisample"),
+    KCACHE_CAP(ImageMSArray, VK_API_VERSION_1_0, "shaderStorageImageMultisample"),
+    KCACHE_CAP(UniformBufferArrayDynamicIndexing, VK_API_VERSION_1_0, "shaderUniformBufferArrayDynamicIndexing"),
+    KCACHE_CAP(SampledImageArrayDynamicIndexing, VK_API_VERSION_1_0, "shaderSampledImageArrayDynamicIndexing"),
+    KCACHE_CAP(StorageBufferArrayDynamicIndexing, VK_API_VERSION_1_0, "shaderStorageBufferArrayDynamicIndexing"),
+    KCACHE_CAP(StorageImageArrayDynamicIndexing, VK_API_VERSION_1_0, "shaderStorageImageArrayDynamicIndexing"),
+    KCACHE_CAP(ImageCubeArray, VK_API_VERSION_1_0, "imageCubeArray"),
+    KCACHE_CAP(SampledCubeArray, VK_API_VERSION_1_0, "imageCubeArray"),
+    KCACHE_CAP(StorageImageExtendedFormats, VK_API_VERSION_1_0, "shaderStorageImageExtendedFormats"),
+    KCACHE_CAP(StorageImageReadWithoutFormat, VK_API_VERSION_1_0, "shaderStorageImageReadWithoutFormat"),
+    KCACHE_CAP(StorageImageWriteWithoutFormat, VK_API_VERSION_1_0, "shaderStorageImageWriteWithoutFormat"),
+    KCACHE_CAP(MinLod, VK_API_VERSION_1_0, "shaderResourceMinLod"),
+    KCACHE_CAP(DeviceGroup, VK_API_VERSION_1_1),
+    KCACHE_CAP(StorageBuffer16BitAccess, VK_API_VERSION_1_1, "storageBuffer16BitAccess"),
+    KCACHE_CAP(UniformAndStorageBuffer16BitAccess, VK_API_VERSION_1_1, "uniformAndStorageBuffer16BitAccess"),
+    KCACHE_CAP(StoragePushConstant16, VK_API_VERSION_1_1, "storagePushConstant16"),
+    KCACHE_CAP(VariablePointersStorageBuffer, VK_API_VERSION_1_1, "variablePointersStorageBuffer"),
+    KCACHE_CAP(VariablePointers, VK_API_VERSION_1_1, "variablePointers"),
+    KCACHE_CAP(GroupNonUniform, VK_API_VERSION_1_1, {}, VK_SUBGROUP_FEATURE_BASIC_BIT),
+    KCACHE_CAP(GroupNonUniformVote, VK_API_VERSION_1_1, {}, VK_SUBGROUP_FEATURE_VOTE_BIT),
+    KCACHE_CAP(GroupNonUniformArithmetic, VK_API_VERSION_1_1, {}, VK_SUBGROUP_FEATURE_ARITHMETIC_BIT),
+    KCACHE_CAP(GroupNonUniformBallot, VK_API_VERSION_1_1, {}, VK_SUBGROUP_FEATURE_BALLOT_BIT),
+    KCACHE_CAP(GroupNonUniformShuffle, VK_API_VERSION_1_1, {}, VK_SUBGROUP_FEATURE_SHUFFLE_BIT),
+    KCACHE_CAP(GroupNonUniformShuffleRelative, VK_API_VERSION_1_1, {}, VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT),
+    KCACHE_CAP(GroupNonUniformClustered, VK_API_VERSION_1_1, {}, VK_SUBGROUP_FEATURE_CLUSTERED_BIT),
+    KCACHE_CAP(GroupNonUniformQuad, VK_API_VERSION_1_1, {}, VK_SUBGROUP_FEATURE_QUAD_BIT),
+    KCACHE_CAP(Float16, VK_API_VERSION_1_2, "shaderFloat16"),
+    KCACHE_CAP(Int8, VK_API_VERSION_1_2, "shaderInt8"),
+    KCACHE_CAP(StorageBuffer8BitAccess, VK_API_VERSION_1_2, "storageBuffer8BitAccess"),
+    KCACHE_CAP(UniformAndStorageBuffer8BitAccess, VK_API_VERSION_1_2, "uniformAndStorageBuffer8BitAccess"),
+    KCACHE_CAP(StoragePushConstant8, VK_API_VERSION_1_2, "storagePushConstant8"),
+    KCACHE_CAP(Int64Atomics, VK_API_VERSION_1_2, "shaderBufferInt64Atomics"),
+    KCACHE_CAP(VulkanMemoryModel, VK_API_VERSION_1_2, "vulkanMemoryModel"),
+    KCACHE_CAP(VulkanMemoryModelDeviceScope, VK_API_VERSION_1_2, "vulkanMemoryModelDeviceScope"),
+    KCACHE_CAP(PhysicalStorageBufferAddresses, VK_API_VERSION_1_2, "bufferDeviceAddress"),
+    KCACHE_CAP(ShaderNonUniform, VK_API_VERSION_1_2),
+    KCACHE_CAP(RuntimeDescriptorArray, VK_API_VERSION_1_2, "runtimeDescriptorArray"),
+    KCACHE_CAP(UniformTexelBufferArrayDynamicIndexing, VK_API_VERSION_1_2,
+               "shaderUniformTexelBufferArrayDynamicIndexing"),
+    KCACHE_CAP(StorageTexelBufferArrayDynamicIndexing, VK_API_VERSION_1_2,
+               "shaderStorageTexelBufferArrayDynamicIndexing"),
+    KCACHE_CAP(UniformBufferArrayNonUniformIndexing, VK_API_VERSION_1_2,
+               "shaderUniformBufferArrayNonUniformIndexing"),
+    KCACHE_CAP(SampledImageArrayNonUniformIndexing, VK_API_VERSION_1_2,
+               "shaderSampledImageArrayNonUniformIndexing"),
+    KCACHE_CAP(StorageBufferArrayNonUniformIndexing, VK_API_VERSION_1_2,
+               "shaderStorageBufferArrayNonUniformIndexing"),
+    KCACHE_CAP(StorageImageArrayNonUniformIndexing, VK_API_VERSION_1_2,
+               "shaderStorageImageArrayNonUniformIndexing"),
+    KCACHE_CAP(UniformTexelBufferArrayNonUniformIndexing, VK_API_VERSION_1_2,
+               "shaderUniformTexelBufferArrayNonUniformIndexing"),
+    KCACHE_CAP(StorageTexelBufferArrayNonUniformIndexing, VK_API_VERSION_1_2,
+               "shaderStorageTexelBufferArrayNonUniformIndexing"),
+    KCACHE_CAP(DotProductInputAll, VK_API_VERSION_1_3, "shaderIntegerDotProduct"),
+    KCACHE_CAP(DotProductInput4x8Bit, VK_API_VERSION_1_3, "shaderIntegerDotProduct"),
+    KCACHE_CAP(DotProductInput4x8BitPacked, VK_API_VERSION_1_3, "shaderIntegerDotProduct"),
+    KCACHE_CAP(DotProduct, VK_API_VERSION_1_3, "shaderIntegerDotProduct"),
+};
+#undef KCACHE_CAP
+
+// SPIR-V extensions and the Vulkan version that made them core (or the
+// device extension that provides them before that).
+struct ExtensionRule {
+  std::string_view name;
+  std::uint32_t core_in;
+  std::string_view device_extension = {};
+};
+const ExtensionRule k_extensions[] = {
+    {"SPV_KHR_storage_buffer_storage_class", VK_API_VERSION_1_1},
+    {"SPV_KHR_16bit_storage", VK_API_VERSION_1_1},
+    {"SPV_KHR_variable_pointers", VK_API_VERSION_1_1},
+    {"SPV_KHR_device_group", VK_API_VERSION_1_1},
+    {"SPV_KHR_8bit_storage", VK_API_VERSION_1_2},
+    {"SPV_KHR_vulkan_memory_model", VK_API_VERSION_1_2},
+    {"SPV_KHR_float_controls", VK_API_VERSION_1_2},
+    {"SPV_KHR_physical_storage_buffer", VK_API_VERSION_1_2},
+    {"SPV_EXT_descriptor_indexing", VK_API_VERSION_1_2},
+    {"SPV_KHR_non_semantic_info", VK_API_VERSION_1_3, "VK_KHR_shader_non_semantic_info"},
+    {"SPV_KHR_integer_dot_product", VK_API_VERSION_1_3},
+    {"SPV_KHR_terminate_invocation", VK_API_VERSION_1_3},
+};
+
+std::uint32_t max_spirv_version(std::uint32_t api) {
+  if (api >= VK_API_VERSION_1_3) return 0x00010600;
+  if (api >= VK_API_VERSION_1_2) return 0x00010500;
+  if (api >= VK_API_VERSION_1_1) return 0x00010300;
+  return 0x00010000;
+}
+
+std::string version_text(std::uint32_t api) {
+  return fmt::format("{}.{}", VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api));
+}
+
+}  // namespace
+
+// --- Device ----------------------------------------------------------------------
+
+struct Device::Impl {
+  DeviceInfo info;
+  detail::PhysicalDevice physical;
+  FeatureSet enabled;
+  std::vector<std::string> enabled_features;
+  std::vector<std::string> enabled_extensions;
+  VkDevice device = VK_NULL_HANDLE;
+  VolkDeviceTable vk{};
+  bool use_fail_on_compile_required = false;
+  std::atomic<std::uint64_t> blobs_given{0};
+
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() {
+    if (device != VK_NULL_HANDLE) vk.vkDestroyDevice(device, nullptr);
+  }
+
+  bool extension_enabled(std::string_view name) const {
+    return std::find(enabled_extensions.begin(), enabled_extensions.end(), name) != enabled_extensions.end();
+  }
+  Result<void> check_support(const ModuleInterface& m) const;
+
+  // The per-call objects a pipeline needs besides its cache, destroyed in
+  // reverse order of creation when the call returns.
+  struct Prepared {
+    ModuleInterface iface;
+    std::string entry;
+    ShaderModule module;
+    std::vector<SetLayout> set_layouts;
+    PipelineLayout layout;
+  };
+  Result<std::unique_ptr<Prepared>> prepare(std::span<const std::uint32_t> spirv, std::string_view entry,
+                                            std::span<const SpecValue> spec) const;
+  struct Created {
+    VkResult result;
+    double ms;
+  };
+  Created create_pipeline(const Prepared& p, VkPipelineCache cache, VkPipelineCreateFlags flags) const;
+};
+
+Result<void> Device::Impl::check_support(const ModuleInterface& m) const {
+  std::vector<std::string> lacks;
+  FeatureSet enabled_copy = enabled;  // FeatureField::get takes a mutable set
+  const std::uint32_t api = physical.api;
+  const auto& limits = physical.limits;
+
+  if (m.spirv_version > max_spirv_version(api))
+    lacks.push_back(fmt::format("SPIR-V {}.{} (Vulkan {} takes up to {}.{})", (m.spirv_version >> 16) & 0xff,
+                                (m.spirv_version >> 8) & 0xff, version_text(api),
+                                (max_spirv_version(api) >> 16) & 0xff, (max_spirv_version(api) >> 8) & 0xff));
+
+  for (std::uint32_t cap : m.capabilities) {
+    const CapabilityRule* rule = nullptr;
+    for (const auto& r : k_capabilities)
+      if (static_cast<std::uint32_t>(r.cap) == cap) rule = &r;
+    if (!rule) {
+      lacks.push_back(fmt::format("SPIR-V capability {} (kcache does not know which device feature it needs)", cap));
+      continue;
+    }
+    if (api < rule->min_api) {
+      lacks.push_back(fmt::format("Vulkan {} (for capability {})", version_text(rule->min_api), rule->name));
+      continue;
+    }
+    if (!rule->feature.empty()) {
+      auto* f = find_feature(rule->feature);
+      if (!f || f->get(enabled_copy) != VK_TRUE)
+        lacks.push_back(fmt::format("{} (for capability {})", rule->feature, rule->name));
+    }
+    if (rule->subgroup_ops != 0) {
+      if (!(physical.subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT))
+        lacks.push_back(fmt::format("subgroup operations in compute shaders (for capability {})", rule->name));
+      else if ((physical.subgroup.supportedOperations & rule->subgroup_ops) != rule->subgroup_ops)
+        lacks.push_back(fmt::format("subgroup operations of capability {}", rule->name));
+    }
+  }
+
+  for (const auto& ext : m.extensions) {
+    const ExtensionRule* rule = nullptr;
+    for (const auto& r : k_extensions)
+      if (r.name == ext) rule = &r;
+    if (!rule)
+      lacks.push_back(fmt::format("SPIR-V extension {} (kcache does not know which device extension it needs)", ext));
+    else if (api < rule->core_in && !(rule->device_extension.size() && extension_enabled(rule->device_extension)))
+      lacks.push_back(fmt::format("{} (for SPIR-V extension {})",
+                                  rule->device_extension.empty() ? "Vulkan " + version_text(rule->core_in)
+                                                                 : std::string(rule->device_extension),
+                                  ext));
+  }
+
+  if (m.push_constant_size > limits.maxPushConstantsSize)
+    lacks.push_back(fmt::format("{} bytes of push constants (maxPushConstantsSize {})", m.push_constant_size,
+                                limits.maxPushConstantsSize));
+  for (const auto& b : m.bindings)
+    if (b.set >= limits.maxBoundDescriptorSets) {
+      lacks.push_back(fmt::format("descriptor set {} (maxBoundDescriptorSets {})", b.set,
+                                  limits.maxBoundDescriptorSets));
+      break;
+    }
+  const auto& ls = m.local_size;
+  if (ls[0] && ls[1] && ls[2]) {
+    for (int i = 0; i < 3; ++i)
+      if (ls[i] > limits.maxComputeWorkGroupSize[i])
+        lacks.push_back(fmt::format("workgroup size {} of {} in dimension {} (maxComputeWorkGroupSize)",
+                                    ls[i], limits.maxComputeWorkGroupSize[i], "xyz"[i]));
+    const std::uint64_t total = std::uint64_t{ls[0]} * ls[1] * ls[2];
+    if (total > limits.maxComputeWorkGroupInvocations)
+      lacks.push_back(fmt::format("{} invocations per workgroup (maxComputeWorkGroupInvocations {})", total,
+                                  limits.maxComputeWorkGroupInvocations));
+  }
+
+  if (lacks.empty()) return {};
+  return fail(Category::device_unavailable, "device '{}' lacks {}", info.name, fmt::join(lacks, ", "));
+}
+
+Result<std::unique_ptr<Device::Impl::Prepared>> Device::Impl::prepare(std::span<const std::uint32_t> spirv,
+                                                                      std::string_view entry,
+                                                                      std::span<const SpecValue> spec) const {
+  auto iface = KCACHE_TRY(detail::reflect_module(spirv, entry, spec));
+  KCACHE_CHECK(check_support(iface));
+
+  auto p = std::unique_ptr<Prepared>(new Prepared{std::move(iface), std::string(entry), ShaderModule(vk, device),
+                                                   {}, PipelineLayout(vk, device)});
+  VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  mi.codeSize = spirv.size_bytes();
+  mi.pCode = spirv.data();
+  if (VkResult r = vk.vkCreateShaderModule(device, &mi, nullptr, p->module.out()); r != VK_SUCCESS)
+    return fail(Category::device_unavailable, "vkCreateShaderModule failed: {}", result_name(r));
+
+  // One layout per set index up to the highest used; gaps get empty layouts.
+  std::uint32_t set_count = 0;
+  for (const auto& b : p->iface.bindings) set_count = std::max(set_count, b.set + 1);
+  std::vector<VkDescriptorSetLayout> raw_layouts;
+  for (std::uint32_t set = 0; set < set_count; ++set) {
+    std::vector<VkDescriptorSetLayoutBinding> bindings;
+    for (const auto& b : p->iface.bindings)
+      if (b.set == set) bindings.push_back({b.binding, b.type, b.count, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
+    VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    li.bindingCount = static_cast<std::uint32_t>(bindings.size());
+    li.pBindings = bindings.data();
+    p->set_layouts.emplace_back(vk, device);
+    if (VkResult r = vk.vkCreateDescriptorSetLayout(device, &li, nullptr, p->set_layouts.back().out());
+        r != VK_SUCCESS)
+      return fail(Category::device_unavailable, "vkCreateDescriptorSetLayout (set {}) failed: {}", set,
+                  result_name(r));
+    raw_layouts.push_back(p->set_layouts.back().get());
+  }
+
+  VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, p->iface.push_constant_size};
+  VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pli.setLayoutCount = static_cast<std::uint32_t>(raw_layouts.size());
+  pli.pSetLayouts = raw_layouts.data();
+  pli.pushConstantRangeCount = push.size > 0 ? 1 : 0;
+  pli.pPushConstantRanges = &push;
+  if (VkResult r = vk.vkCreatePipelineLayout(device, &pli, nullptr, p->layout.out()); r != VK_SUCCESS)
+    return fail(Category::device_unavailable, "vkCreatePipelineLayout failed: {}", result_name(r));
+  return p;
+}
+
+Device::Impl::Created Device::Impl::create_pipeline(const Prepared& p, VkPipelineCache cache,
+                                                    VkPipelineCreateFlags flags) const {
+  VkSpecializationInfo si{};
+  si.mapEntryCount = static_cast<std::uint32_t>(p.iface.spec_entries.size());
+  si.pMapEntries = p.iface.spec_entries.data();
+  si.dataSize = p.iface.spec_data.size();
+  si.pData = p.iface.spec_data.data();
+
+  VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  ci.flags = flags;
+  ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  ci.stage.module = p.module.get();
+  ci.stage.pName = p.entry.c_str();
+  ci.stage.pSpecializationInfo = si.mapEntryCount > 0 ? &si : nullptr;
+  ci.layout = p.layout.get();
+  ci.basePipelineIndex = -1;
+
+  Pipeline pipeline(vk, device);
+  const auto start = std::chrono::steady_clock::now();
+  VkResult r = vk.vkCreateComputePipelines(device, cache, 1, &ci, nullptr, pipeline.out());
+  const double ms = elapsed_ms(start);
+  // A failed creation leaves the handle VK_NULL_HANDLE; a made one is
+  // destroyed here: only the cache's contents and the time matter.
+  return {r, ms};
+}
+
+Device::Device(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+Device::~Device() = default;
+
+const DeviceInfo& Device::info() const { return m_impl->info; }
+const std::vector<std::string>& Device::enabled_features() const { return m_impl->enabled_features; }
+std::uint64_t Device::blobs_given_to_driver() const { return m_impl->blobs_given.load(); }
+
+Result<std::unique_ptr<Device>> Device::open(const DeviceInfo& wanted, Options options) {
+  auto physical = KCACHE_TRY(detail::enumerate_physical_devices());
+  auto it = std::find_if(physical.begin(), physical.end(),
+                         [&](const auto& pd) { return pd.info.fingerprint() == wanted.fingerprint(); });
+  if (it == physical.end())
+    return fail(Category::device_unavailable,
+                "device '{}' (fingerprint {}) is not present; `kcache devices` lists those that are", wanted.name,
+                wanted.fingerprint());
+
+  auto impl = std::make_unique<Impl>();
+  impl->physical = std::move(*it);
+  impl->info = impl->physical.info;
+  impl->use_fail_on_compile_required = options.fail_on_compile_required && impl->info.fail_on_compile_required;
+  const auto& pd = impl->physical;
+
+  std::uint32_t n_families = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(pd.handle, &n_families, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n_families);
+  vkGetPhysicalDeviceQueueFamilyProperties(pd.handle, &n_families, families.data());
+  std::uint32_t family = n_families;
+  for (std::uint32_t i = 0; i < n_families && family == n_families; ++i)
+    if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) family = i;
+  if (family == n_families)
+    return fail(Category::device_unavailable, "device '{}' has no compute queue", pd.info.name);
+
+  FeatureSet supported = pd.supported;
+  for (const auto& f : k_features) {
+    if (f.get(supported) != VK_TRUE) continue;
+    f.get(impl->enabled) = VK_TRUE;
+    impl->enabled_features.emplace_back(f.name);
+  }
+
+  // Extensions: the ones whose feature structs are chained must be enabled;
+  // the rest widen what SPIR-V the device takes before Vulkan 1.3.
+  const bool ext_cache_control =
+      pd.api < VK_API_VERSION_1_3 && pd.has_extension(VK_EXT_PIPELINE_CREATION_CACHE_CONTROL_EXTENSION_NAME);
+  if (ext_cache_control) impl->enabled_extensions.emplace_back(VK_EXT_PIPELINE_CREATION_CACHE_CONTROL_EXTENSION_NAME);
+  if (pd.api < VK_API_VERSION_1_3 && pd.has_extension(VK_KHR_SHADER_NON_SEMANTIC_INFO_EXTENSION_NAME))
+    impl->enabled_extensions.emplace_back(VK_KHR_SHADER_NON_SEMANTIC_INFO_EXTENSION_NAME);
+  if (pd.has_extension("VK_KHR_portability_subset"))  // must be enabled when offered
+    impl->enabled_extensions.emplace_back("VK_KHR_portability_subset");
+  std::vector<const char*> extension_names;
+  for (const auto& e : impl->enabled_extensions) extension_names.push_back(e.c_str());
+
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qi.queueFamilyIndex = family;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &priority;
+
+  detail::FeatureChain chain(pd.api, ext_cache_control);
+  chain.load(impl->enabled);
+  VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  di.queueCreateInfoCount = 1;
+  di.pQueueCreateInfos = &qi;
+  di.enabledExtensionCount = static_cast<std::uint32_t>(extension_names.size());
+  di.ppEnabledExtensionNames = extension_names.data();
+  if (pd.api >= VK_API_VERSION_1_1) di.pNext = chain.head();
+  else di.pEnabledFeatures = &impl->enabled.core;
+
+  if (VkResult r = vkCreateDevice(pd.handle, &di, nullptr, &impl->device); r != VK_SUCCESS) {
+    impl->device = VK_NULL_HANDLE;
+    return fail(Category::device_unavailable, "vkCreateDevice on '{}' failed: {}", pd.info.name, result_name(r));
+  }
+  volkLoadDeviceTable(&impl->vk, impl->device);
+  return std::unique_ptr<Device>(new Device(std::move(impl)));
+}
+
+Result<PipelineBlob> Device::build_pipeline(std::span<const std::uint32_t> spirv, std::string_view entry,
+                                            std::span<const SpecValue> spec) {
+  const Impl& d = *m_impl;
+  auto prepared = KCACHE_TRY(d.prepare(spirv, entry, spec));
+
+  PipelineCache cache(d.vk, d.device);
+  VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  if (VkResult r = d.vk.vkCreatePipelineCache(d.device, &ci, nullptr, cache.out()); r != VK_SUCCESS)
+    return fail(Category::device_unavailable, "vkCreatePipelineCache failed: {}", result_name(r));
+
+  auto created = d.create_pipeline(*prepared, cache.get(), 0);
+  if (created.result != VK_SUCCESS)
+    return fail(Category::compile_failed, "vkCreateComputePipelines for '{}' failed: {}", entry,
+                result_name(created.result));
+
+  PipelineBlob out;
+  out.create_ms = created.ms;
+  for (;;) {
+    std::size_t size = 0;
+    VkResult r = d.vk.vkGetPipelineCacheData(d.device, cache.get(), &size, nullptr);
+    if (r != VK_SUCCESS)
+      return fail(Category::device_unavailable, "vkGetPipelineCacheData failed: {}", result_name(r));
+    out.data.resize(size);
+    r = d.vk.vkGetPipelineCacheData(d.device, cache.get(), &size, out.data.data());
+    if (r == VK_INCOMPLETE) continue;  // it grew between the calls; ask again
+    if (r != VK_SUCCESS)
+      return fail(Category::device_unavailable, "vkGetPipelineCacheData failed: {}", result_name(r));
+    out.data.resize(size);
+    break;
+  }
+  return out;
+}
+
+Result<VerifyResult> Device::verify_pipeline(std::span<const std::uint32_t> spirv, std::string_view entry,
+                                             std::span<const SpecValue> spec,
+                                             std::span<const std::uint8_t> raw_blob) {
+  const Impl& d = *m_impl;
+  // Before anything touches the driver (RELIABILITY.md promise 5).
+  KCACHE_CHECK(check_pipeline_cache_header(raw_blob, d.info));
+  auto prepared = KCACHE_TRY(d.prepare(spirv, entry, spec));
+
+  VerifyResult out;
+  PipelineCache cache(d.vk, d.device);
+  VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  ci.initialDataSize = raw_blob.size();
+  ci.pInitialData = raw_blob.data();
+  m_impl->blobs_given.fetch_add(1);
+  if (VkResult r = d.vk.vkCreatePipelineCache(d.device, &ci, nullptr, cache.out()); r != VK_SUCCESS) {
+    // A driver may refuse a header-valid blob (e.g. a garbled body gives
+    // VK_ERROR_UNKNOWN on one driver): carry on with an empty cache.
+    out.blob_refused = true;
+    out.message = fmt::format("the driver refused the blob (vkCreatePipelineCache: {}); used an empty cache",
+                              result_name(r));
+    *cache.out() = VK_NULL_HANDLE;
+    VkPipelineCacheCreateInfo empty{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    if (VkResult r2 = d.vk.vkCreatePipelineCache(d.device, &empty, nullptr, cache.out()); r2 != VK_SUCCESS)
+      return fail(Category::device_unavailable, "vkCreatePipelineCache failed: {}", result_name(r2));
+  }
+
+  auto append = [&out](std::string text) {
+    out.message = out.message.empty() ? std::move(text) : out.message + "; " + text;
+  };
+  if (d.use_fail_on_compile_required) {
+    auto created = d.create_pipeline(*prepared, cache.get(), VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT);
+    out.create_ms = created.ms;
+    if (created.result == VK_SUCCESS) out.outcome = VerifyOutcome::hit;
+    else if (created.result == VK_PIPELINE_COMPILE_REQUIRED) out.outcome = VerifyOutcome::miss;
+    else {
+      out.outcome = VerifyOutcome::failure;
+      append(fmt::format("vkCreateComputePipelines failed: {}", result_name(created.result)));
+    }
+    return out;
+  }
+
+  // No way to ask the driver whether it would compile: compare times with
+  // the blob and with an empty cache instead.
+  auto with_blob = d.create_pipeline(*prepared, cache.get(), 0);
+  out.create_ms = with_blob.ms;
+  PipelineCache empty_cache(d.vk, d.device);
+  VkPipelineCacheCreateInfo empty{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  if (VkResult r = d.vk.vkCreatePipelineCache(d.device, &empty, nullptr, empty_cache.out()); r != VK_SUCCESS)
+    return fail(Category::device_unavailable, "vkCreatePipelineCache failed: {}", result_name(r));
+  auto without = d.create_pipeline(*prepared, empty_cache.get(), 0);
+  out.empty_cache_ms = without.ms;
+  out.outcome = VerifyOutcome::timed;
+  if (with_blob.result != VK_SUCCESS || without.result != VK_SUCCESS) {
+    out.outcome = VerifyOutcome::failure;
+    append(fmt::format("vkCreateComputePipelines failed: {} with the blob, {} with an empty cache",
+                       result_name(with_blob.result), result_name(without.result)));
+  }
+  return out;
+}
+
+std::string_view verify_outcome_name(VerifyOutcome outcome) {
+  switch (outcome) {
+    case VerifyOutcome::hit: return "hit";
+    case VerifyOutcome::miss: return "miss";
+    case VerifyOutcome::failure: return "failure";
+    case VerifyOutcome::timed: return "timed";
+  }
+  return "failure";
+}
+
+}  // namespace kcache::device

@@ -1,0 +1,292 @@
+// Vulkan devices for the `vulkan` backend (DESIGN.md "Device stage"):
+// discovery and fingerprints, the pipeline-cache header check, kcache's blob
+// wrapper, and a Device that builds and verifies compute pipelines.
+//
+// Loading. The Vulkan loader is dlopen'ed at run time, never linked, so kcache
+// runs on machines without one and says so (Category::device_unavailable).
+// The library tried is libvulkan.so.1 (then libvulkan.so); the environment
+// variable KCACHE_VULKAN_LOADER, when set and non-empty, names the only library
+// to try instead (tests set it to a missing path to simulate a machine without
+// a loader). It is read on every call that needs the loader. The first library
+// that loads stays loaded, with one VkInstance, for the life of the process:
+// volk's instance-level function pointers are process-wide and Vulkan ties
+// them to one instance, so every Device shares that instance.
+//
+// Thread-safety: every free function except disable_driver_disk_caches is
+// safe to call from any thread. A Device may be used from several threads at
+// once: each build/verify call creates and destroys its own shader module,
+// layouts, VkPipelineCache and pipeline, and Vulkan allows concurrent object
+// creation on one VkDevice. Processes: once Vulkan is loaded, a fork()ed child
+// must not use this module (driver threads and state do not survive a fork);
+// to isolate driver crashes, run pipeline creation in exec'ed workers.
+//
+// Trust. No blob reaches the driver unchecked (RELIABILITY.md promise 5):
+// verify_pipeline checks the 32-byte Vulkan header against the device first.
+// SPIR-V handed to build/verify must already have passed spirv-val (the
+// compile module's job); this module only reflects it.
+#pragma once
+
+#include "kcache/core/error.hpp"
+#include "kcache/core/namespace.hpp"
+#include "kcache/util/hash.hpp"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kcache::device {
+
+using Uuid = std::array<std::uint8_t, 16>;
+
+/// VkPhysicalDeviceType, as kcache names it.
+enum class DeviceType { other, integrated_gpu, discrete_gpu, virtual_gpu, cpu };
+/// "other", "integrated-gpu", "discrete-gpu", "virtual-gpu", "cpu".
+std::string_view device_type_name(DeviceType type);
+
+/// Everything kcache knows about one physical device. Plain value; obtained
+/// from list_devices()/select_device(), or built by hand in tests and fuzzers
+/// (then call seal_fingerprint()).
+struct DeviceInfo {
+  std::uint32_t index = 0;           ///< position in the loader's enumeration (may change across boots)
+  std::string name;                  ///< deviceName
+  DeviceType type = DeviceType::other;
+  std::uint32_t api_version = 0;     ///< the device's apiVersion (VK_MAKE_API_VERSION encoding)
+  std::uint32_t driver_version = 0;  ///< raw, vendor-encoded; see driver_version_text()
+  std::uint32_t vendor_id = 0;
+  std::uint32_t device_id = 0;
+  std::uint32_t driver_id = 0;       ///< VkDriverId; 0 when the device does not report it
+  std::string driver_name;           ///< VkPhysicalDeviceDriverProperties; "" when not reported
+  std::string driver_info;           ///< e.g. "Mesa 22.3.6 (LLVM 15.0.6)"; "" when not reported
+  Uuid device_uuid{};                ///< VkPhysicalDeviceIDProperties (zero before Vulkan 1.1)
+  Uuid driver_uuid{};
+  Uuid pipeline_cache_uuid{};
+  /// pipelineCreationCacheControl: VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT
+  /// is usable, so verify can tell a cache hit from a miss.
+  bool fail_on_compile_required = false;
+  /// backend "vulkan" + short fingerprint + full record (see make_fingerprint_record()).
+  Namespace ns;
+
+  /// "1.3.230".
+  std::string api_version_text() const;
+  /// Decoded per vendor: NVIDIA 10.8.8.6 bits ("580.65.6.0"), else
+  /// major.minor.patch in 10.10.12 bits. Both decodings keep all 32 bits.
+  std::string driver_version_text() const;
+  const FingerprintRecord& record() const { return ns.record; }
+  /// The short fingerprint id (16 hex digits) used in namespace names and selectors.
+  const std::string& fingerprint() const { return ns.fingerprint; }
+  /// Sets `ns` from the fields above (list_devices does this).
+  void seal_fingerprint() { ns = vulkan_namespace(make_fingerprint_record()); }
+  /// The full fingerprint record, in this order: vendorID, deviceID,
+  /// driverID, driverVersion, driverInfo, deviceUUID, driverUUID,
+  /// pipelineCacheUUID, pointerSize (sizeof(void*) of this build), and
+  /// deviceProfile (the version of the feature set kcache enables when it
+  /// creates a VkDevice, k_device_profile: changing which features are enabled
+  /// can change compiled code, so it must change the namespace).
+  FingerprintRecord make_fingerprint_record() const;
+};
+
+/// Bumped whenever Device::open enables a different set of features.
+inline constexpr int k_device_profile = 1;
+
+/// "8-4-4-4-12" lowercase hex, as vulkaninfo prints UUIDs.
+std::string uuid_text(const Uuid& uuid);
+/// major.minor.patch of a VK_MAKE_API_VERSION value.
+std::string api_version_text(std::uint32_t version);
+/// See DeviceInfo::driver_version_text().
+std::string driver_version_text(std::uint32_t vendor_id, std::uint32_t driver_version);
+
+/// Turns off the drivers' own on-disk shader caches for this process
+/// (NVIDIA __GL_SHADER_DISK_CACHE=0, Mesa MESA_SHADER_CACHE_DISABLE=true),
+/// leaving alone any of these variables the user has set. Without it a "cold"
+/// build and a verify "hit" may be served by the driver's cache rather than by
+/// kcache's blob: on NVIDIA 580 a blob the driver refused still verified as a
+/// hit, and repeated cold builds ran 15x faster. Call it before anything else
+/// in this module and before other threads start (it uses setenv). Returns
+/// false when Vulkan is already loaded here (drivers may have read them).
+bool disable_driver_disk_caches();
+
+/// Every Vulkan physical device, in the loader's order. device_unavailable
+/// (with how to install one) when there is no loader or no device.
+Result<std::vector<DeviceInfo>> list_devices();
+
+/// One device by selector: a decimal index (when in range), else every device
+/// whose name contains `selector` (case-insensitive) or whose fingerprint id
+/// starts with it (hex, case-insensitive). invalid_argument listing the
+/// candidates when several match or the selector is empty; not_found listing
+/// the devices when none does; device_unavailable as list_devices.
+Result<DeviceInfo> select_device(std::string_view selector);
+
+// ---------------------------------------------------------------------------
+// Pipeline-cache blobs
+
+/// Size of VkPipelineCacheHeaderVersionOne; the spec requires headerSize == 32.
+inline constexpr std::size_t k_pipeline_cache_header_size = 32;
+
+/// Checks the Vulkan pipeline-cache header at the start of `blob` (as
+/// vkGetPipelineCacheData writes it, integers little-endian) against `device`:
+/// corruption when the blob is shorter than a header, headerVersion is not
+/// VK_PIPELINE_CACHE_HEADER_VERSION_ONE, headerSize is not 32 or exceeds the
+/// blob; fingerprint_mismatch when vendorID, deviceID or pipelineCacheUUID
+/// differ. The message names every offending field with both values.
+/// Pure; reads only `blob`.
+Result<void> check_pipeline_cache_header(std::span<const std::uint8_t> blob, const DeviceInfo& device);
+
+/// kcache's wrapper around a raw pipeline-cache blob: what is stored as an
+/// entry payload of kind PayloadKind::pipeline_cache. It binds the blob to
+/// the full fingerprint record, which the Vulkan header alone cannot (lavapipe
+/// reports one pipelineCacheUUID in every version), and guards its bytes.
+///
+/// Wrapper format, version 1 (integers little-endian; h128 = 16 raw bytes):
+///
+///   offset  field           type     meaning
+///   0       magic           4 bytes  "KCPB"
+///   4       version         u16      wrapper format version (1)
+///   6       flags           u16      reserved, must be 0
+///   8       fingerprint     h128     fingerprint_hash() of the building device's record
+///   24      driver_version  u32      raw VkPhysicalDeviceProperties::driverVersion
+///   28      pointer_size    u32      sizeof(void*) of the process that built it
+///   32      blob_length     u64      length of the Vulkan blob that follows
+///   40      blob_digest     h128     XXH3-128 of the Vulkan blob
+///   56      blob            bytes    vkGetPipelineCacheData output, starting
+///                                    with its 32-byte Vulkan header
+///
+/// The wrapped size is exactly 56 + blob_length (no trailing bytes). A new
+/// field bumps the version; readers accept k_wrapper_min..max_version.
+inline constexpr std::size_t k_wrapper_header_size = 56;
+inline constexpr std::uint16_t k_wrapper_min_version = 1;
+inline constexpr std::uint16_t k_wrapper_max_version = 1;
+
+/// The decoded wrapper; `blob` borrows from the wrapped bytes.
+struct BlobWrapper {
+  std::uint16_t version = 0;
+  util::Hash128 fingerprint;
+  std::uint32_t driver_version = 0;
+  std::uint32_t pointer_size = 0;
+  std::span<const std::uint8_t> blob;
+};
+
+/// XXH3-128 over the record's tagged fields (the namespace keeps only 64 bits
+/// of a similar hash; the wrapper keeps all 128).
+util::Hash128 fingerprint_hash(const FingerprintRecord& record);
+
+/// Wraps `raw` (a vkGetPipelineCacheData blob) for `device`.
+std::vector<std::uint8_t> wrap_blob(const DeviceInfo& device, std::span<const std::uint8_t> raw);
+
+/// Decodes a wrapper from untrusted bytes, checking only its own integrity:
+/// corruption for a bad magic, non-zero flags, a length that disagrees with
+/// the bytes, an oversized blob or a digest mismatch; version_mismatch for a
+/// version outside the supported range. Says nothing about any device.
+Result<BlobWrapper> parse_blob_wrapper(std::span<const std::uint8_t> wrapped);
+
+/// parse_blob_wrapper, then the wrapper against `device` (fingerprint_mismatch
+/// naming pointerSize, driverVersion or the fingerprint), then
+/// check_pipeline_cache_header. Returns the raw blob, borrowed from `wrapped`.
+Result<std::span<const std::uint8_t>> unwrap_blob(std::span<const std::uint8_t> wrapped,
+                                                  const DeviceInfo& device);
+
+// ---------------------------------------------------------------------------
+// Pipelines
+
+/// One specialization constant: SpecId and the value's bits (two's complement
+/// or IEEE). Only the low N bits are used for an N-bit constant; the bits
+/// above must be zero, or all ones as a sign extension for a signed type. A
+/// boolean takes 0 or 1.
+struct SpecValue {
+  std::uint32_t id = 0;
+  std::uint64_t bits = 0;
+};
+
+/// A freshly built pipeline-cache blob (raw, unwrapped).
+struct PipelineBlob {
+  std::vector<std::uint8_t> data;  ///< vkGetPipelineCacheData output
+  double create_ms = 0;            ///< wall time of vkCreateComputePipelines
+};
+
+enum class VerifyOutcome {
+  hit,      ///< created with FAIL_ON_PIPELINE_COMPILE_REQUIRED: the blob served the pipeline
+  miss,     ///< the driver would have had to compile (VK_PIPELINE_COMPILE_REQUIRED)
+  failure,  ///< pipeline creation failed; see `message`
+  timed,    ///< the device lacks pipelineCreationCacheControl: only times were measured
+};
+/// "hit", "miss", "failure", "timed".
+std::string_view verify_outcome_name(VerifyOutcome outcome);
+
+struct VerifyResult {
+  VerifyOutcome outcome = VerifyOutcome::failure;
+  double create_ms = 0;        ///< creation with the blob (or the empty fallback cache)
+  double empty_cache_ms = -1;  ///< outcome timed only: creation with an empty cache; else -1
+  /// The driver refused to create a VkPipelineCache from the (header-checked)
+  /// blob, so an empty cache was used instead; `message` says how it failed.
+  bool blob_refused = false;
+  std::string message;  ///< empty unless blob_refused or outcome failure
+};
+
+/// A VkDevice on one physical device, with the features and extensions
+/// kernels may need enabled where the device has them (core shaderInt16/
+/// shaderInt64/shaderFloat64; 16- and 8-bit storage, shaderFloat16,
+/// shaderInt8, variable pointers, Vulkan memory model, descriptor indexing,
+/// buffer device address, integer dot product, pipelineCreationCacheControl),
+/// never robustBufferAccess. A runtime that wants kcache's blobs to hit must
+/// create its device the same way (the set is versioned by k_device_profile).
+/// Thread-safety: see the file comment; destroying it while a call is running
+/// is undefined.
+class Device {
+ public:
+  struct Options {
+    /// Let verify_pipeline use VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT
+    /// where the device has it. false measures times instead (outcome timed),
+    /// as on a device without it; the VkDevice is created the same either way.
+    bool fail_on_compile_required = true;
+  };
+
+  /// Creates a VkDevice for `info`'s physical device, found again by its
+  /// fingerprint id (indices can change). device_unavailable when there is
+  /// no loader or the device is gone or refuses.
+  static Result<std::unique_ptr<Device>> open(const DeviceInfo& info, Options options);
+  static Result<std::unique_ptr<Device>> open(const DeviceInfo& info) { return open(info, Options{}); }
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const DeviceInfo& info() const;
+  /// Names of the optional features enabled on this VkDevice ("shaderFloat16", ...).
+  const std::vector<std::string>& enabled_features() const;
+
+  /// Builds the compute pipeline for `entry` of `spirv` (validated SPIR-V)
+  /// into a fresh VkPipelineCache and returns that cache's data. The layout
+  /// comes from reflection: every descriptor set and binding the module
+  /// declares, push constants at offset 0. Errors: invalid_argument for a
+  /// malformed module, a missing or non-compute entry point, or a spec
+  /// constant the module does not declare or whose value does not fit;
+  /// device_unavailable "device lacks X" when the module needs a feature,
+  /// extension, SPIR-V version or limit this device lacks; compile_failed
+  /// when the driver fails to create the pipeline.
+  Result<PipelineBlob> build_pipeline(std::span<const std::uint32_t> spirv, std::string_view entry,
+                                      std::span<const SpecValue> spec);
+
+  /// Re-creates the pipeline from `raw_blob` (unwrapped) and reports whether
+  /// the blob served it; trust a hit only with disable_driver_disk_caches().
+  /// The blob's header is checked first (errors as check_pipeline_cache_header;
+  /// nothing reaches the driver then); other errors as build_pipeline. A
+  /// driver that refuses the checked blob (then an empty cache is used) or
+  /// fails the pipeline is reported in the result, not as an error.
+  Result<VerifyResult> verify_pipeline(std::span<const std::uint32_t> spirv, std::string_view entry,
+                                       std::span<const SpecValue> spec,
+                                       std::span<const std::uint8_t> raw_blob);
+
+  /// How many VkPipelineCaches were created from non-empty data by this
+  /// Device: every one of them passed the header check first. Lets tests
+  /// prove a refused blob never reached the driver.
+  std::uint64_t blobs_given_to_driver() const;
+
+ private:
+  struct Impl;
+  explicit Device(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace kcache::device

@@ -1,0 +1,125 @@
+// DeviceInfo helpers, fingerprint records and device selection. Nothing here
+// touches Vulkan: list_devices() lives in vulkan_runtime.cpp.
+#include "kcache/device/device.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace kcache::device {
+namespace {
+
+constexpr std::uint32_t k_vendor_nvidia = 0x10de;
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool is_decimal(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string describe(const DeviceInfo& d) {
+  return fmt::format("{}: {} (fingerprint {})", d.index, d.name, d.fingerprint());
+}
+
+std::string describe_all(const std::vector<DeviceInfo>& devices) {
+  std::string out;
+  for (const auto& d : devices) out += "\n  " + describe(d);
+  return out;
+}
+
+}  // namespace
+
+std::string_view device_type_name(DeviceType type) {
+  switch (type) {
+    case DeviceType::integrated_gpu: return "integrated-gpu";
+    case DeviceType::discrete_gpu: return "discrete-gpu";
+    case DeviceType::virtual_gpu: return "virtual-gpu";
+    case DeviceType::cpu: return "cpu";
+    case DeviceType::other: break;
+  }
+  return "other";
+}
+
+std::string uuid_text(const Uuid& uuid) {
+  std::string out;
+  for (std::size_t i = 0; i < uuid.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += fmt::format("{:02x}", uuid[i]);
+  }
+  return out;
+}
+
+std::string api_version_text(std::uint32_t v) {
+  // VK_API_VERSION_MAJOR/MINOR/PATCH without the Vulkan headers.
+  return fmt::format("{}.{}.{}", (v >> 22) & 0x7f, (v >> 12) & 0x3ff, v & 0xfff);
+}
+
+std::string driver_version_text(std::uint32_t vendor_id, std::uint32_t v) {
+  if (vendor_id == k_vendor_nvidia)
+    return fmt::format("{}.{}.{}.{}", v >> 22, (v >> 14) & 0xff, (v >> 6) & 0xff, v & 0x3f);
+  // The 10-bit major keeps the variant bits, so no bit is lost.
+  return fmt::format("{}.{}.{}", v >> 22, (v >> 12) & 0x3ff, v & 0xfff);
+}
+
+std::string DeviceInfo::api_version_text() const { return device::api_version_text(api_version); }
+
+std::string DeviceInfo::driver_version_text() const {
+  return device::driver_version_text(vendor_id, driver_version);
+}
+
+FingerprintRecord DeviceInfo::make_fingerprint_record() const {
+  // Field names and their order are persisted (in stores and bundles, and via
+  // the namespace hash): append only.
+  FingerprintRecord r;
+  r.fields = {
+      {"vendorID", fmt::format("{:#06x}", vendor_id)},
+      {"deviceID", fmt::format("{:#06x}", device_id)},
+      {"driverID", std::to_string(driver_id)},
+      {"driverVersion", driver_version_text()},
+      {"driverInfo", driver_info},
+      {"deviceUUID", uuid_text(device_uuid)},
+      {"driverUUID", uuid_text(driver_uuid)},
+      {"pipelineCacheUUID", uuid_text(pipeline_cache_uuid)},
+      {"pointerSize", std::to_string(sizeof(void*))},
+      {"deviceProfile", std::to_string(k_device_profile)},
+  };
+  return r;
+}
+
+Result<DeviceInfo> select_device(std::string_view selector) {
+  if (selector.empty())
+    return fail(Category::invalid_argument,
+                "empty device selector: give an index, a name substring or a fingerprint id");
+  auto devices = KCACHE_TRY(list_devices());
+
+  if (is_decimal(selector)) {
+    std::uint64_t index = 0;
+    auto [end, ec] = std::from_chars(selector.data(), selector.data() + selector.size(), index);
+    if (ec == std::errc() && end == selector.data() + selector.size() && index < devices.size())
+      return devices[index];
+    // Out of range: it may still be a fingerprint prefix made of digits.
+  }
+
+  const std::string needle = lower(selector);
+  std::vector<DeviceInfo> matches;
+  for (const auto& d : devices) {
+    bool by_name = lower(d.name).find(needle) != std::string::npos;
+    bool by_fingerprint = d.fingerprint().starts_with(needle);
+    if (by_name || by_fingerprint) matches.push_back(d);
+  }
+  if (matches.size() == 1) return matches.front();
+  if (matches.empty())
+    return fail(Category::not_found, "no Vulkan device matches '{}'; devices:{}", selector,
+                describe_all(devices));
+  return fail(Category::invalid_argument,
+              "device selector '{}' is ambiguous; select one of these by index or fingerprint:{}", selector,
+              describe_all(matches));
+}
+
+}  // namespace kcache::device

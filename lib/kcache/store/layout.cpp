@@ -1,0 +1,167 @@
+#include "kcache/store/layout_internal.hpp"
+
+#include "kcache/util/bytes.hpp"
+#include "kcache/util/hash.hpp"
+
+#include <cstring>
+
+namespace kcache::store::internal {
+namespace {
+
+constexpr std::uint8_t k_namespace_magic[4] = {'K', 'C', 'N', 1};
+// Caps while decoding a namespace record: far above any real fingerprint,
+// small enough that a damaged record cannot make the decoder allocate much.
+constexpr std::uint32_t k_max_fingerprint_fields = 1024;
+constexpr std::size_t k_max_fingerprint_string = 64 << 10;
+
+tl::unexpected<Error> corrupt_namespace(std::string_view key, std::string_view what) {
+  return fail(Category::corruption, "namespace record '{}' is corrupt: {}", key, what);
+}
+
+// Kernel names can be long generated variant names; show enough to recognise.
+std::string abbreviate(std::string_view text) {
+  constexpr std::size_t k_shown = 60;
+  if (text.size() <= k_shown) return std::string(text);
+  return std::string(text.substr(0, k_shown)) + "...";
+}
+
+}  // namespace
+
+Result<void> check_namespace_name(std::string_view ns_name) {
+  KCACHE_CHECK(parse_namespace_name(ns_name));
+  if (ns_name.find(k_key_separator) != std::string_view::npos)
+    return fail(Category::invalid_argument, "namespace '{}' contains the control character 0x1f", ns_name);
+  return {};
+}
+
+std::string entry_prefix(std::string_view ns_name) {
+  std::string prefix(ns_name);
+  prefix += k_key_separator;
+  return prefix;
+}
+
+Result<std::string> entry_key(std::string_view ns_name, std::string_view kernel) {
+  KCACHE_CHECK(check_namespace_name(ns_name));
+  if (kernel.empty()) return fail(Category::invalid_argument, "kernel name is empty (namespace '{}')", ns_name);
+  std::size_t size = ns_name.size() + 1 + kernel.size();
+  if (size > k_max_key_bytes)
+    return fail(Category::invalid_argument,
+                "kernel name too long: '{}' is {} bytes; with namespace '{}' its store key would be {} bytes, "
+                "over the store's limit of {} (kernel names may be at most {} bytes in this namespace)",
+                abbreviate(kernel), kernel.size(), ns_name, size, k_max_key_bytes,
+                k_max_key_bytes - ns_name.size() - 1);
+  std::string key = entry_prefix(ns_name);
+  key += kernel;
+  return key;
+}
+
+std::vector<std::uint8_t> encode_namespace_record(const Namespace& ns) {
+  util::ByteWriter w;
+  w.raw(k_namespace_magic);
+  w.u16(k_namespace_max_version);
+  w.str(ns.backend);
+  w.str(ns.fingerprint);
+  w.u32(static_cast<std::uint32_t>(ns.record.fields.size()));
+  for (const auto& [name, value] : ns.record.fields) {
+    w.str(name);
+    w.str(value);
+  }
+  w.raw(util::hash_bytes(w.bytes()).bytes);
+  return w.take();
+}
+
+Result<Namespace> decode_namespace_record(std::string_view key, std::span<const std::uint8_t> bytes) {
+  if (bytes.size() < 4 + 2 + 16) return corrupt_namespace(key, "shorter than its fixed fields");
+  if (std::memcmp(bytes.data(), k_namespace_magic, 4) != 0) return corrupt_namespace(key, "bad magic");
+  auto body = bytes.first(bytes.size() - 16);
+  util::ByteReader r(body);
+  r.raw(4);
+  auto version = r.u16();
+  if (*version < k_namespace_min_version || *version > k_namespace_max_version)
+    return fail(Category::version_mismatch,
+                "namespace record '{}' has version {}, outside the supported range {}..{}", key, *version,
+                k_namespace_min_version, k_namespace_max_version);
+  Hash128 stored;
+  std::memcpy(stored.bytes.data(), bytes.data() + body.size(), 16);
+  if (util::hash_bytes(body) != stored) return corrupt_namespace(key, "record digest mismatch");
+
+  Namespace ns;
+  auto backend = r.str(k_max_fingerprint_string);
+  auto fingerprint = r.str(k_max_fingerprint_string);
+  auto n_fields = r.u32();
+  if (!backend || !fingerprint || !n_fields) return corrupt_namespace(key, "truncated");
+  if (*n_fields > k_max_fingerprint_fields) return corrupt_namespace(key, "too many fingerprint fields");
+  ns.backend = std::move(*backend);
+  ns.fingerprint = std::move(*fingerprint);
+  ns.record.fields.reserve(*n_fields);
+  for (std::uint32_t i = 0; i < *n_fields; ++i) {
+    auto name = r.str(k_max_fingerprint_string);
+    auto value = r.str(k_max_fingerprint_string);
+    if (!name || !value) return corrupt_namespace(key, "truncated fingerprint record");
+    ns.record.fields.emplace_back(std::move(*name), std::move(*value));
+  }
+  if (r.remaining() != 0) return corrupt_namespace(key, "trailing bytes");
+  if (ns.name() != key) return corrupt_namespace(key, fmt::format("it names namespace '{}'", ns.name()));
+  return ns;
+}
+
+Result<Entry> decode_stored_entry(std::string_view key, std::span<const std::uint8_t> value) {
+  auto printable = [&] {
+    std::string s(key);
+    auto sep = s.find(k_key_separator);
+    if (sep != std::string::npos) s[sep] = ':';
+    return s;
+  };
+  auto entry = decode_entry(value);
+  if (!entry) return tl::unexpected(std::move(entry).error().context(fmt::format("entry '{}'", printable())));
+  auto sep = key.find(k_key_separator);
+  std::string_view kernel = sep == std::string_view::npos ? std::string_view{} : key.substr(sep + 1);
+  if (entry->kernel != kernel)
+    return fail(Category::corruption, "entry '{}' is corrupt: its record names kernel '{}'", printable(),
+                abbreviate(entry->kernel));
+  return entry;
+}
+
+Result<std::vector<PreparedEntry>> prepare_put(const Namespace& ns, std::span<const Entry> entries) {
+  std::string ns_name = ns.name();
+  KCACHE_CHECK(check_namespace_name(ns_name));
+  std::vector<PreparedEntry> out;
+  out.reserve(entries.size());
+  for (const Entry& entry : entries) {
+    auto key = entry_key(ns_name, entry.kernel);
+    if (!key) return tl::unexpected(std::move(key).error());
+    // decode_entry refuses larger payloads, so storing one would make an
+    // entry that can never be read back.
+    if (entry.payload.size() > k_max_payload_bytes)
+      return fail(Category::invalid_argument, "kernel '{}': payload of {} bytes exceeds the limit of {} bytes",
+                  abbreviate(entry.kernel), entry.payload.size(), k_max_payload_bytes);
+    out.push_back({std::move(*key), encode_entry(entry), entry.key, util::hash_bytes(entry.payload), entry.inputs});
+  }
+  return out;
+}
+
+PutAction classify_put(const PreparedEntry& entry, std::optional<std::span<const std::uint8_t>> existing) {
+  if (!existing) return PutAction::write;
+  // The common re-put of an identical record needs no decoding.
+  if (existing->size() == entry.value.size() &&
+      std::memcmp(existing->data(), entry.value.data(), entry.value.size()) == 0)
+    return PutAction::keep;
+  // A record that fails its checks is overwritten: the new one is good.
+  auto old = decode_stored_entry(entry.key, *existing);
+  if (!old) return PutAction::replace;
+  // Same artifact but new input hashes: rewrite, so the next warm run takes
+  // the fast path instead of expanding again.
+  if (old->key == entry.entry_key && old->payload_digest == entry.payload_digest && old->inputs == entry.inputs)
+    return PutAction::keep;
+  return PutAction::replace;
+}
+
+void count_put(PutSummary& summary, PutAction action) {
+  switch (action) {
+    case PutAction::write: ++summary.written; break;
+    case PutAction::replace: ++summary.replaced; break;
+    case PutAction::keep: ++summary.already_present; break;
+  }
+}
+
+}  // namespace kcache::store::internal

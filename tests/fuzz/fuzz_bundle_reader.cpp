@@ -1,0 +1,76 @@
+// libFuzzer entry point for the bundle reader (RELIABILITY.md F1): feeds the
+// input as a whole bundle through open(), the signature check, next() and
+// finish(). Any outcome is fine except a crash, a sanitizer report, a hang or
+// unbounded memory; a successful read must also have consumed every byte.
+//
+// Digests would stop nearly every mutation at the head or trailer check, so
+// each input is read twice: as given, and "resealed" (head digest and trailer
+// recomputed where the input has them), which lets mutations reach the header
+// parser, the limits, zstd and the entry decoder. Limits are lowered so each
+// input stays cheap; the code paths are the same.
+#include "kcache/bundle/bundle.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+using namespace kcache::bundle;
+
+void read_through(std::span<const std::uint8_t> bytes) {
+  ReadLimits limits;
+  limits.max_header_bytes = 1u << 20;
+  limits.max_entries = 10'000;
+  limits.max_total_bytes = 64u << 20;
+  limits.max_record_bytes = 16u << 20;
+  limits.window_log_max = 20;
+
+  auto reader = BundleReader::open(bytes, limits);
+  if (!reader) return;
+  // A fixed key whose secret no input holds: this must never verify.
+  static const KeyPair trusted = [] {
+    std::array<std::uint8_t, 32> seed;
+    seed.fill(0x5a);
+    return keypair_from_seed(seed);
+  }();
+  if (verify_signature(reader->header(), std::span(&trusted.public_key, 1))) std::abort();
+  (void)signed_manifest(reader->header());
+  for (;;) {
+    auto e = reader->next();
+    if (!e || !e->has_value()) break;
+  }
+  if (reader->finish() && reader->bytes_read() != bytes.size()) std::abort();  // accepted without reading it all
+}
+
+std::uint32_t le32(const std::uint8_t* p) {
+  return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 | std::uint32_t{p[3]} << 24;
+}
+
+/// Recomputes the head digest and the trailer (FORMAT.md) in place where the
+/// input's own fields say they are; false when there was nothing to reseal.
+bool reseal(std::vector<std::uint8_t>& b) {
+  if (b.size() < 12 || std::memcmp(b.data(), "KCB\x1a", 4) != 0) return false;
+  const std::uint64_t head = 12 + std::uint64_t{le32(b.data() + 8)} + ((b[6] & 1) ? 105 : 0);
+  if (head + 32 > b.size()) return false;
+  auto d = digest_bytes(std::span(b).first(head));
+  std::memcpy(b.data() + head, d.bytes.data(), 32);
+  if (b.size() >= head + 32 + 44 && std::memcmp(b.data() + b.size() - 44, "KCBT", 4) == 0) {
+    const std::uint64_t at = b.size() - 44;
+    for (int k = 0; k < 8; ++k) b[at + 4 + k] = static_cast<std::uint8_t>(at >> (8 * k));
+    auto t = digest_bytes(std::span(b).first(b.size() - 32));
+    std::memcpy(b.data() + b.size() - 32, t.bytes.data(), 32);
+  }
+  return true;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  read_through({data, size});
+  std::vector<std::uint8_t> copy(data, data + size);
+  if (reseal(copy) && std::memcmp(copy.data(), data, size) != 0) read_through(copy);
+  return 0;
+}

@@ -1,0 +1,301 @@
+// Bundle round trips: bytes and header fields survive writing and reading
+// through every kind of sink and source, including a pipe (stdout/stdin), and
+// the golden bundle of format version 1 still reads.
+#include "test_bundle_support.hpp"
+
+#include <cstdlib>
+#include <fcntl.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace kcache;
+using namespace kcache::test;
+using bundle::BundleReader;
+
+namespace {
+
+void check_same_header(const bundle::BundleHeader& got, const Namespace& ns, const std::vector<Entry>& entries,
+                       std::uint64_t created) {
+  CHECK(got.format_version == bundle::k_format_version);
+  CHECK(got.ns == ns);
+  CHECK(got.tool_versions == tool_versions());
+  CHECK(got.created == created);
+  REQUIRE(got.index.size() == entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) CHECK(got.index[i] == bundle::index_entry(entries[i]));
+}
+
+}  // namespace
+
+TEST_CASE("bundle round trip keeps every entry and header field") {
+  auto ns = vulkan_ns();
+  auto entries = make_entries(40);
+  bundle::WriteOptions options;
+  options.block_bytes = 16 << 10;  // several blocks
+  auto bytes = write_to_bytes(ns, entries, options, 1'712'345'678);
+
+  auto reader = BundleReader::open(std::span(bytes));
+  REQUIRE(reader.has_value());
+  const auto& h = reader->header();
+  check_same_header(h, ns, entries, 1'712'345'678);
+  CHECK(h.compression == bundle::Compression{9, 23, true, 16u << 10});
+  CHECK(h.block_entry_counts.size() > 2);
+  CHECK(!h.signature);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    auto e = reader->next();
+    REQUIRE_MESSAGE(e.has_value(), e.error().message);
+    REQUIRE(e->has_value());
+    CHECK(**e == entries[i]);
+    CHECK(encode_entry(**e) == encode_entry(entries[i]));
+  }
+  auto end = reader->next();
+  REQUIRE(end.has_value());
+  CHECK(!end->has_value());
+  auto fin = reader->finish();
+  CHECK_MESSAGE(fin.has_value(), (fin ? "" : fin.error().message));
+  CHECK(reader->bytes_read() == bytes.size());
+  CHECK(reader->finish().has_value());  // idempotent
+}
+
+TEST_CASE("bundle with no entries round-trips") {
+  auto bytes = write_to_bytes(spirv_namespace("vulkan1.3"), {});
+  auto got = read_all(bytes);
+  REQUIRE_MESSAGE(got.has_value(), got.error().message);
+  CHECK(got->empty());
+}
+
+TEST_CASE("bundle round trip through a file, an fd and a stream") {
+  TempDir dir;
+  auto ns = spirv_namespace("vulkan1.2");
+  auto entries = make_entries(20);
+  auto header = bundle::make_header(ns, tool_versions(), 42, entries);
+  auto path = dir.path() / "out.kcb";
+  REQUIRE(bundle::write_bundle_file(path, header, bundle::entries_from(entries)).has_value());
+  // No temporary left beside it.
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& f : std::filesystem::directory_iterator(dir.path())) ++files;
+  CHECK(files == 1);
+
+  {
+    auto reader = BundleReader::open_file(path);
+    REQUIRE(reader.has_value());
+    check_same_header(reader->header(), ns, entries, 42);
+    for (const auto& want : entries) {
+      auto e = reader->next();
+      REQUIRE(e.has_value());
+      REQUIRE(e->has_value());
+      CHECK(**e == want);
+    }
+    CHECK(reader->finish().has_value());
+  }
+  {
+    std::ifstream in(path, std::ios::binary);
+    auto reader = BundleReader::open(in);
+    REQUIRE(reader.has_value());
+    CHECK(reader->finish().has_value());  // finish() reads and checks what next() did not
+    CHECK(reader->entries_read() == entries.size());
+  }
+  CHECK(BundleReader::open_file(dir.path() / "missing.kcb").error().category == Category::not_found);
+}
+
+TEST_CASE("bundle streams through a pipe as through stdout and stdin") {
+  // A pipe cannot seek, and its buffer (64 KiB) is far smaller than the
+  // bundle, so this only passes if writer and reader both stream.
+  auto ns = vulkan_ns();
+  auto entries = make_entries(300, 1024);  // ~1.3 MB of records
+  auto header = bundle::make_header(ns, tool_versions(), 7, entries);
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  Result<void> written;
+  std::thread writer([&] {
+    written = bundle::write_bundle(fds[1], header, bundle::entries_from(entries));
+    ::close(fds[1]);
+  });
+  std::size_t matched = 0;
+  Result<void> finished = fail(Category::io_error, "not run");
+  {
+    auto reader = BundleReader::open(fds[0]);
+    REQUIRE_MESSAGE(reader.has_value(), reader.error().message);
+    check_same_header(reader->header(), ns, entries, 7);
+    for (;;) {
+      auto e = reader->next();
+      REQUIRE_MESSAGE(e.has_value(), e.error().message);
+      if (!e->has_value()) break;
+      matched += (**e == entries[matched]);
+    }
+    finished = reader->finish();
+  }
+  writer.join();
+  ::close(fds[0]);
+  CHECK(written.has_value());
+  CHECK_MESSAGE(finished.has_value(), (finished ? "" : finished.error().message));
+  CHECK(matched == entries.size());
+}
+
+TEST_CASE("bundle of 2,000 small entries") {
+  auto entries = make_entries(2000, 64);
+  auto bytes = write_to_bytes(vulkan_ns(), entries);
+  auto got = read_all(bytes);
+  REQUIRE_MESSAGE(got.has_value(), got.error().message);
+  CHECK(*got == entries);
+  std::uint64_t raw = 0;
+  for (const auto& e : entries) raw += encode_entry(e).size();
+  MESSAGE("2,000 entries: ", raw, " record bytes -> ", bytes.size(), " bundle bytes (ratio ",
+          static_cast<double>(raw) / static_cast<double>(bytes.size()), ")");
+}
+
+TEST_CASE("a record larger than the block size gets a block of its own") {
+  auto entries = make_entries(5, 64);
+  entries[2] = make_entry(2, 40'000);  // 160 KB payload
+  bundle::WriteOptions options;
+  options.block_bytes = 4096;
+  options.window_log = 12;  // the big record's frame still uses a 4 KiB window
+  auto bytes = write_to_bytes(spirv_namespace("vulkan1.2"), entries, options);
+  auto reader = BundleReader::open(std::span(bytes));
+  REQUIRE(reader.has_value());
+  // Two small records share a block, the big one is alone, two more share one.
+  CHECK(reader->header().block_entry_counts == std::vector<std::uint32_t>{2, 1, 2});
+  auto got = read_all(bytes);
+  REQUIRE_MESSAGE(got.has_value(), got.error().message);
+  CHECK(*got == entries);
+}
+
+TEST_CASE("writer refuses headers it cannot write and entries that do not match the index") {
+  auto entries = make_entries(3);
+  auto header = bundle::make_header(vulkan_ns(), tool_versions(), 1, entries);
+  std::ostringstream out;
+
+  SUBCASE("duplicate kernel") {
+    auto dup = entries;
+    dup[2] = dup[0];
+    auto h = bundle::make_header(vulkan_ns(), tool_versions(), 1, dup);
+    auto r = bundle::write_bundle(out, h, bundle::entries_from(dup));
+    REQUIRE(!r);
+    CHECK(r.error().category == Category::invalid_argument);
+    CHECK(r.error().message.find("duplicate key") != std::string::npos);
+    CHECK(out.str().empty());  // refused before writing anything
+  }
+  SUBCASE("short fingerprint not derived from the record") {
+    auto h = header;
+    h.ns.fingerprint = "0123456789abcdef";
+    auto r = bundle::write_bundle(out, h, bundle::entries_from(entries));
+    REQUIRE(!r);
+    CHECK(r.error().category == Category::invalid_argument);
+  }
+  SUBCASE("entry changed between index and write") {
+    auto changed = entries;
+    changed[1].payload[7] ^= 1;
+    seal_payload(changed[1]);
+    auto r = bundle::write_bundle(out, header, bundle::entries_from(changed));
+    REQUIRE(!r);
+    CHECK(r.error().category == Category::invalid_argument);
+    CHECK(r.error().message.find("entry 2 of 3") != std::string::npos);
+  }
+  SUBCASE("source error passes through") {
+    auto r = bundle::write_bundle(out, header, [](std::size_t) -> Result<Entry> {
+      return fail(Category::corruption, "store record broken");
+    });
+    REQUIRE(!r);
+    CHECK(r.error().category == Category::corruption);
+    CHECK(r.error().message == "store record broken");
+  }
+  SUBCASE("bad options") {
+    bundle::WriteOptions o;
+    o.window_log = 27;
+    CHECK(bundle::write_bundle(out, header, bundle::entries_from(entries), o).error().category ==
+          Category::invalid_argument);
+    o = {};
+    o.level = 99;
+    CHECK(!bundle::write_bundle(out, header, bundle::entries_from(entries), o));
+  }
+}
+
+TEST_CASE("write_bundle_file leaves no partial file on failure") {
+  TempDir dir;
+  auto entries = make_entries(3);
+  auto header = bundle::make_header(vulkan_ns(), tool_versions(), 1, entries);
+  auto path = dir.path() / "b.kcb";
+  auto r = bundle::write_bundle_file(path, header, [&](std::size_t i) -> Result<Entry> {
+    if (i == 2) return fail(Category::io_error, "disk went away");
+    return entries[i];
+  });
+  REQUIRE(!r);
+  CHECK(std::filesystem::is_empty(dir.path()));
+}
+
+// The golden bundle: deterministic content, signed with a fixed test key.
+// KCACHE_GOLDEN_OUT=path ./unit_bundle -tc='*golden*' writes it; once it is
+// checked in as bundles/golden/v1.kcb, every later version must still read it
+// to the same header and entries.
+namespace {
+
+std::vector<Entry> golden_entries() {
+  auto entries = make_entries(24, 128);
+  entries.push_back(make_entry(100, 2000));
+  entries.back().payload_kind = PayloadKind::pipeline_cache;
+  seal_payload(entries.back());
+  return entries;
+}
+
+bundle::KeyPair golden_key() {
+  std::array<std::uint8_t, 32> seed;
+  seed.fill(0x42);
+  return bundle::keypair_from_seed(seed);
+}
+
+}  // namespace
+
+TEST_CASE("golden bundle of format version 1") {
+  auto entries = golden_entries();
+  auto key = golden_key();
+  bundle::WriteOptions options;
+  options.block_bytes = 8 << 10;
+  options.sign = &key;
+  auto header = bundle::make_header(vulkan_ns(), tool_versions(), 1'700'000'000, entries);
+  if (const char* out = std::getenv("KCACHE_GOLDEN_OUT")) {
+    REQUIRE(bundle::write_bundle_file(out, header, bundle::entries_from(entries), options).has_value());
+    MESSAGE("golden bundle written to ", out);
+  }
+  auto check = [&](std::span<const std::uint8_t> bytes) {
+    auto reader = BundleReader::open(bytes);
+    REQUIRE_MESSAGE(reader.has_value(), reader.error().message);
+    check_same_header(reader->header(), vulkan_ns(), entries, 1'700'000'000);
+    CHECK(bundle::verify_signature(reader->header(), std::span(&key.public_key, 1)).has_value());
+    auto got = read_all(bytes);
+    REQUIRE_MESSAGE(got.has_value(), got.error().message);
+    CHECK(*got == entries);
+  };
+  check(write_to_bytes(vulkan_ns(), entries, options));
+  auto golden = std::filesystem::path(KCACHE_SOURCE_DIR) / "bundles/golden/v1.kcb";
+  if (std::filesystem::exists(golden)) {
+    std::ifstream in(golden, std::ios::binary);
+    Bytes bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    check(bytes);
+  }
+}
+
+// Seed corpus for tests/fuzz/fuzz_bundle_reader: KCACHE_FUZZ_SEEDS=dir
+// ./unit_bundle -tc='*seed*' writes valid bundles of each shape (unsigned,
+// signed, one and many blocks, empty, spirv and vulkan) and a few damaged ones.
+TEST_CASE("fuzz seed corpus") {
+  const char* dir = std::getenv("KCACHE_FUZZ_SEEDS");
+  if (!dir) return;
+  std::filesystem::create_directories(dir);
+  auto key = golden_key();
+  auto save = [&](const std::string& name, const Bytes& bytes) {
+    std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  };
+  bundle::WriteOptions small_blocks;
+  small_blocks.block_bytes = 1000;
+  bundle::WriteOptions signed_options = small_blocks;
+  signed_options.sign = &key;
+  save("empty-spirv.kcb", write_to_bytes(spirv_namespace("vulkan1.2"), {}));
+  save("one-entry.kcb", write_to_bytes(spirv_namespace("vulkan1.3"), make_entries(1, 16)));
+  save("multi-block.kcb", write_to_bytes(vulkan_ns(), make_entries(8, 64), small_blocks));
+  save("signed.kcb", write_to_bytes(vulkan_ns(), make_entries(4, 32), signed_options));
+  auto bytes = write_to_bytes(vulkan_ns(), make_entries(3, 32));
+  save("truncated.kcb", Bytes(bytes.begin(), bytes.end() - 50));
+  auto flipped = bytes;
+  flipped[flipped.size() / 2] ^= 0x10;
+  save("flipped.kcb", flipped);
+}

@@ -1,0 +1,227 @@
+// The pipeline-cache header check and kcache's blob wrapper, on synthetic
+// devices and blobs (no Vulkan needed). The same checks on a real lavapipe
+// blob are in test_device_vulkan.cpp.
+#include "kcache/device/device.hpp"
+
+#include "test_support.hpp"
+
+#include <cstring>
+
+using namespace kcache;
+using namespace kcache::device;
+
+namespace {
+
+DeviceInfo fake_device() {
+  DeviceInfo d;
+  d.name = "Fake GPU";
+  d.vendor_id = 0x10de;
+  d.device_id = 0x2335;
+  d.driver_id = 4;
+  d.driver_version = (580u << 22) | (65u << 14) | (6u << 6);
+  d.driver_name = "NVIDIA";
+  d.driver_info = "580.65.06";
+  for (int i = 0; i < 16; ++i) {
+    d.device_uuid[i] = static_cast<std::uint8_t>(i);
+    d.driver_uuid[i] = static_cast<std::uint8_t>(0x40 + i);
+    d.pipeline_cache_uuid[i] = static_cast<std::uint8_t>(0x80 + i);
+  }
+  d.seal_fingerprint();
+  return d;
+}
+
+void put_u32(std::vector<std::uint8_t>& b, std::size_t at, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) b[at + i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+// A header as vkGetPipelineCacheData writes it, plus `body` bytes.
+std::vector<std::uint8_t> make_blob(const DeviceInfo& d, std::size_t body = 40) {
+  std::vector<std::uint8_t> b(32 + body, 0xab);
+  put_u32(b, 0, 32);
+  put_u32(b, 4, 1);
+  put_u32(b, 8, d.vendor_id);
+  put_u32(b, 12, d.device_id);
+  std::memcpy(b.data() + 16, d.pipeline_cache_uuid.data(), 16);
+  return b;
+}
+
+bool contains(const std::string& s, std::string_view what) { return s.find(what) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("device: fingerprint record lists every field that invalidates a blob") {
+  DeviceInfo d = fake_device();
+  const auto& r = d.record();
+  const char* fields[] = {"vendorID",   "deviceID",   "driverID",          "driverVersion", "driverInfo",
+                          "deviceUUID", "driverUUID", "pipelineCacheUUID", "pointerSize",   "deviceProfile"};
+  REQUIRE(r.fields.size() == std::size(fields));
+  for (std::size_t i = 0; i < std::size(fields); ++i) CHECK(r.fields[i].first == fields[i]);
+  CHECK(*r.find("vendorID") == "0x10de");
+  CHECK(*r.find("driverVersion") == "580.65.6.0");
+  CHECK(*r.find("pointerSize") == std::to_string(sizeof(void*)));
+  CHECK(*r.find("deviceUUID") == "00010203-0405-0607-0809-0a0b0c0d0e0f");
+  CHECK(d.ns.backend == "vulkan");
+  CHECK(d.fingerprint().size() == 16);
+
+  // Each field changes the namespace, including driverInfo alone (lavapipe).
+  DeviceInfo other = d;
+  other.driver_info = "Mesa 23.0";
+  other.seal_fingerprint();
+  CHECK(other.fingerprint() != d.fingerprint());
+  auto diff = diff_fingerprints(d.record(), other.record());
+  REQUIRE(diff.size() == 1);
+  CHECK(diff[0].field == "driverInfo");
+}
+
+TEST_CASE("device: version text decoding") {
+  CHECK(api_version_text((1u << 22) | (3u << 12) | 230) == "1.3.230");
+  CHECK(driver_version_text(0x10005, 1) == "0.0.1");
+  CHECK(driver_version_text(0x1002, (2u << 22) | (0u << 12) | 262) == "2.0.262");
+  CHECK(driver_version_text(0x10de, (535u << 22) | (104u << 14) | (5u << 6) | 1) == "535.104.5.1");
+}
+
+TEST_CASE("device: header check accepts a matching header") {
+  DeviceInfo d = fake_device();
+  CHECK(check_pipeline_cache_header(make_blob(d), d));
+  CHECK(check_pipeline_cache_header(make_blob(d, 0), d));  // header only, as lavapipe writes for compute
+}
+
+TEST_CASE("device: header check rejects each field changed alone, naming it") {
+  DeviceInfo d = fake_device();
+  struct Case {
+    const char* field;
+    std::size_t offset;
+    Category category;
+  };
+  const Case cases[] = {
+      {"headerSize", 0, Category::corruption},       {"headerVersion", 4, Category::corruption},
+      {"vendorID", 8, Category::fingerprint_mismatch}, {"deviceID", 12, Category::fingerprint_mismatch},
+      {"pipelineCacheUUID", 16, Category::fingerprint_mismatch},
+      {"pipelineCacheUUID", 31, Category::fingerprint_mismatch},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.field);
+    CAPTURE(c.offset);
+    auto blob = make_blob(d);
+    blob[c.offset] ^= 0x01;
+    auto r = check_pipeline_cache_header(blob, d);
+    REQUIRE(!r);
+    CHECK(r.error().category == c.category);
+    CHECK(contains(r.error().message, c.field));
+  }
+}
+
+TEST_CASE("device: header check rejects truncation and a bad headerSize") {
+  DeviceInfo d = fake_device();
+  auto blob = make_blob(d, 0);
+  for (std::size_t n : {0, 1, 16, 31}) {
+    CAPTURE(n);
+    auto r = check_pipeline_cache_header(std::span(blob).first(n), d);
+    REQUIRE(!r);
+    CHECK(r.error().category == Category::corruption);
+    CHECK(contains(r.error().message, "truncated"));
+  }
+  for (std::uint32_t size : {0u, 16u, 31u, 33u, 64u, 0xffffffffu}) {
+    CAPTURE(size);
+    auto b = make_blob(d, 64);
+    put_u32(b, 0, size);
+    auto r = check_pipeline_cache_header(b, d);
+    REQUIRE(!r);
+    CHECK(r.error().category == Category::corruption);
+    CHECK(contains(r.error().message, "headerSize"));
+  }
+}
+
+TEST_CASE("device: wrap/unwrap round trip") {
+  DeviceInfo d = fake_device();
+  auto raw = make_blob(d, 100);
+  auto wrapped = wrap_blob(d, raw);
+  CHECK(wrapped.size() == k_wrapper_header_size + raw.size());
+  auto unwrapped = unwrap_blob(wrapped, d);
+  REQUIRE(unwrapped);
+  CHECK(std::vector<std::uint8_t>(unwrapped->begin(), unwrapped->end()) == raw);
+
+  auto parsed = parse_blob_wrapper(wrapped);
+  REQUIRE(parsed);
+  CHECK(parsed->version == 1);
+  CHECK(parsed->driver_version == d.driver_version);
+  CHECK(parsed->pointer_size == sizeof(void*));
+  CHECK(parsed->fingerprint == fingerprint_hash(d.record()));
+}
+
+TEST_CASE("device: unwrap rejects each wrapper field changed alone") {
+  DeviceInfo d = fake_device();
+  const auto wrapped = wrap_blob(d, make_blob(d, 100));
+  struct Case {
+    const char* what;
+    std::size_t offset;
+    Category category;
+    const char* names;
+  };
+  const Case cases[] = {
+      {"magic", 0, Category::corruption, "magic"},
+      {"version", 4, Category::version_mismatch, "version"},
+      {"flags", 6, Category::corruption, "flags"},
+      {"fingerprint", 8, Category::fingerprint_mismatch, "fingerprint"},
+      {"fingerprint", 23, Category::fingerprint_mismatch, "fingerprint"},
+      {"driver_version", 24, Category::fingerprint_mismatch, "driverVersion"},
+      {"pointer_size", 28, Category::fingerprint_mismatch, "pointerSize"},
+      {"blob_length", 32, Category::corruption, "blob_length"},
+      {"blob_length high", 39, Category::corruption, "blob_length"},
+      {"blob_digest", 40, Category::corruption, "blob_digest"},
+      {"blob header", 56 + 8, Category::corruption, "blob_digest"},
+      {"blob body", 56 + 100, Category::corruption, "blob_digest"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    auto bad = wrapped;
+    bad[c.offset] ^= 0x01;
+    auto r = unwrap_blob(bad, d);
+    REQUIRE(!r);
+    CHECK(r.error().category == c.category);
+    CHECK(contains(r.error().message, c.names));
+  }
+}
+
+TEST_CASE("device: unwrap rejects truncation, trailing bytes and another device") {
+  DeviceInfo d = fake_device();
+  const auto wrapped = wrap_blob(d, make_blob(d, 10));
+  for (std::size_t n : {std::size_t{0}, std::size_t{4}, k_wrapper_header_size - 1, k_wrapper_header_size,
+                        wrapped.size() - 1}) {
+    CAPTURE(n);
+    auto r = unwrap_blob(std::span(wrapped).first(n), d);
+    REQUIRE(!r);
+    CHECK(r.error().category == Category::corruption);
+  }
+  auto longer = wrapped;
+  longer.push_back(0);
+  auto r = unwrap_blob(longer, d);
+  REQUIRE(!r);
+  CHECK(r.error().category == Category::corruption);
+
+  // Same header fields, different driver build: only the wrapper can tell.
+  DeviceInfo other = d;
+  other.driver_info = "580.65.07";
+  other.seal_fingerprint();
+  r = unwrap_blob(wrapped, other);
+  REQUIRE(!r);
+  CHECK(r.error().category == Category::fingerprint_mismatch);
+  CHECK(contains(r.error().message, "fingerprint"));
+
+  other = d;
+  other.driver_version += 1;
+  other.seal_fingerprint();
+  r = unwrap_blob(wrapped, other);
+  REQUIRE(!r);
+  CHECK(contains(r.error().message, "driverVersion"));
+
+  // A wrapper that is fine but holds a header for another device.
+  other = d;
+  other.device_id = 0x1234;
+  other.seal_fingerprint();
+  auto foreign = wrap_blob(other, make_blob(d));
+  r = unwrap_blob(foreign, other);
+  REQUIRE(!r);
+  CHECK(r.error().category == Category::fingerprint_mismatch);
+  CHECK(contains(r.error().message, "deviceID"));
+}
