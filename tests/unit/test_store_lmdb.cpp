@@ -286,7 +286,7 @@ TEST_CASE("lmdb store: another program's LMDB environment is refused, not mixed 
 TEST_CASE("lmdb store: a newer layout version is refused") {
   test::TempDir tmp;
   fs::path dir = make_store(tmp);
-  raw_put(dir, "meta", "schema", "2");
+  raw_put(dir, "meta", "schema", "99");
   Error e = open_error(dir);
   CHECK(e.category == Category::version_mismatch);
   CHECK(open_error(dir, {.read_only = true}).category == Category::version_mismatch);

@@ -120,6 +120,16 @@ Result<std::vector<DeviceInfo>> list_devices();
 /// the devices when none does; device_unavailable as list_devices.
 Result<DeviceInfo> select_device(std::string_view selector);
 
+/// The device kcache uses when none is named: the first discrete GPU, else
+/// the first integrated, virtual, other, then CPU (software) device, so a
+/// machine with a GPU and lavapipe picks the GPU whatever the loader's order.
+/// device_unavailable as list_devices.
+Result<DeviceInfo> default_device();
+
+/// select_device(selector), or default_device() when `selector` is empty:
+/// what `--device SEL` means in every command that takes it.
+Result<DeviceInfo> select_device_or_default(std::string_view selector);
+
 // ---------------------------------------------------------------------------
 // Pipeline-cache blobs
 

@@ -122,4 +122,26 @@ Result<DeviceInfo> select_device(std::string_view selector) {
               describe_all(matches));
 }
 
+Result<DeviceInfo> default_device() {
+  auto devices = KCACHE_TRY(list_devices());
+  auto rank = [](DeviceType t) {
+    switch (t) {
+      case DeviceType::discrete_gpu: return 0;
+      case DeviceType::integrated_gpu: return 1;
+      case DeviceType::virtual_gpu: return 2;
+      case DeviceType::other: return 3;
+      case DeviceType::cpu: return 4;
+    }
+    return 5;
+  };
+  // stable: among equals, the loader's order decides
+  auto best = std::min_element(devices.begin(), devices.end(),
+                               [&](const DeviceInfo& a, const DeviceInfo& b) { return rank(a.type) < rank(b.type); });
+  return *best;  // list_devices never returns an empty list
+}
+
+Result<DeviceInfo> select_device_or_default(std::string_view selector) {
+  return selector.empty() ? default_device() : select_device(selector);
+}
+
 }  // namespace kcache::device

@@ -3,13 +3,22 @@
 // same rules (key limits, duplicate detection, corruption checks); callers
 // outside this module use store.hpp. Thread-safety: pure functions.
 //
-// Store layout version 1 (meta "schema" = "1"). One LMDB environment per
-// store directory (data.mdb + lock.mdb), with three named databases:
+// Store layout version 2 (meta "schema" = "2"). One LMDB environment per
+// store directory (data.mdb + lock.mdb, and kcache.lock: see below), with
+// five named databases:
 //
 //   database     key                               value
 //   entries      namespace name, 0x1f, kernel name  entry record (core/entry.hpp)
 //   namespaces   namespace name ("spirv/vulkan1.2") namespace record (below)
-//   meta         "schema"                           ASCII store layout version, "1"
+//   usage        the entry's `entries` key          usage record (below)       [since 2]
+//   runs         run number, u64 big-endian         run record (below)         [since 2]
+//   meta         "schema"                           ASCII store layout version, "2"
+//
+// Version history. 1: entries, namespaces, meta. 2: adds usage and runs;
+// nothing else changed. Readers accept 1..2: a version-1 store reads as one
+// with no usage records and an empty run log; the first writable open
+// upgrades it in one transaction (creates the two databases, writes "2"),
+// after which a kcache that reads only version 1 refuses it by name.
 //
 // Keys compare bytewise (LMDB's default), so a namespace's entries are
 // contiguous and in kernel-name order. Namespace names never contain 0x1f,
@@ -32,6 +41,52 @@
 //
 // A new field is appended before record_digest and bumps the version;
 // readers accept k_namespace_min_version..k_namespace_max_version.
+//
+// Usage record (value in `usage`, integers little-endian), one per entry,
+// written with the entry by put and updated by record_usage after a build:
+//
+//   field            type         meaning
+//   written          u64          unix seconds the entry was last written here
+//                                 (built, imported or refreshed); 0 = unknown
+//   last_used        u64          unix seconds a build last found it fresh
+//                                 (= written until then)
+//
+// Version 1 is exactly these 16 bytes. Later versions append fields; readers
+// use the first 16 bytes and ignore the rest; shorter values are corruption.
+// A missing usage record is not an error (an entry written by a kcache or a
+// writer that does not keep them): consumers fall back to the entry's
+// `created`. remove deletes an entry's usage record with it.
+//
+// Run record (value in `runs`), one per `kcache build` run, appended in the
+// build's final small write transaction. Keys count up from 1 (the last key
+// + 1); big-endian so LMDB's bytewise order is run order. At most
+// k_run_log_capacity runs are kept: the append deletes the oldest ones.
+//
+//   field            type         meaning
+//   magic            4 bytes      "KCR\x01"
+//   version          u16          record format version (1)
+//   time             u64          unix seconds when the run ended
+//   command          str          "build"
+//   kernels          u32          kernels in the run (its shard)
+//   hits             u32          outcome counts, as in build --json
+//   compiled         u32
+//   stale_replaced   u32
+//   failed           u32
+//   refused_write    u32
+//   wall_us          u64          the run's wall time, microseconds
+//   bytes_written    u64          payload bytes written
+//   n_phases         u32          then n × (str name, u64 wall_us, u64 cpu_us):
+//                                 time per phase summed over kernels
+//   record_digest    h128         XXH3-128 of every byte above
+//
+// A new field is appended before record_digest and bumps the version;
+// readers accept k_run_min_version..k_run_max_version.
+//
+// kcache.lock: an empty file in the store directory. Every open that uses
+// LMDB's lock file holds a shared flock(2) on it for as long as the
+// environment is open; `kcache compact` takes it exclusively, so no kcache
+// process can have the store open while compaction swaps data.mdb, and any
+// that starts meanwhile waits (store_lock.cpp).
 #pragma once
 
 #include "kcache/store/store.hpp"
@@ -49,9 +104,17 @@ inline constexpr char k_key_separator = '\x1f';
 inline constexpr std::string_view k_entries_db = "entries";
 inline constexpr std::string_view k_namespaces_db = "namespaces";
 inline constexpr std::string_view k_meta_db = "meta";
+inline constexpr std::string_view k_usage_db = "usage";
+inline constexpr std::string_view k_runs_db = "runs";
 inline constexpr std::string_view k_schema_key = "schema";
-/// The layout version this code writes; readers accept exactly this for now.
-inline constexpr std::string_view k_schema_version = "1";
+/// The layout version this code writes.
+inline constexpr std::string_view k_schema_version = "2";
+/// The oldest layout version this code reads (and upgrades when writable).
+inline constexpr std::string_view k_schema_min_version = "1";
+inline constexpr std::uint16_t k_run_min_version = 1;
+inline constexpr std::uint16_t k_run_max_version = 1;
+inline constexpr std::size_t k_usage_record_bytes = 16;
+inline constexpr std::string_view k_lock_file_name = "kcache.lock";
 inline constexpr std::uint16_t k_namespace_min_version = 1;
 inline constexpr std::uint16_t k_namespace_max_version = 1;
 
@@ -102,5 +165,32 @@ PutAction classify_put(const PreparedEntry& entry, std::optional<std::span<const
 
 /// Adds one action to a summary.
 void count_put(PutSummary& summary, PutAction action);
+
+// --- lifecycle.cpp: usage and run records -------------------------------
+
+/// Whether `version` (the meta "schema" value) is one this code reads.
+bool readable_schema(std::string_view version);
+
+/// Encodes a usage record (current version, 16 bytes).
+std::vector<std::uint8_t> encode_usage(const EntryUsage& usage);
+/// Decodes a usage record stored under `key`: corruption when shorter than
+/// 16 bytes.
+Result<EntryUsage> decode_usage(std::string_view key, std::span<const std::uint8_t> bytes);
+
+/// The usage record to store for `used_at` given the one stored (if any):
+/// nullopt when nothing needs writing (used within k_last_used_resolution,
+/// or an older time than recorded).
+std::optional<EntryUsage> touch_usage(const std::optional<EntryUsage>& stored, std::uint64_t used_at);
+
+/// The `runs` key of run number `n` (8 bytes, big-endian), and back
+/// (nullopt unless exactly 8 bytes).
+std::string run_key(std::uint64_t n);
+std::optional<std::uint64_t> run_number(std::string_view key);
+
+/// Encodes a run record (current version).
+std::vector<std::uint8_t> encode_run(const RunRecord& run);
+/// Decodes run `n`'s record: corruption for a bad magic, truncation,
+/// trailing bytes or digest mismatch; version_mismatch outside the range.
+Result<RunRecord> decode_run(std::uint64_t n, std::span<const std::uint8_t> bytes);
 
 }  // namespace kcache::store::internal

@@ -27,6 +27,7 @@
 //   invisible to writers, which is acceptable because a user who cannot
 //   write the lock file cannot write the store either, and any torn read is
 //   caught by the entry records' digests.
+#include "kcache/core/file.hpp"
 #include "kcache/store/layout_internal.hpp"
 #include "kcache/store/lmdb_store_internal.hpp"
 #include "kcache/util/bytes.hpp"
@@ -50,7 +51,7 @@ namespace {
 namespace fs = std::filesystem;
 using Bytes = std::span<const std::uint8_t>;
 
-constexpr unsigned k_max_dbs = 8;  // three used; room for later databases
+constexpr unsigned k_max_dbs = 8;  // five used; room for later databases
 constexpr mdb_mode_t k_file_mode = 0664;
 // How long a map resize waits for this process's other transactions to end.
 constexpr std::chrono::seconds k_resize_wait{10};
@@ -168,11 +169,20 @@ class Env {
   MDB_dbi entries() const { return m_entries; }
   MDB_dbi namespaces() const { return m_namespaces; }
   MDB_dbi meta() const { return m_meta; }
+  /// The usage and runs databases; only when has_lifecycle() (a version-1
+  /// store opened read-only has neither).
+  MDB_dbi usage() const { return m_usage; }
+  MDB_dbi runs() const { return m_runs; }
+  bool has_lifecycle() const { return m_has_lifecycle; }
+  /// Keeps kcache.lock held for the environment's life (closed after it).
+  void hold(internal::StoreLock lock) { m_lock = std::move(lock); }
 
   /// Opens (creating when `create`) the named databases and checks the
-  /// store's layout version. not_found when there is no kcache store yet and
-  /// `create` is false; corruption for an LMDB environment that is not one.
-  Result<void> open_databases(bool create);
+  /// store's layout version; with `create`, upgrades a version-1 store.
+  /// False when the store is version 1 and `create` is false (it needs the
+  /// upgrade). not_found when there is no kcache store yet and `create` is
+  /// false; corruption for an LMDB environment that is not one.
+  Result<bool> open_databases(bool create);
 
   /// Adopts the map size another process grew the environment to.
   Result<void> adopt_map_size() {
@@ -203,6 +213,10 @@ class Env {
   MDB_dbi m_entries = 0;
   MDB_dbi m_namespaces = 0;
   MDB_dbi m_meta = 0;
+  MDB_dbi m_usage = 0;
+  MDB_dbi m_runs = 0;
+  bool m_has_lifecycle = false;
+  internal::StoreLock m_lock;  // destroyed after ~Env closed the environment
 };
 
 /// A transaction; aborted on destruction unless committed. Holds its place
@@ -297,6 +311,8 @@ class Cursor {
     if (m_cursor) mdb_cursor_close(m_cursor);
   }
 
+  MDB_cursor* handle() const { return m_cursor; }
+
   /// Moves by `op`; false when there is no such record (MDB_NOTFOUND).
   Result<bool> get(MDB_val& key, MDB_val& value, MDB_cursor_op op) {
     int rc = mdb_cursor_get(m_cursor, &key, &value, op);
@@ -311,7 +327,7 @@ class Cursor {
   MDB_cursor* m_cursor;
 };
 
-Result<void> Env::open_databases(bool create) {
+Result<bool> Env::open_databases(bool create) {
   Txn txn = KCACHE_TRY(Txn::begin(*this, create));
   auto open_dbi = [&](std::string_view name, unsigned flags, MDB_dbi& dbi) -> Result<bool> {
     int rc = mdb_dbi_open(txn.handle(), std::string(name).c_str(), flags, &dbi);
@@ -349,21 +365,34 @@ Result<void> Env::open_databases(bool create) {
       return fail(Category::corruption, "store {} is damaged: its '{}' database is missing", m_dir.string(), name);
 
   auto schema = KCACHE_TRY(txn.get(m_meta, internal::k_schema_key, "the store's layout version"));
+  std::string version = schema ? std::string(reinterpret_cast<const char*>(schema->data()), schema->size()) : "";
   if (!schema) {
     if (have_meta)
       return fail(Category::corruption, "store {} is damaged: it records no layout version", m_dir.string());
+  } else if (!internal::readable_schema(version)) {
+    return fail(Category::version_mismatch,
+                "store {} has layout version '{}'; this kcache reads versions {} to {} (a newer kcache wrote it?)",
+                m_dir.string(), version, internal::k_schema_min_version, internal::k_schema_version);
+  }
+  bool current = version == internal::k_schema_version;
+  if (!current && !create) {
+    // Version 1, read-only or before the upgrade: no usage, no run log.
+    KCACHE_CHECK(txn.commit());
+    return false;
+  }
+  const std::pair<std::string_view, MDB_dbi*> lifecycle_dbs[] = {{internal::k_usage_db, &m_usage},
+                                                                 {internal::k_runs_db, &m_runs}};
+  for (auto [name, dbi] : lifecycle_dbs)
+    if (!KCACHE_TRY(open_dbi(name, flags, *dbi)))
+      return fail(Category::corruption, "store {} is damaged: its '{}' database is missing", m_dir.string(), name);
+  if (!current)  // a new store, or the upgrade of a version-1 one (layout_internal.hpp)
     KCACHE_CHECK(txn.put(m_meta, internal::k_schema_key, util::as_bytes(internal::k_schema_version),
                          "the store's layout version"));
-  } else if (std::string_view(reinterpret_cast<const char*>(schema->data()), schema->size()) !=
-             internal::k_schema_version) {
-    return fail(Category::version_mismatch,
-                "store {} has layout version '{}'; this kcache reads version {} (a newer kcache wrote it?)",
-                m_dir.string(), std::string(reinterpret_cast<const char*>(schema->data()), schema->size()),
-                internal::k_schema_version);
-  }
   // Committing (a read transaction too) makes the handles usable by later
   // transactions.
-  return txn.commit();
+  KCACHE_CHECK(txn.commit());
+  m_has_lifecycle = true;
+  return true;
 }
 
 // ---------------------------------------------------------------------------
@@ -425,6 +454,8 @@ Result<std::unique_ptr<Env>> open_env(const fs::path& dir, EnvKey key, const Ope
   // From here the Env owns `raw`: LMDB requires mdb_env_close even after a
   // failed mdb_env_open.
   auto env = std::make_unique<Env>(raw, dir, key, config.read_only);
+  // Before LMDB touches lock.mdb: a running compaction must finish first.
+  if (config.use_lock) env->hold(KCACHE_TRY(internal::StoreLock::shared(dir, internal::k_compaction_wait)));
   if (int rc = mdb_env_set_mapsize(raw, options.map_size); rc != MDB_SUCCESS)
     return lmdb_fail(dir, "set the map size", rc);
   if (int rc = mdb_env_set_maxreaders(raw, options.max_readers); rc != MDB_SUCCESS)
@@ -438,10 +469,13 @@ Result<std::unique_ptr<Env>> open_env(const fs::path& dir, EnvKey key, const Ope
     return env_open_error(dir, config, rc);
   // Slots of killed readers pin old pages and fill the table (RELIABILITY.md).
   KCACHE_CHECK(env->clear_stale_readers());
-  if (auto opened = env->open_databases(false); !opened) {
+  auto opened = env->open_databases(false);
+  if (!opened) {
     if (opened.error().category != Category::not_found || config.read_only)
       return tl::unexpected(std::move(opened).error());
     KCACHE_CHECK(env->open_databases(true));
+  } else if (!*opened && !config.read_only) {
+    KCACHE_CHECK(env->open_databases(true));  // upgrade a version-1 store
   }
   return env;
 }
@@ -515,7 +549,52 @@ class LmdbReader final : public Reader {
     return out;
   }
 
+  Result<std::optional<EntryUsage>> usage(std::string_view ns_name, std::string_view kernel) override {
+    std::string key = KCACHE_TRY(internal::entry_key(ns_name, kernel));
+    return usage_of(key);
+  }
+
+  Result<void> scan_facts(std::string_view ns_name,
+                          const std::function<bool(Entry&&, const EntryFacts&)>& visit) override {
+    KCACHE_CHECK(internal::check_namespace_name(ns_name));
+    std::string prefix = internal::entry_prefix(ns_name);
+    if (prefix.size() >= k_max_key_bytes) return {};
+    Cursor cursor = KCACHE_TRY(Cursor::open(m_txn, m_env.entries()));
+    MDB_val key = to_val(prefix), value{};
+    for (bool found = KCACHE_TRY(cursor.get(key, value, MDB_SET_RANGE)); found && to_string(key).starts_with(prefix);
+         found = KCACHE_TRY(cursor.get(key, value, MDB_NEXT))) {
+      auto entry = internal::decode_stored_entry(to_string(key), to_bytes(value));
+      if (!entry) return in_store(std::move(entry).error());
+      EntryFacts facts{key.mv_size + value.mv_size, KCACHE_TRY(usage_of(to_string(key)))};
+      if (!visit(std::move(*entry), facts)) break;
+    }
+    return {};
+  }
+
+  Result<void> runs(const std::function<bool(RunRecord&&)>& visit) override {
+    if (!m_env.has_lifecycle()) return {};  // a version-1 store has no run log
+    Cursor cursor = KCACHE_TRY(Cursor::open(m_txn, m_env.runs()));
+    MDB_val key{}, value{};
+    for (bool found = KCACHE_TRY(cursor.get(key, value, MDB_FIRST)); found;
+         found = KCACHE_TRY(cursor.get(key, value, MDB_NEXT))) {
+      auto n = internal::run_number(to_string(key));
+      if (!n) return in_store(Error{Category::corruption, "the run log holds a key that is not a run number"});
+      auto run = internal::decode_run(*n, to_bytes(value));
+      if (!run) return in_store(std::move(run).error());
+      if (!visit(std::move(*run))) break;
+    }
+    return {};
+  }
+
  private:
+  Result<std::optional<EntryUsage>> usage_of(std::string_view key) {
+    if (!m_env.has_lifecycle()) return std::optional<EntryUsage>{};
+    auto value = KCACHE_TRY(m_txn.get(m_env.usage(), key, "a usage record"));
+    if (!value) return std::optional<EntryUsage>{};
+    auto usage = internal::decode_usage(key, *value);
+    if (!usage) return in_store(std::move(usage).error());
+    return std::optional(*usage);
+  }
   tl::unexpected<Error> in_store(Error error) {
     return tl::unexpected(std::move(error).context(fmt::format("store {}", m_env.dir().string())));
   }
@@ -548,13 +627,15 @@ class LmdbStore final : public Store {
     }
     PutSummary summary;
     std::uint64_t written_bytes = 0;
+    auto usage = internal::encode_usage({unix_now(), unix_now()});
     for (const auto& entry : *prepared) {
       auto existing = KCACHE_TRY(txn.get(m_env->entries(), entry.key, "an entry"));
       auto action = internal::classify_put(entry, existing);
       internal::count_put(summary, action);
       if (action == internal::PutAction::keep) continue;
       KCACHE_CHECK(txn.put(m_env->entries(), entry.key, entry.value, "an entry"));
-      written_bytes += entry.key.size() + entry.value.size();
+      KCACHE_CHECK(txn.put(m_env->usage(), entry.key, usage, "a usage record"));
+      written_bytes += entry.key.size() + entry.value.size() + usage.size();
       changed = true;
     }
     if (changed) KCACHE_CHECK(txn.commit(written_bytes));
@@ -573,14 +654,107 @@ class LmdbStore final : public Store {
     Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
     std::size_t removed = 0;
     for (const auto& key : keys) {
-      MDB_val k = to_val(key);
-      int rc = mdb_del(txn.handle(), m_env->entries(), &k, nullptr);
-      if (rc == MDB_NOTFOUND) continue;
-      if (rc != MDB_SUCCESS) return lmdb_fail(m_env->dir(), "remove an entry", rc);
+      if (!KCACHE_TRY(delete_entry(txn, key))) continue;
       ++removed;
     }
     if (removed > 0) KCACHE_CHECK(txn.commit());
     return removed;
+  }
+
+  Result<RemoveSummary> remove_unchanged(std::string_view ns_name, std::span<const RemoveItem> items) override {
+    if (m_read_only) return refuse_write(fmt::format("remove entries from '{}'", ns_name));
+    std::vector<std::string> keys;
+    keys.reserve(items.size());
+    for (const auto& item : items) {
+      auto key = internal::entry_key(ns_name, item.kernel);
+      if (!key) return tl::unexpected(std::move(key).error().context(store_name()));
+      keys.push_back(std::move(*key));
+    }
+    Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
+    RemoveSummary summary;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      auto value = KCACHE_TRY(txn.get(m_env->entries(), keys[i], "an entry"));
+      if (!value) {
+        ++summary.absent;
+        continue;
+      }
+      auto stored = internal::decode_stored_entry(keys[i], *value);
+      if (!stored || stored->key != items[i].key) {
+        ++summary.changed;
+        continue;
+      }
+      std::uint64_t bytes = keys[i].size() + value->size();
+      KCACHE_CHECK(delete_entry(txn, keys[i]));
+      ++summary.removed;
+      summary.record_bytes += bytes;
+    }
+    if (summary.removed > 0) KCACHE_CHECK(txn.commit());
+    return summary;
+  }
+
+  Result<void> record_usage(const UsageBatch& batch) override {
+    if (m_read_only) return refuse_write("record which entries a build used");
+    std::vector<std::string> keys;
+    keys.reserve(batch.used.size());
+    for (const auto& [ns_name, kernel] : batch.used) {
+      auto key = internal::entry_key(ns_name, kernel);
+      if (!key) return tl::unexpected(std::move(key).error().context(store_name()));
+      keys.push_back(std::move(*key));
+    }
+    auto run = batch.run ? internal::encode_run(*batch.run) : std::vector<std::uint8_t>{};
+
+    Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
+    bool changed = false;
+    std::uint64_t written_bytes = 0;
+    for (const auto& key : keys) {
+      if (!KCACHE_TRY(txn.get(m_env->entries(), key, "an entry"))) continue;  // removed meanwhile
+      std::optional<EntryUsage> stored;
+      if (auto value = KCACHE_TRY(txn.get(m_env->usage(), key, "a usage record"))) {
+        // A damaged usage record is replaced: it holds nothing worth keeping.
+        if (auto decoded = internal::decode_usage(key, *value)) stored = *decoded;
+      }
+      auto next = internal::touch_usage(stored, batch.time);
+      if (!next) continue;
+      KCACHE_CHECK(txn.put(m_env->usage(), key, internal::encode_usage(*next), "a usage record"));
+      written_bytes += key.size() + internal::k_usage_record_bytes;
+      changed = true;
+    }
+    if (batch.run) {
+      KCACHE_CHECK(append_run(txn, run));
+      written_bytes += run.size();
+      changed = true;
+    }
+    if (changed) KCACHE_CHECK(txn.commit(written_bytes));
+    return {};
+  }
+
+  Result<SpaceInfo> space() override {
+    SpaceInfo info;
+    struct stat st {};
+    fs::path data = m_env->dir() / "data.mdb";
+    if (::stat(data.c_str(), &st) != 0) return os_fail(Category::io_error, m_env->dir(), "stat data.mdb", errno);
+    info.file_bytes = static_cast<std::uint64_t>(st.st_size);
+    Txn txn = KCACHE_TRY(Txn::begin(*m_env, false));
+    MDB_stat stat{};
+    if (int rc = mdb_env_stat(m_env->handle(), &stat); rc != MDB_SUCCESS)
+      return lmdb_fail(m_env->dir(), "read the environment statistics", rc);
+    MDB_envinfo env_info{};
+    if (int rc = mdb_env_info(m_env->handle(), &env_info); rc != MDB_SUCCESS)
+      return lmdb_fail(m_env->dir(), "read the environment info", rc);
+    info.page_size = stat.ms_psize;
+    info.pages_used = static_cast<std::uint64_t>(env_info.me_last_pgno) + 1;
+    // LMDB's free list is database 0: each record is an ID list whose first
+    // word is its length (as mdb_stat -f counts it).
+    Cursor cursor = KCACHE_TRY(Cursor::open(txn, 0));
+    MDB_val key{}, value{};
+    for (bool found = KCACHE_TRY(cursor.get(key, value, MDB_FIRST)); found;
+         found = KCACHE_TRY(cursor.get(key, value, MDB_NEXT))) {
+      if (value.mv_size < sizeof(std::size_t)) continue;
+      std::size_t count = 0;
+      std::memcpy(&count, value.mv_data, sizeof count);
+      info.pages_free += count;
+    }
+    return info;
   }
 
   Result<std::uint64_t> last_transaction_id() override {
@@ -594,6 +768,36 @@ class LmdbStore final : public Store {
 
  private:
   std::string store_name() const { return fmt::format("store {}", m_env->dir().string()); }
+
+  /// Deletes an entry and its usage record; false when there was no entry.
+  Result<bool> delete_entry(const Txn& txn, const std::string& key) {
+    MDB_val k = to_val(key);
+    int rc = mdb_del(txn.handle(), m_env->entries(), &k, nullptr);
+    if (rc == MDB_NOTFOUND) return false;
+    if (rc != MDB_SUCCESS) return lmdb_fail(m_env->dir(), "remove an entry", rc);
+    rc = mdb_del(txn.handle(), m_env->usage(), &k, nullptr);
+    if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) return lmdb_fail(m_env->dir(), "remove a usage record", rc);
+    return true;
+  }
+
+  /// Appends a run record after the last one and trims the log to
+  /// k_run_log_capacity.
+  Result<void> append_run(const Txn& txn, std::span<const std::uint8_t> run) {
+    Cursor cursor = KCACHE_TRY(Cursor::open(txn, m_env->runs()));
+    MDB_val key{}, value{};
+    std::uint64_t last = 0;
+    if (KCACHE_TRY(cursor.get(key, value, MDB_LAST))) last = internal::run_number(to_string(key)).value_or(0);
+    KCACHE_CHECK(txn.put(m_env->runs(), internal::run_key(last + 1), run, "a run record"));
+    MDB_stat stat{};
+    if (int rc = mdb_stat(txn.handle(), m_env->runs(), &stat); rc != MDB_SUCCESS)
+      return lmdb_fail(m_env->dir(), "count the run log", rc);
+    for (std::size_t n = stat.ms_entries; n > k_run_log_capacity; --n) {
+      if (!KCACHE_TRY(cursor.get(key, value, MDB_FIRST))) break;
+      if (int rc = mdb_cursor_del(cursor.handle(), 0); rc != MDB_SUCCESS)
+        return lmdb_fail(m_env->dir(), "trim the run log", rc);
+    }
+    return {};
+  }
   tl::unexpected<Error> refuse_write(std::string_view what) const {
     return fail(Category::read_only, "store {} is open read-only: cannot {}", m_env->dir().string(), what);
   }
@@ -649,6 +853,15 @@ Result<EnvConfig> check_read_only(const fs::path& dir, internal::LockFile lock_f
 }  // namespace
 
 namespace internal {
+
+bool open_in_this_process(const fs::path& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return false;
+  auto& registry = Registry::instance();
+  std::lock_guard lock(registry.mutex);
+  auto it = registry.envs.find(EnvKey{st.st_dev, st.st_ino, ::getpid()});
+  return it != registry.envs.end() && !it->second.expired();
+}
 
 Result<std::unique_ptr<Store>> open_lmdb_store(const fs::path& dir, const OpenOptions& options, LockFile lock_file) {
   if (options.map_size == 0) return fail(Category::invalid_argument, "store {}: map size must not be 0", dir.string());

@@ -7,6 +7,7 @@
 // callback may itself call put(); a write copies the maps (the values are
 // shared, not copied), edits the copy and publishes it, which makes it all or
 // nothing.
+#include "kcache/core/file.hpp"
 #include "kcache/store/layout_internal.hpp"
 #include "kcache/store/store.hpp"
 
@@ -21,6 +22,8 @@ using Bytes = std::vector<std::uint8_t>;
 struct State {
   std::map<std::string, std::shared_ptr<const Bytes>, std::less<>> entries;
   std::map<std::string, Bytes, std::less<>> namespaces;
+  std::map<std::string, Bytes, std::less<>> usage;  ///< by entry key
+  std::map<std::uint64_t, Bytes> runs;              ///< by run number
 };
 
 class MemoryReader final : public Reader {
@@ -59,7 +62,36 @@ class MemoryReader final : public Reader {
     return out;
   }
 
+  Result<std::optional<EntryUsage>> usage(std::string_view ns_name, std::string_view kernel) override {
+    std::string key = KCACHE_TRY(internal::entry_key(ns_name, kernel));
+    return usage_of(key);
+  }
+
+  Result<void> scan_facts(std::string_view ns_name,
+                          const std::function<bool(Entry&&, const EntryFacts&)>& visit) override {
+    KCACHE_CHECK(internal::check_namespace_name(ns_name));
+    std::string prefix = internal::entry_prefix(ns_name);
+    for (auto it = m_state->entries.lower_bound(prefix);
+         it != m_state->entries.end() && it->first.starts_with(prefix); ++it) {
+      Entry entry = KCACHE_TRY(internal::decode_stored_entry(it->first, *it->second));
+      EntryFacts facts{it->first.size() + it->second->size(), KCACHE_TRY(usage_of(it->first))};
+      if (!visit(std::move(entry), facts)) break;
+    }
+    return {};
+  }
+
+  Result<void> runs(const std::function<bool(RunRecord&&)>& visit) override {
+    for (const auto& [n, bytes] : m_state->runs)
+      if (!visit(KCACHE_TRY(internal::decode_run(n, bytes)))) break;
+    return {};
+  }
+
  private:
+  Result<std::optional<EntryUsage>> usage_of(const std::string& key) {
+    auto it = m_state->usage.find(key);
+    if (it == m_state->usage.end()) return std::optional<EntryUsage>{};
+    return std::optional(KCACHE_TRY(internal::decode_usage(key, it->second)));
+  }
   std::shared_ptr<const State> m_state;
 };
 
@@ -82,6 +114,7 @@ class MemoryStore final : public Store {
       changed = true;
     }
     PutSummary summary;
+    auto usage = internal::encode_usage({unix_now(), unix_now()});
     for (auto& entry : prepared) {
       auto it = next->entries.find(entry.key);
       std::optional<std::span<const std::uint8_t>> existing;
@@ -89,6 +122,7 @@ class MemoryStore final : public Store {
       auto action = internal::classify_put(entry, existing);
       internal::count_put(summary, action);
       if (action == internal::PutAction::keep) continue;
+      next->usage.insert_or_assign(entry.key, usage);
       next->entries.insert_or_assign(std::move(entry.key), std::make_shared<const Bytes>(std::move(entry.value)));
       changed = true;
     }
@@ -103,9 +137,77 @@ class MemoryStore final : public Store {
     std::lock_guard lock(m_mutex);
     auto next = std::make_shared<State>(*m_state);
     std::size_t removed = 0;
-    for (const auto& key : keys) removed += next->entries.erase(key);
+    for (const auto& key : keys) {
+      if (!next->entries.erase(key)) continue;
+      next->usage.erase(key);
+      ++removed;
+    }
     if (removed > 0) publish(std::move(next));
     return removed;
+  }
+
+  Result<RemoveSummary> remove_unchanged(std::string_view ns_name, std::span<const RemoveItem> items) override {
+    std::vector<std::string> keys;
+    keys.reserve(items.size());
+    for (const auto& item : items) keys.push_back(KCACHE_TRY(internal::entry_key(ns_name, item.kernel)));
+    std::lock_guard lock(m_mutex);
+    auto next = std::make_shared<State>(*m_state);
+    RemoveSummary summary;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      auto it = next->entries.find(keys[i]);
+      if (it == next->entries.end()) {
+        ++summary.absent;
+        continue;
+      }
+      auto stored = internal::decode_stored_entry(keys[i], *it->second);
+      if (!stored || stored->key != items[i].key) {
+        ++summary.changed;
+        continue;
+      }
+      summary.record_bytes += keys[i].size() + it->second->size();
+      next->entries.erase(it);
+      next->usage.erase(keys[i]);
+      ++summary.removed;
+    }
+    if (summary.removed > 0) publish(std::move(next));
+    return summary;
+  }
+
+  Result<void> record_usage(const UsageBatch& batch) override {
+    std::vector<std::string> keys;
+    keys.reserve(batch.used.size());
+    for (const auto& [ns_name, kernel] : batch.used) keys.push_back(KCACHE_TRY(internal::entry_key(ns_name, kernel)));
+    std::lock_guard lock(m_mutex);
+    auto next = std::make_shared<State>(*m_state);
+    bool changed = false;
+    for (const auto& key : keys) {
+      if (!next->entries.contains(key)) continue;
+      std::optional<EntryUsage> stored;
+      if (auto it = next->usage.find(key); it != next->usage.end())
+        if (auto decoded = internal::decode_usage(key, it->second)) stored = *decoded;
+      auto touched = internal::touch_usage(stored, batch.time);
+      if (!touched) continue;
+      next->usage.insert_or_assign(key, internal::encode_usage(*touched));
+      changed = true;
+    }
+    if (batch.run) {
+      std::uint64_t last = next->runs.empty() ? 0 : next->runs.rbegin()->first;
+      next->runs.emplace(last + 1, internal::encode_run(*batch.run));
+      while (next->runs.size() > k_run_log_capacity) next->runs.erase(next->runs.begin());
+      changed = true;
+    }
+    if (changed) publish(std::move(next));
+    return {};
+  }
+
+  Result<SpaceInfo> space() override {
+    auto state = snapshot();
+    SpaceInfo info;
+    for (const auto& [k, v] : state->entries) info.file_bytes += k.size() + v->size();
+    for (const auto& [k, v] : state->namespaces) info.file_bytes += k.size() + v.size();
+    for (const auto& [k, v] : state->usage) info.file_bytes += k.size() + v.size();
+    for (const auto& [k, v] : state->runs) info.file_bytes += 8 + v.size();
+    return info;
   }
 
   Result<std::uint64_t> last_transaction_id() override {

@@ -31,6 +31,85 @@ namespace kcache::store {
 /// invalid_argument before writing anything.
 inline constexpr std::size_t k_max_key_bytes = 511;
 
+/// When an entry was last written into this store and when a build last
+/// found it fresh, in unix seconds (layout_internal.hpp "usage"). `written`
+/// is 0 when unknown (an entry from a store without usage records): callers
+/// then use the entry's `created`. `last_used` starts equal to `written`.
+struct EntryUsage {
+  std::uint64_t written = 0;
+  std::uint64_t last_used = 0;
+  bool operator==(const EntryUsage&) const = default;
+};
+
+/// What a scan knows about an entry besides its record.
+struct EntryFacts {
+  std::size_t record_bytes = 0;       ///< key + encoded record: what the entry occupies
+  std::optional<EntryUsage> usage;    ///< nullopt when none was recorded
+};
+
+/// Wall and CPU time of one build phase, summed over a run's kernels.
+struct PhaseRecord {
+  std::string name;  ///< phase_name() ("glslang", "spirv-opt", ...)
+  std::uint64_t wall_us = 0;
+  std::uint64_t cpu_us = 0;
+  bool operator==(const PhaseRecord&) const = default;
+};
+
+/// One build run in the store's bounded run log (`kcache stats`).
+struct RunRecord {
+  std::uint64_t time = 0;  ///< unix seconds when the run ended
+  std::string command;     ///< "build"
+  std::uint32_t kernels = 0;
+  std::uint32_t hits = 0;
+  std::uint32_t compiled = 0;
+  std::uint32_t stale_replaced = 0;
+  std::uint32_t failed = 0;
+  std::uint32_t refused_write = 0;
+  std::uint64_t wall_us = 0;
+  std::uint64_t bytes_written = 0;
+  std::vector<PhaseRecord> phases;
+  bool operator==(const RunRecord&) const = default;
+};
+
+/// The run log keeps this many runs; appending one more drops the oldest.
+inline constexpr std::size_t k_run_log_capacity = 1000;
+/// A hit within this many seconds of the recorded last use is not written
+/// again: back-to-back builds then cost no usage writes at all.
+inline constexpr std::uint64_t k_last_used_resolution = 60;
+
+/// What one build run used, recorded in one small write transaction.
+struct UsageBatch {
+  std::uint64_t time = 0;  ///< unix seconds
+  /// (namespace name, kernel) of the entries found fresh; names that are no
+  /// longer stored are skipped.
+  std::vector<std::pair<std::string, std::string>> used;
+  std::optional<RunRecord> run;  ///< appended to the run log
+};
+
+/// How the store's space is used (for gc and compact reports).
+struct SpaceInfo {
+  std::uint64_t file_bytes = 0;  ///< size of data.mdb (memory store: bytes of its records)
+  std::uint64_t page_size = 0;   ///< 0 for the memory store
+  std::uint64_t pages_used = 0;  ///< pages up to the file's high-water mark
+  /// Pages in LMDB's free list: freed by deletes, reused by later writes;
+  /// the file does not shrink until `kcache compact`.
+  std::uint64_t pages_free = 0;
+};
+
+/// A kernel to remove only if its stored key is still `key`.
+struct RemoveItem {
+  std::string kernel;
+  Key key;
+};
+
+/// Counts from remove_unchanged.
+struct RemoveSummary {
+  std::size_t removed = 0;
+  std::size_t changed = 0;  ///< rewritten since it was listed: kept
+  std::size_t absent = 0;   ///< already gone
+  std::uint64_t record_bytes = 0;  ///< key + record bytes of the removed entries
+};
+
 /// What a store holds for one namespace.
 struct NamespaceInfo {
   Namespace ns;             ///< with its full fingerprint record
@@ -51,6 +130,15 @@ class Reader {
   virtual Result<void> scan(std::string_view ns_name, const std::function<bool(Entry&&)>& visit) = 0;
   /// Every namespace with counts.
   virtual Result<std::vector<NamespaceInfo>> namespaces() = 0;
+  /// The usage record of an entry, or nullopt when none was recorded (or the
+  /// store predates usage records). corruption for a malformed record.
+  virtual Result<std::optional<EntryUsage>> usage(std::string_view ns_name, std::string_view kernel) = 0;
+  /// As scan, with each entry's record size and usage record.
+  virtual Result<void> scan_facts(std::string_view ns_name,
+                                  const std::function<bool(Entry&&, const EntryFacts&)>& visit) = 0;
+  /// Visits the run log oldest first; stops early when `visit` returns false.
+  /// corruption names the run whose record fails its checks.
+  virtual Result<void> runs(const std::function<bool(RunRecord&&)>& visit) = 0;
 };
 
 /// Counts from one write transaction.
@@ -73,9 +161,25 @@ class Store {
   /// empty or too-long kernel name or an oversized payload (nothing written).
   virtual Result<PutSummary> put(const Namespace& ns, std::span<const Entry> entries) = 0;
 
-  /// Removes the named kernels of `ns_name` in one transaction; returns how
-  /// many existed. Removing a namespace's last entry keeps its record.
+  /// Removes the named kernels of `ns_name` (and their usage records) in one
+  /// transaction; returns how many existed. Removing a namespace's last
+  /// entry keeps its record.
   virtual Result<std::size_t> remove(std::string_view ns_name, std::span<const std::string> kernels) = 0;
+
+  /// Removes the named kernels of `ns_name` whose stored key is still the
+  /// given one, with their usage records, in one transaction. An entry
+  /// rewritten since the caller listed it (a concurrent build) is kept.
+  virtual Result<RemoveSummary> remove_unchanged(std::string_view ns_name, std::span<const RemoveItem> items) = 0;
+
+  /// Records one build run in one write transaction: the last-used time of
+  /// every used entry (skipping those used within k_last_used_resolution)
+  /// and, when given, the run record (dropping the oldest beyond
+  /// k_run_log_capacity). Writes nothing when nothing would change.
+  /// read_only on a read-only store; store_full as put.
+  virtual Result<void> record_usage(const UsageBatch& batch) = 0;
+
+  /// How the store's file is used; cheap (no scan of entries).
+  virtual Result<SpaceInfo> space() = 0;
 
   /// An id that changes with every committed write transaction ("store
   /// unchanged" = same id before and after).
@@ -106,6 +210,20 @@ struct OpenOptions {
 /// (LMDB allows one per process); the first open's map size and reader
 /// count apply.
 Result<std::unique_ptr<Store>> open_lmdb_store(const std::filesystem::path& dir, const OpenOptions& options = {});
+
+/// Sizes of data.mdb before and after compact_lmdb_store.
+struct CompactResult {
+  std::uint64_t bytes_before = 0;
+  std::uint64_t bytes_after = 0;
+};
+
+/// Copies the store in `dir` without its free pages (mdb_env_copy2 with
+/// MDB_CP_COMPACT) into a temporary folder inside `dir` and renames the copy
+/// over data.mdb, so the file shrinks to what the entries use. Exclusive:
+/// busy (store unchanged) when any process, this one included, has the
+/// store open; kcache processes that open it meanwhile wait until it is
+/// done (kcache.lock). read_only / not_found / corruption as open_lmdb_store.
+Result<CompactResult> compact_lmdb_store(const std::filesystem::path& dir);
 
 /// The LMDB library's version string, for `kcache --version`.
 std::string lmdb_version();

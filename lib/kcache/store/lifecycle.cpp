@@ -1,0 +1,126 @@
+// Usage and run records (formats in layout_internal.hpp), shared by the LMDB
+// and memory stores so both keep exactly the same bytes.
+#include "kcache/store/layout_internal.hpp"
+
+#include "kcache/util/bytes.hpp"
+#include "kcache/util/hash.hpp"
+
+#include <cstring>
+
+namespace kcache::store::internal {
+namespace {
+
+constexpr std::uint8_t k_run_magic[4] = {'K', 'C', 'R', 1};
+// Caps while decoding a run record: far above any real run.
+constexpr std::uint32_t k_max_phases = 256;
+constexpr std::size_t k_max_run_string = 4096;
+
+tl::unexpected<Error> corrupt_run(std::uint64_t n, std::string_view what) {
+  return fail(Category::corruption, "run log record {} is corrupt: {}", n, what);
+}
+
+}  // namespace
+
+bool readable_schema(std::string_view version) { return version == "1" || version == k_schema_version; }
+
+std::vector<std::uint8_t> encode_usage(const EntryUsage& usage) {
+  util::ByteWriter w;
+  w.u64(usage.written);
+  w.u64(usage.last_used);
+  return w.take();
+}
+
+Result<EntryUsage> decode_usage(std::string_view key, std::span<const std::uint8_t> bytes) {
+  if (bytes.size() < k_usage_record_bytes) {
+    std::string shown(key);
+    if (auto sep = shown.find(k_key_separator); sep != std::string::npos) shown[sep] = ':';
+    return fail(Category::corruption, "usage record of '{}' is corrupt: {} bytes, expected at least {}", shown,
+                bytes.size(), k_usage_record_bytes);
+  }
+  util::ByteReader r(bytes);
+  EntryUsage usage;
+  usage.written = *r.u64();
+  usage.last_used = *r.u64();
+  return usage;
+}
+
+std::optional<EntryUsage> touch_usage(const std::optional<EntryUsage>& stored, std::uint64_t used_at) {
+  if (!stored) return EntryUsage{0, used_at};
+  if (used_at < stored->last_used + k_last_used_resolution) return std::nullopt;
+  return EntryUsage{stored->written, used_at};
+}
+
+std::string run_key(std::uint64_t n) {
+  std::string key(8, '\0');
+  for (int i = 0; i < 8; ++i) key[static_cast<std::size_t>(i)] = static_cast<char>(n >> (8 * (7 - i)));
+  return key;
+}
+
+std::optional<std::uint64_t> run_number(std::string_view key) {
+  if (key.size() != 8) return std::nullopt;
+  std::uint64_t n = 0;
+  for (char c : key) n = n << 8 | static_cast<std::uint8_t>(c);
+  return n;
+}
+
+std::vector<std::uint8_t> encode_run(const RunRecord& run) {
+  util::ByteWriter w;
+  w.raw(k_run_magic);
+  w.u16(k_run_max_version);
+  w.u64(run.time);
+  w.str(run.command);
+  for (std::uint32_t v : {run.kernels, run.hits, run.compiled, run.stale_replaced, run.failed, run.refused_write})
+    w.u32(v);
+  w.u64(run.wall_us);
+  w.u64(run.bytes_written);
+  w.u32(static_cast<std::uint32_t>(run.phases.size()));
+  for (const auto& p : run.phases) {
+    w.str(p.name);
+    w.u64(p.wall_us);
+    w.u64(p.cpu_us);
+  }
+  w.raw(util::hash_bytes(w.bytes()).bytes);
+  return w.take();
+}
+
+Result<RunRecord> decode_run(std::uint64_t n, std::span<const std::uint8_t> bytes) {
+  if (bytes.size() < 4 + 2 + 16) return corrupt_run(n, "shorter than its fixed fields");
+  if (std::memcmp(bytes.data(), k_run_magic, 4) != 0) return corrupt_run(n, "bad magic");
+  auto body = bytes.first(bytes.size() - 16);
+  util::ByteReader r(body);
+  r.raw(4);
+  auto version = r.u16();
+  if (*version < k_run_min_version || *version > k_run_max_version)
+    return fail(Category::version_mismatch, "run log record {} has version {}, outside the supported range {}..{}", n,
+                *version, k_run_min_version, k_run_max_version);
+  Hash128 stored;
+  std::memcpy(stored.bytes.data(), bytes.data() + body.size(), 16);
+  if (util::hash_bytes(body) != stored) return corrupt_run(n, "record digest mismatch");
+
+  RunRecord run;
+  auto time = r.u64();
+  auto command = r.str(k_max_run_string);
+  std::uint32_t* counts[] = {&run.kernels, &run.hits, &run.compiled, &run.stale_replaced, &run.failed,
+                             &run.refused_write};
+  for (auto* c : counts) *c = r.u32().value_or(0);
+  auto wall = r.u64();
+  auto written = r.u64();
+  auto n_phases = r.u32();
+  if (!time || !command || !wall || !written || !n_phases) return corrupt_run(n, "truncated");
+  if (*n_phases > k_max_phases) return corrupt_run(n, "too many phases");
+  run.time = *time;
+  run.command = std::move(*command);
+  run.wall_us = *wall;
+  run.bytes_written = *written;
+  for (std::uint32_t i = 0; i < *n_phases; ++i) {
+    auto name = r.str(k_max_run_string);
+    auto pw = r.u64();
+    auto pc = r.u64();
+    if (!name || !pw || !pc) return corrupt_run(n, "truncated phase list");
+    run.phases.push_back({std::move(*name), *pw, *pc});
+  }
+  if (r.remaining() != 0) return corrupt_run(n, "trailing bytes");
+  return run;
+}
+
+}  // namespace kcache::store::internal
