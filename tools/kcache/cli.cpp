@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdlib>
+#include <string_view>
 
 namespace kcache::cli {
 
@@ -30,11 +32,56 @@ int exit_code_for(Category c) {
 }
 
 int report_error(const Error& e) {
-  fmt::print(stderr, "kcache: error: {}\n", e.message);
+  if (use_color()) fmt::print(stderr, "kcache: \033[1;31merror:\033[0m {}\n", e.message);
+  else fmt::print(stderr, "kcache: error: {}\n", e.message);
   return exit_code_for(e.category);
 }
 
 bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
+
+bool use_color() {
+  const char* no_color = std::getenv("NO_COLOR");
+  const char* term = std::getenv("TERM");
+  return stderr_is_terminal() && !(no_color && *no_color) && !(term && std::string_view(term) == "dumb");
+}
+
+Result<unsigned> jobs_from_env() {
+  const char* env = std::getenv("KCACHE_JOBS");
+  if (!env || !*env) return 0u;
+  const std::string_view text(env);
+  unsigned jobs = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), jobs);
+  if (ec != std::errc{} || end != text.data() + text.size() || jobs < 1 || jobs > 4096)
+    return fail(Category::invalid_argument,
+                "KCACHE_JOBS='{}' is not a number of threads from 1 to 4096; unset it (all cores) or set e.g. "
+                "KCACHE_JOBS=8",
+                text);
+  return jobs;
+}
+
+std::string top_level_footer() {
+  return "Run `kcache SUBCOMMAND --help` for a subcommand's options.\n"
+         "\n"
+         "Environment:\n"
+         "  KCACHE_STORE          store directory when --store is not given (else $XDG_CACHE_HOME/kcache,\n"
+         "                        else ~/.cache/kcache)\n"
+         "  KCACHE_JOBS           default -j of build and verify (else all cores)\n"
+         "  KCACHE_MAP_SIZE       LMDB map size of a store (e.g. 64G, the default; 8M), the most it can hold\n"
+         "  NO_COLOR              when set and not empty, no colour in messages (colour and progress lines\n"
+         "                        are only ever shown on a terminal)\n"
+         "  KCACHE_VULKAN_LOADER  the Vulkan loader library to load instead of libvulkan.so.1\n"
+         "\n"
+         "Exit status:\n"
+         "  0   success\n"
+         "  1   some kernels failed to compile (the others were stored), or verify found problems\n"
+         "  2   bad command line or manifest\n"
+         "  3   a named kernel, namespace or file does not exist\n"
+         "  4   the store cannot be opened, read or written (permissions, full disk, read-only)\n"
+         "  5   a bundle's fingerprint does not match the target\n"
+         "  6   a bundle or stored record failed its integrity checks\n"
+         "  7   no Vulkan loader or device\n"
+         "  70  internal error (a bug; please report it)";
+}
 
 void StoreOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--store", dir, "store directory (default: $KCACHE_STORE, else $XDG_CACHE_HOME/kcache, else ~/.cache/kcache)");
@@ -43,11 +90,32 @@ void StoreOptions::add_to(CLI::App& cmd) {
 
 std::string StoreOptions::path() const { return dir.empty() ? store::default_store_dir().string() : dir; }
 
+/// $KCACHE_MAP_SIZE: the LMDB map size in bytes (suffix K, M or G for KiB,
+/// MiB, GiB), 0 = unset. Caps how large a new store may grow; the reliability
+/// tier uses a small one to fill the map (RELIABILITY.md D1). An existing
+/// store never opens smaller than the pages it already uses.
+static Result<std::uint64_t> map_size_from_env() {
+  const char* env = std::getenv("KCACHE_MAP_SIZE");
+  if (!env || !*env) return 0;
+  std::string_view text(env);
+  std::uint64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  std::string_view suffix(end, text.data() + text.size());
+  int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
+  if (ec != std::errc{} || shift < 0 || n == 0 || n > (std::uint64_t{1} << (50 - shift)))
+    return fail(Category::invalid_argument,
+                "KCACHE_MAP_SIZE='{}' is not a size: use bytes or a number with K, M or G (e.g. 64G); unset it for "
+                "the default",
+                text);
+  return n << shift;
+}
+
 Result<std::unique_ptr<store::Store>> StoreOptions::open(bool need_write) const {
   if (need_write && read_only)
     return fail(Category::read_only, "this command writes to the store; drop --read-only");
   store::OpenOptions options;
   options.read_only = read_only || !need_write;
+  if (auto map_size = KCACHE_TRY(map_size_from_env())) options.map_size = map_size;
   auto s = store::open_lmdb_store(path(), options);
   if (!s) return tl::unexpected(std::move(s).error());
   return s;

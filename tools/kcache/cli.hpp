@@ -38,6 +38,21 @@ int report_error(const Error& e);
 /// Whether stderr is an interactive terminal (progress lines only then).
 bool stderr_is_terminal();
 
+/// Whether messages on stderr may be coloured: stderr is a terminal, NO_COLOR
+/// is unset or empty (https://no-color.org) and TERM is not "dumb".
+bool use_color();
+
+/// The default thread count from $KCACHE_JOBS: 0 (= all cores) when unset or
+/// empty; invalid_argument naming the value when it is not a whole number
+/// from 1 to 4096.
+Result<unsigned> jobs_from_env();
+
+/// The top-level --help footer: where to find subcommand help, the
+/// environment variables kcache reads and the exit codes. The man page's
+/// ENVIRONMENT and EXIT STATUS sections are generated from it
+/// (scripts/gen_cli_docs.py), so this is their one source.
+std::string top_level_footer();
+
 /// Options every store-using subcommand shares.
 struct StoreOptions {
   std::string dir;       ///< --store; empty = default_store_dir()
@@ -55,6 +70,20 @@ using Action = std::function<int()>;
 void register_build(CLI::App& app, Action& action);
 void register_inspect(CLI::App& app, Action& action);
 void register_get(CLI::App& app, Action& action);
+void register_gc(CLI::App& app, Action& action);
+void register_compact(CLI::App& app, Action& action);
+void register_stats(CLI::App& app, Action& action);
+void register_devices(CLI::App& app, Action& action);
+void register_verify(CLI::App& app, Action& action);
+void register_export(CLI::App& app, Action& action);
+void register_import(CLI::App& app, Action& action);
+void register_merge(CLI::App& app, Action& action);
+void register_keygen(CLI::App& app, Action& action);
+/// `kcache inspect FILE.kcb` (inspect_bundle.cpp): prints a bundle's head and
+/// entries (JSON with `json`), then checks every entry; returns the exit code.
+int run_inspect_bundle(const std::string& path, bool json);
+/// The hidden `__pipeline-worker` subcommand (pipeline_worker.hpp).
+void register_pipeline_worker(CLI::App& app, Action& action);
 
 /// The --version text: kcache and every library version that matters.
 std::string version_text();

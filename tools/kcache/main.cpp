@@ -1,5 +1,6 @@
 // kcache: prebuild GPU kernels offline and ship them. main() only parses and
 // forwards to the subcommand; it is the one place that catches exceptions.
+#include "allocator.hpp"
 #include "cli.hpp"
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 
 int main(int argc, char** argv) {
   using namespace kcache::cli;
+  tune_allocator();
   CLI::App app{
       "kcache — prebuild GPU kernels offline and ship them.\n\n"
       "A CI step runs `kcache build` over a kernel manifest (kcache.toml): each kernel is\n"
@@ -22,6 +24,18 @@ int main(int argc, char** argv) {
   register_build(app, action);
   register_inspect(app, action);
   register_get(app, action);
+  register_gc(app, action);
+  register_compact(app, action);
+  register_stats(app, action);
+  register_devices(app, action);
+  register_verify(app, action);
+  register_export(app, action);
+  register_import(app, action);
+  register_merge(app, action);
+  register_keygen(app, action);
+  register_pipeline_worker(app, action);
+  // Set after the subcommands are registered: they keep the short footer.
+  app.footer(top_level_footer());
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -159,10 +160,21 @@ std::string recipe_for(Optimize level) {
 }  // namespace
 
 const ToolchainVersions& toolchain_versions() {
-  static const ToolchainVersions versions{
-      fmt::format("{}.{}.{}{}", GLSLANG_VERSION_MAJOR, GLSLANG_VERSION_MINOR, GLSLANG_VERSION_PATCH,
-                  GLSLANG_VERSION_FLAVOR),
-      spvSoftwareVersionString()};
+  static const ToolchainVersions versions = [] {
+    ToolchainVersions v{fmt::format("{}.{}.{}{}", GLSLANG_VERSION_MAJOR, GLSLANG_VERSION_MINOR, GLSLANG_VERSION_PATCH,
+                                    GLSLANG_VERSION_FLAVOR),
+                        spvSoftwareVersionString()};
+    // Test-only hook (tests/cli/life_why.sh): KCACHE_TEST_TOOLCHAIN_SUFFIX=
+    // "glslang:SUFFIX" or "spirv-tools:SUFFIX" appends SUFFIX to that version,
+    // simulating a toolchain upgrade so `inspect --why` can be tested without
+    // installing another glslang. Never set it outside tests.
+    if (const char* hook = std::getenv("KCACHE_TEST_TOOLCHAIN_SUFFIX")) {
+      std::string_view h(hook);
+      if (h.starts_with("glslang:")) v.glslang += h.substr(8);
+      else if (h.starts_with("spirv-tools:")) v.spirv_tools += h.substr(12);
+    }
+    return v;
+  }();
   return versions;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 namespace kcache {
@@ -74,6 +75,14 @@ Result<void> write_file_atomic(const std::filesystem::path& path, std::span<cons
 }
 
 std::uint64_t unix_now() {
+  // Test-only hook (tests/cli/life_gc.sh): KCACHE_TEST_NOW=SECONDS pins the
+  // clock, so age and last-use rules can be tested without waiting. Never set
+  // it outside tests.
+  if (const char* pinned = std::getenv("KCACHE_TEST_NOW"); pinned && *pinned) {
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(pinned, &end, 10);
+    if (end && *end == '\0') return v;
+  }
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
           .count());

@@ -18,7 +18,7 @@ Result<std::string> read_file(const std::filesystem::path& path);
 /// over `path`, so readers see the old file or the new one, never a mix.
 Result<void> write_file_atomic(const std::filesystem::path& path, std::span<const std::uint8_t> data);
 
-/// Current time in unix seconds.
+/// Current time in unix seconds (tests may pin it with KCACHE_TEST_NOW).
 std::uint64_t unix_now();
 
 }  // namespace kcache

@@ -208,6 +208,7 @@ Result<std::span<const std::uint8_t>> unwrap_blob(std::span<const std::uint8_t> 
 struct SpecValue {
   std::uint32_t id = 0;
   std::uint64_t bits = 0;
+  bool operator==(const SpecValue&) const = default;
 };
 
 /// A freshly built pipeline-cache blob (raw, unwrapped).

@@ -2,6 +2,7 @@
 
 #include "kcache/compile/compiler.hpp"
 #include "kcache/core/file.hpp"
+#include "kcache/pipeline/explain.hpp"
 #include "kcache/pipeline/freshness.hpp"
 #include "kcache/util/hash.hpp"
 
@@ -164,6 +165,31 @@ std::size_t BuildResult::count(Outcome o) const {
       std::count_if(receipts.begin(), receipts.end(), [o](const Receipt& r) { return r.outcome == o; }));
 }
 
+Result<void> record_run(store::Store& store, const BuildResult& result) {
+  store::UsageBatch batch;
+  batch.time = unix_now();
+  for (const auto& r : result.receipts)
+    if (r.outcome == Outcome::hit) batch.used.emplace_back(r.ns, r.kernel);
+  store::RunRecord run;
+  run.time = batch.time;
+  run.command = "build";
+  run.kernels = static_cast<std::uint32_t>(result.receipts.size());
+  run.hits = static_cast<std::uint32_t>(result.count(Outcome::hit));
+  run.compiled = static_cast<std::uint32_t>(result.count(Outcome::compiled));
+  run.stale_replaced = static_cast<std::uint32_t>(result.count(Outcome::stale_replaced));
+  run.failed = static_cast<std::uint32_t>(result.count(Outcome::failed));
+  run.refused_write = static_cast<std::uint32_t>(result.count(Outcome::refused_write));
+  run.wall_us = static_cast<std::uint64_t>(result.wall_ms * 1000);
+  run.bytes_written = result.bytes_written;
+  for (std::size_t i = 0; i < k_phase_count; ++i) {
+    const auto& t = result.totals.times[i];
+    run.phases.push_back({std::string(phase_name(static_cast<Phase>(i))), static_cast<std::uint64_t>(t.wall_ms * 1000),
+                          static_cast<std::uint64_t>(t.cpu_ms * 1000)});
+  }
+  batch.run = std::move(run);
+  return store.record_usage(batch);
+}
+
 Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& store, const BuildOptions& options) {
   Stopwatch total;
   PhaseTime wall;
@@ -178,6 +204,7 @@ Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& stor
 
   // Fast path: one read transaction, no preprocessing.
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
+    std::optional<Explainer> explainer;
     for (std::size_t i = 0; i < specs.size(); ++i) {
       const KernelSpec& spec = *specs[i];
       Receipt& r = result.receipts[i];
@@ -188,7 +215,11 @@ Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& stor
       watch.lap(r.times[Phase::hash]);
       auto stored = reader.get(r.ns, spec.name);
       watch.lap(r.times[Phase::lookup]);
-      Job job{i, std::move(id), std::nullopt, "new"};
+      Job job{i, std::move(id), std::nullopt, "not in " + r.ns};
+      if (stored && !*stored && options.explain) {
+        if (!explainer) explainer.emplace(reader, files);
+        job.reason = describe(KCACHE_TRY(explainer->explain(spec)));
+      }
       if (!stored) {
         // A corrupt record is rebuilt over; verify reports it separately.
         job.reason = "stored entry unreadable: " + stored.error().message;
@@ -201,7 +232,7 @@ Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& stor
           r.bytes = (*stored)->payload.size();
           continue;
         }
-        job.reason = "stale: " + describe_changes(a.changes);
+        job.reason = "stale: " + describe_changes(essential_changes(std::move(a.changes)), 4);
         job.stored = std::move(**stored);
       }
       r.reason = job.reason;

@@ -68,6 +68,10 @@ struct BuildOptions {
   std::function<void(const Receipt&, std::size_t done, std::size_t total)> on_receipt;
   /// Recorded in built entries' origin ("built by kcache 0.1.0 on host").
   std::string origin;
+  /// Explain every missing kernel in full (explain.hpp: the same kernel in
+  /// another namespace, the nearest stored variant) instead of "not in NS".
+  /// Costs a scan of a namespace when a kernel with variants is missing.
+  bool explain = false;
 };
 
 struct BuildResult {
@@ -78,6 +82,13 @@ struct BuildResult {
   std::size_t count(Outcome o) const;
   bool any_failed() const { return count(Outcome::failed) > 0; }
 };
+
+/// Records a finished build in the store in one small write transaction
+/// (Store::record_usage): the last-used time of every hit, and a run record
+/// (counts, wall time, bytes written, time per phase) for `kcache stats`.
+/// Call it once per run, after every stage. read_only / store_full as the
+/// store's; the caller treats a failure as a warning.
+Result<void> record_run(store::Store& store, const BuildResult& result);
 
 /// Builds every kernel of `manifest` (or of its shard) into `store`.
 /// Per-kernel failures are receipts, not errors; the Result fails only when

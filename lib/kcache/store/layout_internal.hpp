@@ -56,6 +56,10 @@
 // A missing usage record is not an error (an entry written by a kcache or a
 // writer that does not keep them): consumers fall back to the entry's
 // `created`. remove deletes an entry's usage record with it.
+// Origin needs no record of its own: the entry record keeps origin_kind and
+// origin_detail (host and tool, or the bundle it came from) and `written` is
+// when it arrived here, so `inspect` shows "imported from X at T" from these;
+// `created` stays the time it was compiled, wherever that was.
 //
 // Run record (value in `runs`), one per `kcache build` run, appended in the
 // build's final small write transaction. Keys count up from 1 (the last key

@@ -32,6 +32,7 @@
 #include "kcache/store/lmdb_store_internal.hpp"
 #include "kcache/util/bytes.hpp"
 
+#include <fcntl.h>
 #include <lmdb.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -104,6 +105,27 @@ bool disk_full(const fs::path& dir, std::uint64_t needed) {
   if (::statvfs(dir.c_str(), &st) != 0) return false;
   constexpr std::uint64_t k_slack = 1 << 20;  // page rounding, tree pages, the lock file
   return std::uint64_t{st.f_bavail} * st.f_frsize < needed + k_slack;
+}
+
+/// Reserves the disk blocks of the lock file before LMDB creates it. LMDB
+/// sizes lock.mdb with ftruncate (a sparse file) and then writes it through
+/// a shared mmap, so on a full disk the first write is SIGBUS, not an error
+/// (RELIABILITY.md D1; seen on a full tmpfs). With the blocks allocated
+/// first (FALLOC_FL_KEEP_SIZE leaves the size to LMDB), a full disk is a
+/// clean store_full. A reader slot is one 64-byte cache line, plus the
+/// table's header: 4 KiB covers it. File systems without fallocate, and lock
+/// files LMDB would not be able to open anyway, are left to LMDB.
+Result<void> reserve_lock_file(const fs::path& dir, unsigned max_readers) {
+  const fs::path path = dir / "lock.mdb";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, k_file_mode);
+  if (fd < 0) return {};
+  const off_t bytes = 4096 + off_t{64} * max_readers;
+  int rc = ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, bytes) == 0 ? 0 : errno;
+  ::close(fd);
+  if (rc == ENOSPC || rc == EDQUOT)
+    return fail(Category::store_full, "store {}: the disk holding the store is full: no room for its lock file ({} KiB)",
+                dir.string(), bytes >> 10);
+  return {};
 }
 
 /// Lets transactions run concurrently, and lets a map resize wait until none
@@ -462,6 +484,7 @@ Result<std::unique_ptr<Env>> open_env(const fs::path& dir, EnvKey key, const Ope
     return lmdb_fail(dir, "set the reader count", rc);
   if (int rc = mdb_env_set_maxdbs(raw, k_max_dbs); rc != MDB_SUCCESS)
     return lmdb_fail(dir, "set the database count", rc);
+  if (!config.read_only && config.use_lock) KCACHE_CHECK(reserve_lock_file(dir, options.max_readers));
   unsigned flags = MDB_NOTLS;
   if (config.read_only) flags |= MDB_RDONLY;
   if (!config.use_lock) flags |= MDB_NOLOCK;
@@ -640,6 +663,39 @@ class LmdbStore final : public Store {
     }
     if (changed) KCACHE_CHECK(txn.commit(written_bytes));
     return summary;  // when nothing changed, the transaction aborts here
+  }
+
+  Result<PutSummary> put_stream(const Namespace& ns, const EntryStream& next) override {
+    if (m_read_only) return refuse_write(fmt::format("write entries into '{}'", ns.name()));
+    KCACHE_CHECK(internal::prepare_put(ns, {}));  // checks the namespace name before locking
+    Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
+    bool changed = false;
+    std::string ns_name = ns.name();
+    if (!KCACHE_TRY(txn.get(m_env->namespaces(), ns_name, "a namespace record"))) {
+      KCACHE_CHECK(txn.put(m_env->namespaces(), ns_name, internal::encode_namespace_record(ns),
+                           fmt::format("the record of namespace '{}'", ns_name)));
+      changed = true;
+    }
+    PutSummary summary;
+    std::uint64_t written_bytes = 0;
+    auto usage = internal::encode_usage({unix_now(), unix_now()});
+    // One entry at a time: the error paths return early and ~Txn aborts.
+    while (auto item = KCACHE_TRY(next())) {
+      auto prepared = internal::prepare_put(ns, std::span<const Entry>(&*item, 1));
+      if (!prepared) return tl::unexpected(std::move(prepared).error().context(store_name()));
+      item.reset();
+      const auto& entry = prepared->front();
+      auto existing = KCACHE_TRY(txn.get(m_env->entries(), entry.key, "an entry"));
+      auto action = internal::classify_put(entry, existing);
+      internal::count_put(summary, action);
+      if (action == internal::PutAction::keep) continue;
+      KCACHE_CHECK(txn.put(m_env->entries(), entry.key, entry.value, "an entry"));
+      KCACHE_CHECK(txn.put(m_env->usage(), entry.key, usage, "a usage record"));
+      written_bytes += entry.key.size() + entry.value.size() + usage.size();
+      changed = true;
+    }
+    if (changed) KCACHE_CHECK(txn.commit(written_bytes));
+    return summary;
   }
 
   Result<std::size_t> remove(std::string_view ns_name, std::span<const std::string> kernels) override {

@@ -130,6 +130,35 @@ class MemoryStore final : public Store {
     return summary;
   }
 
+  Result<PutSummary> put_stream(const Namespace& ns, const EntryStream& next_entry) override {
+    KCACHE_CHECK(internal::prepare_put(ns, {}));
+    std::lock_guard lock(m_mutex);
+    auto next = std::make_shared<State>(*m_state);  // published only at the end: all or nothing
+    bool changed = false;
+    std::string ns_name = ns.name();
+    if (!next->namespaces.contains(ns_name)) {
+      next->namespaces.emplace(ns_name, internal::encode_namespace_record(ns));
+      changed = true;
+    }
+    PutSummary summary;
+    auto usage = internal::encode_usage({unix_now(), unix_now()});
+    while (auto item = KCACHE_TRY(next_entry())) {
+      auto prepared = KCACHE_TRY(internal::prepare_put(ns, std::span<const Entry>(&*item, 1)));
+      auto& entry = prepared.front();
+      auto it = next->entries.find(entry.key);
+      std::optional<std::span<const std::uint8_t>> existing;
+      if (it != next->entries.end()) existing = std::span<const std::uint8_t>(*it->second);
+      auto action = internal::classify_put(entry, existing);
+      internal::count_put(summary, action);
+      if (action == internal::PutAction::keep) continue;
+      next->usage.insert_or_assign(entry.key, usage);
+      next->entries.insert_or_assign(std::move(entry.key), std::make_shared<const Bytes>(std::move(entry.value)));
+      changed = true;
+    }
+    if (changed) publish(std::move(next));
+    return summary;
+  }
+
   Result<std::size_t> remove(std::string_view ns_name, std::span<const std::string> kernels) override {
     std::vector<std::string> keys;
     keys.reserve(kernels.size());

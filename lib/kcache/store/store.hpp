@@ -161,6 +161,17 @@ class Store {
   /// empty or too-long kernel name or an oversized payload (nothing written).
   virtual Result<PutSummary> put(const Namespace& ns, std::span<const Entry> entries) = 0;
 
+  /// Yields a streamed put's entries one at a time: the next entry, nullopt
+  /// after the last one, or an error that aborts the put.
+  using EntryStream = std::function<Result<std::optional<Entry>>()>;
+
+  /// As put, but pulls the entries from `next` one at a time inside one write
+  /// transaction, so the caller holds one entry at a time however many there
+  /// are (bundle import). All or nothing: an error from `next` (returned
+  /// unchanged) or from the store aborts the transaction. The writer lock is
+  /// held while `next` runs, so `next` should be quick.
+  virtual Result<PutSummary> put_stream(const Namespace& ns, const EntryStream& next) = 0;
+
   /// Removes the named kernels of `ns_name` (and their usage records) in one
   /// transaction; returns how many existed. Removing a namespace's last
   /// entry keeps its record.

@@ -1,0 +1,89 @@
+# Installation, the CMake package, pkg-config, man page, bash completion and
+# the Debian package (issue 8). Included from the top CMakeLists.txt after the
+# kcache and kcache_runtime_shared targets exist.
+#
+# Layout under the prefix (GNUInstallDirs):
+#   bin/kcache
+#   lib/libkcache.so.0 (+ .so.0.x.y, .so)          the runtime library
+#   include/kcache/runtime/{kcache.h,kcache_vulkan.h,runtime.hpp}
+#   lib/cmake/kcache/                              find_package(kcache)
+#   lib/pkgconfig/kcache.pc
+#   share/man/man1/kcache.1
+#   share/bash-completion/completions/kcache
+# Everything is relocatable: `cmake --install build --prefix DIR` works for
+# any DIR, and the .deb installs it under /usr.
+#
+# The runtime library is shared (libkcache.so.N, see
+# lib/kcache/runtime/CMakeLists.txt for why); the CLI stays one executable
+# that links kcache's modules statically and needs no library of its own.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(k_cmake_dir "${CMAKE_INSTALL_LIBDIR}/cmake/kcache")
+
+# In kcache's own tree, kcache_add_kernels() finds the executable by the same
+# name an installed package gives it.
+add_executable(kcache::kcache ALIAS kcache)
+set_target_properties(kcache_runtime_shared PROPERTIES EXPORT_NAME runtime)
+
+install(TARGETS kcache EXPORT kcacheTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS kcache_runtime_shared EXPORT kcacheTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES lib/kcache/runtime/kcache.h lib/kcache/runtime/kcache_vulkan.h lib/kcache/runtime/runtime.hpp
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kcache/runtime)
+install(EXPORT kcacheTargets NAMESPACE kcache:: FILE kcacheTargets.cmake DESTINATION ${k_cmake_dir})
+configure_package_config_file(cmake/kcacheConfig.cmake.in "${CMAKE_BINARY_DIR}/cmake/kcacheConfig.cmake"
+                              INSTALL_DESTINATION ${k_cmake_dir})
+# 0.x: a minor release may break the API, so only the same minor matches.
+write_basic_package_version_file("${CMAKE_BINARY_DIR}/cmake/kcacheConfigVersion.cmake"
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES "${CMAKE_BINARY_DIR}/cmake/kcacheConfig.cmake" "${CMAKE_BINARY_DIR}/cmake/kcacheConfigVersion.cmake"
+              cmake/kcacheKernels.cmake
+        DESTINATION ${k_cmake_dir})
+include(${PROJECT_SOURCE_DIR}/cmake/kcacheKernels.cmake)
+
+file(RELATIVE_PATH KCACHE_PC_PREFIX_REL "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+configure_file(cmake/kcache.pc.in "${CMAKE_BINARY_DIR}/pkgconfig/kcache.pc" @ONLY)
+install(FILES "${CMAKE_BINARY_DIR}/pkgconfig/kcache.pc" DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# Man page and bash completion, generated from the built kcache's --help
+# (scripts/gen_cli_docs.py), so they never disagree with the program.
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+set(k_doc_dir "${CMAKE_BINARY_DIR}/doc")
+add_custom_command(
+  OUTPUT "${k_doc_dir}/kcache.1" "${k_doc_dir}/kcache.bash-completion"
+  COMMAND "${CMAKE_COMMAND}" -E make_directory "${k_doc_dir}"
+  COMMAND Python3::Interpreter "${PROJECT_SOURCE_DIR}/scripts/gen_cli_docs.py" $<TARGET_FILE:kcache>
+          --man "${k_doc_dir}/kcache.1" --bash "${k_doc_dir}/kcache.bash-completion"
+  DEPENDS kcache "${PROJECT_SOURCE_DIR}/scripts/gen_cli_docs.py"
+  COMMENT "Generating the kcache man page and bash completion from --help"
+  VERBATIM)
+add_custom_target(kcache_docs ALL DEPENDS "${k_doc_dir}/kcache.1" "${k_doc_dir}/kcache.bash-completion")
+install(FILES "${k_doc_dir}/kcache.1" DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES "${k_doc_dir}/kcache.bash-completion" DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+        RENAME kcache)
+
+# Debian package: `cpack -G DEB` in the build folder → kcache_<version>_<arch>.deb.
+# Depends are computed by dpkg-shlibdeps from what the binary and library
+# really link (LMDB, zstd, libsodium, xxhash, fmt, mimalloc, SPIRV-Tools,
+# libstdc++, ...). Vulkan is dlopened, so the loader and a driver are
+# Recommends; tl-expected (header-only, used by runtime.hpp) too.
+set(CPACK_PACKAGE_NAME kcache)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "prebuild GPU kernels offline and ship them")
+string(CONCAT CPACK_PACKAGE_DESCRIPTION
+       "kcache compiles GLSL/HLSL kernels to validated SPIR-V (and Vulkan pipeline-cache blobs)\n"
+       "into LMDB stores keyed by content, and ships them as signed zstd bundles. This package\n"
+       "holds the kcache command, the runtime library libkcache with its C and C++ headers, a\n"
+       "CMake package (find_package(kcache), kcache_add_kernels()) and a pkg-config file.")
+set(CPACK_PACKAGE_CONTACT "kcache maintainers <kcache@invalid>")
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libvulkan1, mesa-vulkan-drivers | vulkan-icd, libexpected-dev, pkg-config")
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+# Debug info stays in the build tree (the binary is ~100 MB with it).
+set(CPACK_STRIP_FILES ON)
+include(CPack)

@@ -1,0 +1,200 @@
+// Device backend reports (contracts in device_report.hpp).
+#include "kcache/report/device_report.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace kcache::report {
+namespace {
+
+// ordered: the fingerprint record keeps its persisted field order.
+using json = nlohmann::ordered_json;
+using pipeline::VerifyStatus;
+
+json record_json(const FingerprintRecord& record) {
+  json out = json::object();
+  for (const auto& [k, v] : record.fields) out[k] = v;
+  return out;
+}
+
+struct Sums {
+  double with_blob = 0, without_blob = 0;
+  std::size_t with_n = 0, both_n = 0;
+};
+
+Sums sums(const pipeline::DeviceVerify& v) {
+  Sums s;
+  for (const auto& r : v.rows) {
+    if (r.create_ms >= 0) s.with_blob += r.create_ms, ++s.with_n;
+    if (r.empty_cache_ms >= 0) s.without_blob += r.empty_cache_ms, ++s.both_n;
+  }
+  return s;
+}
+
+std::string device_line(const device::DeviceInfo& d) {
+  return fmt::format("{} (driver {}, fingerprint {})", d.name, d.driver_version_text(), d.fingerprint());
+}
+
+}  // namespace
+
+std::string devices_text(const std::vector<device::DeviceInfo>& devices, std::optional<std::uint32_t> chosen) {
+  std::string out;
+  for (const auto& d : devices) {
+    out += fmt::format("{}: {}{}\n", d.index, d.name, chosen && *chosen == d.index ? "  (default)" : "");
+    out += fmt::format("  type: {}, API {}, driver {} ({})\n", device::device_type_name(d.type), d.api_version_text(),
+                       d.driver_version_text(), d.driver_name.empty() ? "driver name not reported" : d.driver_name);
+    out += fmt::format("  fingerprint: {}  (namespace {})\n", d.fingerprint(), d.ns.name());
+    out += fmt::format("  hit/miss verify: {}\n", d.fail_on_compile_required
+                                                      ? "yes (pipelineCreationCacheControl)"
+                                                      : "no (verify compares creation times instead)");
+    for (const auto& [k, v] : d.record().fields) out += fmt::format("    {}: {}\n", k, v.empty() ? "-" : v);
+  }
+  return out;
+}
+
+std::string devices_json(const std::vector<device::DeviceInfo>& devices, std::optional<std::uint32_t> chosen) {
+  json list = json::array();
+  for (const auto& d : devices) {
+    list.push_back({{"index", d.index},
+                    {"name", d.name},
+                    {"type", device::device_type_name(d.type)},
+                    {"api_version", d.api_version_text()},
+                    {"driver_version", d.driver_version_text()},
+                    {"driver_version_raw", d.driver_version},
+                    {"driver_name", d.driver_name},
+                    {"fingerprint", d.fingerprint()},
+                    {"namespace", d.ns.name()},
+                    {"default", chosen && *chosen == d.index},
+                    {"fail_on_compile_required", d.fail_on_compile_required},
+                    {"record", record_json(d.record())}});
+  }
+  json out = {{"schema", "kcache.devices/1"}, {"devices", std::move(list)}};
+  return out.dump(2) + "\n";
+}
+
+std::string device_stage_summary(const pipeline::BuildResult& result, const device::DeviceInfo& device) {
+  using pipeline::Outcome;
+  const std::string ns = device.ns.name();
+  std::size_t n = 0, hit = 0, built = 0, failed = 0;
+  double create_ms = 0;
+  for (const auto& r : result.receipts) {
+    if (r.ns != ns) continue;
+    ++n;
+    if (r.outcome == Outcome::hit) ++hit;
+    else if (r.outcome == Outcome::compiled || r.outcome == Outcome::stale_replaced) ++built;
+    else if (r.outcome == Outcome::failed) ++failed;
+    create_ms += r.times[Phase::pipeline].wall_ms;
+  }
+  return fmt::format("device {}: {} pipelines: {} hit, {} created, {} failed; pipeline creation {:.1f} ms in all\n",
+                     device_line(device), n, hit, built, failed, create_ms);
+}
+
+std::string store_check_text(const pipeline::StoreCheck& check) {
+  std::string out;
+  for (const auto& p : check.problems) {
+    if (p.kernel.empty()) out += fmt::format("PROBLEM namespace {}\n", p.ns);
+    else out += fmt::format("PROBLEM {} (in {})\n", p.kernel, p.ns);
+    out += fmt::format("  {}: {}\n", category_name(p.error.category), p.error.message);
+  }
+  out += fmt::format("{} namespaces, {} entries checked in {:.2f} s: {}\n", check.namespaces, check.entries,
+                     check.wall_ms / 1000,
+                     check.problems.empty() ? "no problems" : fmt::format("{} problems", check.problems.size()));
+  return out;
+}
+
+std::string store_check_json(const pipeline::StoreCheck& check) {
+  json problems = json::array();
+  for (const auto& p : check.problems)
+    problems.push_back({{"namespace", p.ns},
+                        {"kernel", p.kernel},
+                        {"category", category_name(p.error.category)},
+                        {"message", p.error.message}});
+  json out = {{"schema", "kcache.verify/1"},   {"mode", "store"},
+              {"namespaces", check.namespaces}, {"entries", check.entries},
+              {"problems", std::move(problems)}, {"wall_ms", check.wall_ms}};
+  return out.dump(2) + "\n";
+}
+
+std::string device_verify_text(const pipeline::DeviceVerify& v, const device::DeviceInfo& device, bool all) {
+  std::string out;
+  for (const auto& r : v.rows) {
+    const bool plain = (r.status == VerifyStatus::hit || r.status == VerifyStatus::timed ||
+                        r.status == VerifyStatus::miss) &&
+                       !r.blob_refused;
+    if (plain && !all) continue;
+    std::string times;
+    if (r.create_ms >= 0) times = fmt::format("  {:.3f} ms", r.create_ms);
+    if (r.empty_cache_ms >= 0) times += fmt::format(" (empty cache {:.3f} ms)", r.empty_cache_ms);
+    out += fmt::format("{:<7} {}{}\n", verify_status_name(r.status), r.kernel, times);
+    if (!r.message.empty()) out += fmt::format("  {}\n", r.message);
+  }
+  out += fmt::format("device {}\n", device_line(device));
+  const Sums s = sums(v);
+  if (v.timed) {
+    out += fmt::format("{} pipelines (timed: no hit/miss answers): {} created, {} refused, {} failed\n", v.rows.size(),
+                       v.count(VerifyStatus::timed), v.count(VerifyStatus::refused), v.count(VerifyStatus::failure));
+    if (s.both_n > 0)
+      out += fmt::format("creation: {:.1f} ms with the blobs, {:.1f} ms with empty caches ({:.1f}x)\n", s.with_blob,
+                         s.without_blob, s.with_blob > 0 ? s.without_blob / s.with_blob : 0.0);
+  } else {
+    out += fmt::format("{} pipelines: {} hit, {} miss, {} refused, {} failed\n", v.rows.size(),
+                       v.count(VerifyStatus::hit), v.count(VerifyStatus::miss), v.count(VerifyStatus::refused),
+                       v.count(VerifyStatus::failure));
+    if (s.with_n > 0) out += fmt::format("creation from the blobs: {:.1f} ms in all\n", s.with_blob);
+    if (const std::size_t misses = v.count(VerifyStatus::miss); misses > 0)
+      out += fmt::format("{} misses: the driver would compile these pipelines again (--all lists them); expected on\n"
+                         "software devices such as lavapipe, which keep no compiled code in pipeline caches\n",
+                         misses);
+  }
+  const auto refused_by_driver =
+      std::count_if(v.rows.begin(), v.rows.end(), [](const auto& r) { return r.blob_refused; });
+  if (refused_by_driver > 0)
+    out += fmt::format("{} blobs refused by the driver after passing kcache's checks (empty caches used)\n",
+                       refused_by_driver);
+  out += fmt::format("{} blobs passed kcache's checks and went to the driver; {:.2f} s\n", v.sent_to_driver,
+                     v.wall_ms / 1000);
+  return out;
+}
+
+std::string device_verify_json(const pipeline::DeviceVerify& v, const device::DeviceInfo& device) {
+  json rows = json::array();
+  for (const auto& r : v.rows) {
+    json row = {{"kernel", r.kernel}, {"status", verify_status_name(r.status)}};
+    if (r.create_ms >= 0) row["create_ms"] = r.create_ms;
+    if (r.empty_cache_ms >= 0) row["empty_cache_ms"] = r.empty_cache_ms;
+    if (r.blob_refused) row["blob_refused_by_driver"] = true;
+    if (!r.message.empty()) row["message"] = r.message;
+    if (r.category) row["category"] = category_name(*r.category);
+    rows.push_back(std::move(row));
+  }
+  json counts = json::object();
+  for (auto s : {VerifyStatus::hit, VerifyStatus::miss, VerifyStatus::timed, VerifyStatus::refused,
+                 VerifyStatus::failure})
+    counts[std::string(verify_status_name(s))] = v.count(s);
+  const Sums s = sums(v);
+  json out = {{"schema", "kcache.verify/1"},
+              {"mode", "device"},
+              {"device", {{"index", device.index},
+                          {"name", device.name},
+                          {"fingerprint", device.fingerprint()},
+                          {"driver_version", device.driver_version_text()}}},
+              {"namespace", v.ns.name()},
+              {"timed", v.timed},
+              {"counts", std::move(counts)},
+              {"sent_to_driver", v.sent_to_driver},
+              {"create_ms_with_blob", s.with_blob},
+              {"wall_ms", v.wall_ms},
+              {"pipelines", std::move(rows)}};
+  if (s.both_n > 0) out["create_ms_empty_cache"] = s.without_blob;
+  return out.dump(2) + "\n";
+}
+
+bool verify_has_problems(const pipeline::DeviceVerify& v) {
+  return std::any_of(v.rows.begin(), v.rows.end(), [](const auto& r) {
+    return r.status == VerifyStatus::refused || r.status == VerifyStatus::failure || r.blob_refused;
+  });
+}
+
+}  // namespace kcache::report

@@ -1,0 +1,47 @@
+// Reports of the device backend: `kcache devices`, `kcache verify` and the
+// device stage of `kcache build --backend vulkan`, as text and JSON. JSON
+// schemas are versioned by name ("kcache.devices/1", "kcache.verify/1");
+// fields are only ever added.
+//
+// Thread-safety: pure functions over their arguments.
+#pragma once
+
+#include "kcache/device/device.hpp"
+#include "kcache/pipeline/build.hpp"
+#include "kcache/pipeline/verify.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kcache::report {
+
+/// One block per device: index, name, type, API and driver version, short
+/// fingerprint id and the full fingerprint record. `chosen` (an index) is
+/// marked as the device kcache uses when no --device is given.
+std::string devices_text(const std::vector<device::DeviceInfo>& devices, std::optional<std::uint32_t> chosen);
+/// The same as JSON (schema "kcache.devices/1").
+std::string devices_json(const std::vector<device::DeviceInfo>& devices, std::optional<std::uint32_t> chosen);
+
+/// One line on the device stage of a build: how many of `result`'s receipts
+/// in namespace `ns` were hits, created, failed, and the summed creation time.
+std::string device_stage_summary(const pipeline::BuildResult& result, const device::DeviceInfo& device);
+
+/// Problems by entry, then a one-line verdict.
+std::string store_check_text(const pipeline::StoreCheck& check);
+/// Schema "kcache.verify/1", mode "store".
+std::string store_check_json(const pipeline::StoreCheck& check);
+
+/// One line per refused or failed pipeline, or one the driver refused the blob of (every one with
+/// `all`), the counts, and creation times (hits: with the blob; timed: with
+/// and without it, and their ratio).
+std::string device_verify_text(const pipeline::DeviceVerify& verify, const device::DeviceInfo& device, bool all);
+/// Schema "kcache.verify/1", mode "device".
+std::string device_verify_json(const pipeline::DeviceVerify& verify, const device::DeviceInfo& device);
+
+/// Whether verify found a problem: a refused blob, a failure, or a blob the
+/// driver refused. Misses are not problems (the driver recompiles; that is
+/// a finding, reported in the counts).
+bool verify_has_problems(const pipeline::DeviceVerify& verify);
+
+}  // namespace kcache::report

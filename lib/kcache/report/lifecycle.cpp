@@ -1,0 +1,221 @@
+#include "kcache/report/lifecycle.hpp"
+
+#include "kcache/report/format_internal.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <deque>
+
+namespace kcache::report {
+namespace {
+
+using internal::human_bytes;
+using internal::iso_time;
+using nlohmann::json;
+
+double percent(std::uint64_t part, std::uint64_t whole) {
+  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+json space_json(const store::SpaceInfo& s) {
+  return {{"file_bytes", s.file_bytes},
+          {"page_size", s.page_size},
+          {"pages_used", s.pages_used},
+          {"pages_free", s.pages_free},
+          {"free_bytes", s.pages_free * s.page_size}};
+}
+
+}  // namespace
+
+Result<RunTotals> run_totals(store::Store& store, std::size_t last) {
+  RunTotals t;
+  std::deque<store::RunRecord> window;
+  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
+    return reader.runs([&](store::RunRecord&& run) {
+      ++t.logged;
+      window.push_back(std::move(run));
+      if (last && window.size() > last) window.pop_front();
+      return true;
+    });
+  }));
+  for (auto& run : window) {
+    if (!t.runs++) t.first = run.time;
+    t.last = run.time;
+    t.kernels += run.kernels;
+    t.hits += run.hits;
+    t.compiled += run.compiled;
+    t.stale_replaced += run.stale_replaced;
+    t.failed += run.failed;
+    t.refused_write += run.refused_write;
+    t.wall_us += run.wall_us;
+    t.bytes_written += run.bytes_written;
+    for (const auto& p : run.phases) {
+      auto it = std::find_if(t.phases.begin(), t.phases.end(), [&](const auto& q) { return q.name == p.name; });
+      if (it == t.phases.end()) it = t.phases.insert(t.phases.end(), {p.name, 0, 0});
+      it->wall_us += p.wall_us;
+      it->cpu_us += p.cpu_us;
+    }
+    t.recent.push_back(std::move(run));
+  }
+  return t;
+}
+
+std::string stats_text(const RunTotals& t, std::size_t rows) {
+  if (t.runs == 0) return "no builds recorded in this store yet (the run log is written by `kcache build`)\n";
+  std::string out = fmt::format("{} runs ({} in the log), {} .. {}\n", t.runs, t.logged, iso_time(t.first),
+                                iso_time(t.last));
+  out += fmt::format("kernels: {}  hits: {} ({:.1f}%)  misses: {}  compiled: {}  stale replaced: {}  failed: {}  "
+                     "not stored: {}\n",
+                     t.kernels, t.hits, percent(t.hits, t.kernels), t.misses(), t.compiled, t.stale_replaced,
+                     t.failed, t.refused_write);
+  out += fmt::format("wall: {:.2f} s total, {:.2f} s per run; written: {}\n", static_cast<double>(t.wall_us) / 1e6,
+                     static_cast<double>(t.wall_us) / 1e6 / static_cast<double>(t.runs),
+                     human_bytes(static_cast<double>(t.bytes_written)));
+  out += "time per phase (cpu, summed over kernels):\n";
+  for (const auto& p : t.phases)
+    if (p.cpu_us || p.wall_us)
+      out += fmt::format("  {:<10} {:>10.1f} ms cpu  {:>10.1f} ms wall\n", p.name, static_cast<double>(p.cpu_us) / 1e3,
+                         static_cast<double>(p.wall_us) / 1e3);
+  std::size_t from = t.recent.size() > rows ? t.recent.size() - rows : 0;
+  out += fmt::format("\n{:<20}  {:>7}  {:>7}  {:>8}  {:>6}  {:>9}\n", "run ended", "kernels", "hits", "compiled",
+                     "failed", "wall");
+  for (std::size_t i = from; i < t.recent.size(); ++i) {
+    const auto& r = t.recent[i];
+    out += fmt::format("{:<20}  {:>7}  {:>7}  {:>8}  {:>6}  {:>7.2f} s\n", iso_time(r.time), r.kernels, r.hits,
+                       r.compiled + r.stale_replaced, r.failed, static_cast<double>(r.wall_us) / 1e6);
+  }
+  return out;
+}
+
+std::string stats_json(const RunTotals& t) {
+  json phases = json::object();
+  for (const auto& p : t.phases)
+    phases[p.name] = {{"wall_ms", static_cast<double>(p.wall_us) / 1e3}, {"cpu_ms", static_cast<double>(p.cpu_us) / 1e3}};
+  json runs = json::array();
+  for (const auto& r : t.recent) {
+    json rp = json::object();
+    for (const auto& p : r.phases)
+      rp[p.name] = {{"wall_ms", static_cast<double>(p.wall_us) / 1e3}, {"cpu_ms", static_cast<double>(p.cpu_us) / 1e3}};
+    runs.push_back({{"time", iso_time(r.time)},
+                    {"command", r.command},
+                    {"kernels", r.kernels},
+                    {"hit", r.hits},
+                    {"compiled", r.compiled},
+                    {"stale_replaced", r.stale_replaced},
+                    {"failed", r.failed},
+                    {"refused_write", r.refused_write},
+                    {"wall_ms", static_cast<double>(r.wall_us) / 1e3},
+                    {"bytes_written", r.bytes_written},
+                    {"phases", std::move(rp)}});
+  }
+  json out = {{"schema", "kcache.stats/1"},
+              {"runs", t.runs},
+              {"logged", t.logged},
+              {"first", t.runs ? json(iso_time(t.first)) : json(nullptr)},
+              {"last", t.runs ? json(iso_time(t.last)) : json(nullptr)},
+              {"totals",
+               {{"kernels", t.kernels},
+                {"hit", t.hits},
+                {"miss", t.misses()},
+                {"compiled", t.compiled},
+                {"stale_replaced", t.stale_replaced},
+                {"failed", t.failed},
+                {"refused_write", t.refused_write},
+                {"wall_ms", static_cast<double>(t.wall_us) / 1e3},
+                {"bytes_written", t.bytes_written}}},
+              {"hit_rate", t.kernels ? static_cast<double>(t.hits) / static_cast<double>(t.kernels) : 0.0},
+              {"phases", std::move(phases)},
+              {"recent", std::move(runs)}};
+  return out.dump(2) + "\n";
+}
+
+namespace {
+
+/// What happened to the space the removed entries held.
+std::string space_verdict(const GcReport& r) {
+  if (!r.space_after) return "";
+  const auto &b = r.space_before, &a = *r.space_after;
+  if (a.file_bytes < b.file_bytes)
+    return fmt::format("data.mdb shrank from {} to {}\n", human_bytes(static_cast<double>(b.file_bytes)),
+                       human_bytes(static_cast<double>(a.file_bytes)));
+  if (a.page_size == 0) return "";
+  return fmt::format(
+      "data.mdb stays {} ({} free pages, {}, are reused by later writes); run `kcache compact` to give the "
+      "space back to the file system\n",
+      human_bytes(static_cast<double>(a.file_bytes)), a.pages_free,
+      human_bytes(static_cast<double>(a.pages_free * a.page_size)));
+}
+
+}  // namespace
+
+std::string gc_text(const GcReport& r) {
+  std::string out;
+  const char* verb = r.dry_run ? "would remove" : "removed";
+  for (const auto& v : r.plan.remove) {
+    const auto& c = r.candidates[v.index];
+    out += fmt::format("{} {} {}  ({}, {})\n", verb, c.ns, c.kernel, store::gc_reason_name(v.reason),
+                       human_bytes(static_cast<double>(c.bytes)));
+  }
+  std::size_t count = r.removed ? r.removed->removed : r.plan.remove.size();
+  std::uint64_t bytes = 0;
+  if (r.removed) bytes = r.removed->record_bytes;
+  else
+    for (const auto& v : r.plan.remove) bytes += r.candidates[v.index].bytes;
+  out += fmt::format("{} {} of {} entries, {} of {}", r.dry_run ? "would remove" : "removed", count,
+                     r.plan.scope_entries, human_bytes(static_cast<double>(bytes)),
+                     human_bytes(static_cast<double>(r.plan.scope_bytes_before)));
+  out += fmt::format("; {} left\n", human_bytes(static_cast<double>(r.plan.scope_bytes_before - bytes)));
+  if (r.plan.kept_fresh)
+    out += fmt::format("kept {} entries a rule matched because the manifest uses them fresh (--include-fresh "
+                       "removes them too)\n",
+                       r.plan.kept_fresh);
+  if (r.removed && r.removed->changed)
+    out += fmt::format("kept {} entries rewritten by another process since the scan\n", r.removed->changed);
+  if (r.max_size && !r.plan.max_size_reached)
+    out += fmt::format("warning: could not get under --max-size {} without removing fresh entries\n",
+                       human_bytes(static_cast<double>(*r.max_size)));
+  out += space_verdict(r);
+  return out;
+}
+
+std::string gc_json(const GcReport& r) {
+  json removed = json::array();
+  std::uint64_t bytes = 0;
+  for (const auto& v : r.plan.remove) {
+    const auto& c = r.candidates[v.index];
+    bytes += c.bytes;
+    removed.push_back({{"namespace", c.ns},
+                       {"kernel", c.kernel},
+                       {"reason", store::gc_reason_name(v.reason)},
+                       {"bytes", c.bytes},
+                       {"created", iso_time(c.created)},
+                       {"last_used", iso_time(c.last_used)}});
+  }
+  json out = {{"schema", "kcache.gc/1"},
+              {"dry_run", r.dry_run},
+              {"planned", std::move(removed)},
+              {"removed_entries", r.removed ? r.removed->removed : 0},
+              {"removed_bytes", r.removed ? r.removed->record_bytes : 0},
+              {"planned_bytes", bytes},
+              {"kept_changed", r.removed ? r.removed->changed : 0},
+              {"kept_fresh", r.plan.kept_fresh},
+              {"scope_entries", r.plan.scope_entries},
+              {"scope_bytes_before", r.plan.scope_bytes_before},
+              {"scope_bytes_after", r.plan.scope_bytes_after},
+              {"max_size_reached", r.plan.max_size_reached},
+              {"space_before", space_json(r.space_before)}};
+  if (r.space_after) {
+    out["space_after"] = space_json(*r.space_after);
+    out["file_shrank"] = r.space_after->file_bytes < r.space_before.file_bytes;
+    out["compact_suggested"] = r.space_after->file_bytes >= r.space_before.file_bytes && r.space_after->pages_free > 0;
+  }
+  return out.dump(2) + "\n";
+}
+
+std::string compact_text(const store::CompactResult& result) {
+  return fmt::format("compacted data.mdb: {} → {}\n", human_bytes(static_cast<double>(result.bytes_before)),
+                     human_bytes(static_cast<double>(result.bytes_after)));
+}
+
+}  // namespace kcache::report

@@ -1,0 +1,216 @@
+// kcache.h over Catalog. This is the one place in the library that catches
+// exceptions: none may cross a C ABI (std::bad_alloc would terminate the
+// application), so every entry point turns them into KCACHE_ERROR_INTERNAL.
+#include "kcache/runtime/kcache.h"
+
+#include "kcache/runtime/catalog.hpp"
+
+#include <cstring>
+#include <exception>
+#include <string>
+
+// The opaque handles of kcache.h.
+struct kcache_store {
+  std::unique_ptr<kcache::runtime::detail::Catalog> catalog;
+};
+
+struct kcache_kernel {
+  kcache::runtime::detail::Kernel k;
+  std::vector<kcache_binding> bindings;
+  std::vector<kcache_spec_entry> spec_entries;
+};
+
+namespace {
+
+using kcache::Category;
+
+static_assert(sizeof(kcache_spec_entry) == sizeof(kcache::runtime::detail::SpecEntry));
+static_assert(sizeof(kcache_binding) == sizeof(kcache::runtime::detail::Binding));
+
+thread_local std::string t_last_error;
+
+kcache_status status_for(Category c) {
+  switch (c) {
+    case Category::not_found: return KCACHE_ERROR_NOT_FOUND;
+    case Category::invalid_argument: return KCACHE_ERROR_INVALID_ARGUMENT;
+    case Category::corruption: return KCACHE_ERROR_CORRUPTION;
+    case Category::io_error:
+    case Category::store_full:
+    case Category::read_only: return KCACHE_ERROR_IO;
+    case Category::version_mismatch: return KCACHE_ERROR_VERSION_MISMATCH;
+    case Category::busy: return KCACHE_ERROR_BUSY;
+    default: return KCACHE_ERROR_INTERNAL;  // categories a read-only lookup never produces
+  }
+}
+
+kcache_status failed(kcache_status s, std::string message) {
+  t_last_error = std::move(message);
+  return s;
+}
+
+kcache_status failed(const kcache::Error& e) { return failed(status_for(e.category), e.message); }
+
+// Runs `fn` (returning kcache_status) with exceptions turned into statuses.
+template <typename Fn>
+kcache_status guarded(Fn&& fn) noexcept {
+  try {
+    t_last_error.clear();
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return failed(KCACHE_ERROR_INTERNAL, "out of memory");
+  } catch (const std::exception& e) {
+    return failed(KCACHE_ERROR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return failed(KCACHE_ERROR_INTERNAL, "internal error");
+  }
+}
+
+kcache::device::DeviceInfo device_info(const kcache_device& d) {
+  kcache::runtime::detail::DeviceProperties p;
+  p.vendor_id = d.vendor_id;
+  p.device_id = d.device_id;
+  p.driver_version = d.driver_version;
+  std::memcpy(p.pipeline_cache_uuid.data(), d.pipeline_cache_uuid, 16);
+  std::memcpy(p.device_uuid.data(), d.device_uuid, 16);
+  std::memcpy(p.driver_uuid.data(), d.driver_uuid, 16);
+  p.driver_id = d.driver_id;
+  p.driver_info.assign(d.driver_info, strnlen(d.driver_info, sizeof d.driver_info));
+  return kcache::runtime::detail::device_from_properties(p);
+}
+
+template <typename Find>
+kcache_status lookup(kcache_store* store, const kcache_device* device, const char* target, kcache_kernel** out,
+                     Find&& find) {
+  return guarded([&] {
+    if (!store || !out) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "store and out must not be NULL");
+    *out = nullptr;
+    std::optional<kcache::device::DeviceInfo> info;
+    kcache::runtime::detail::LookupOptions options;
+    if (device) options.device = &info.emplace(device_info(*device));
+    if (target) options.target = target;
+    auto k = find(*store->catalog, options);
+    if (!k) return failed(k.error());
+    auto handle = std::make_unique<kcache_kernel>();
+    handle->k = std::move(*k);
+    for (const auto& b : handle->k.interface.bindings)
+      handle->bindings.push_back({b.set, b.binding, b.descriptor_type, b.count});
+    for (const auto& s : handle->k.interface.spec_entries)
+      handle->spec_entries.push_back({s.constant_id, s.offset, s.size});
+    *out = handle.release();
+    return KCACHE_OK;
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* kcache_version(void) { return KCACHE_VERSION; }
+
+const char* kcache_status_name(kcache_status status) {
+  switch (status) {
+    case KCACHE_OK: return "ok";
+    case KCACHE_ERROR_NOT_FOUND: return "not_found";
+    case KCACHE_ERROR_INVALID_ARGUMENT: return "invalid_argument";
+    case KCACHE_ERROR_CORRUPTION: return "corruption";
+    case KCACHE_ERROR_IO: return "io_error";
+    case KCACHE_ERROR_VERSION_MISMATCH: return "version_mismatch";
+    case KCACHE_ERROR_BUSY: return "busy";
+    case KCACHE_ERROR_INTERNAL: return "internal";
+  }
+  return "unknown";
+}
+
+const char* kcache_last_error(void) { return t_last_error.c_str(); }
+
+kcache_status kcache_store_open(const char* dir, kcache_store** out) {
+  return guarded([&] {
+    if (!out) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "out must not be NULL");
+    *out = nullptr;
+    auto catalog = kcache::runtime::detail::Catalog::open(dir ? dir : "");
+    if (!catalog) return failed(catalog.error());
+    *out = new kcache_store{std::move(*catalog)};
+    return KCACHE_OK;
+  });
+}
+
+void kcache_store_close(kcache_store* store) { delete store; }
+
+kcache_status kcache_lookup(kcache_store* store, const char* name, const kcache_device* device, const char* target,
+                            kcache_kernel** out) {
+  if (!name) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "name must not be NULL");
+  return lookup(store, device, target, out,
+                [&](const kcache::runtime::detail::Catalog& c, const auto& o) { return c.find(name, o); });
+}
+
+kcache_status kcache_lookup_key(kcache_store* store, const char* key_id, const kcache_device* device,
+                                const char* target, kcache_kernel** out) {
+  if (!key_id) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "key_id must not be NULL");
+  return lookup(store, device, target, out,
+                [&](const kcache::runtime::detail::Catalog& c, const auto& o) { return c.find_by_key(key_id, o); });
+}
+
+kcache_status kcache_list_kernels(kcache_store* store, const char* target,
+                                  int (*visit)(const char* name, void* user), void* user) {
+  return guarded([&] {
+    if (!store || !visit) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "store and visit must not be NULL");
+    std::string name;
+    auto r = store->catalog->list(target ? target : "", [&](std::string_view, std::string_view n) {
+      name.assign(n);
+      return visit(name.c_str(), user) == 0;
+    });
+    return r ? KCACHE_OK : failed(r.error());
+  });
+}
+
+void kcache_kernel_free(kcache_kernel* kernel) { delete kernel; }
+
+const char* kcache_kernel_name(const kcache_kernel* k) { return k->k.name.c_str(); }
+const char* kcache_kernel_key_id(const kcache_kernel* k) { return k->k.key_id.c_str(); }
+const char* kcache_kernel_target(const kcache_kernel* k) { return k->k.target.c_str(); }
+const char* kcache_kernel_stage(const kcache_kernel* k) { return k->k.stage.c_str(); }
+const char* kcache_kernel_entry_point(const kcache_kernel* k) { return k->k.entry_point.c_str(); }
+
+const uint32_t* kcache_kernel_spirv(const kcache_kernel* k, size_t* words) {
+  if (words) *words = k->k.spirv.size();
+  return k->k.spirv.data();
+}
+
+kcache_blob_status kcache_kernel_blob_status(const kcache_kernel* k) {
+  switch (k->k.blob_status) {
+    case kcache::runtime::detail::BlobStatus::served: return KCACHE_BLOB_SERVED;
+    case kcache::runtime::detail::BlobStatus::absent: return KCACHE_BLOB_ABSENT;
+    case kcache::runtime::detail::BlobStatus::refused: return KCACHE_BLOB_REFUSED;
+    case kcache::runtime::detail::BlobStatus::not_requested: break;
+  }
+  return KCACHE_BLOB_NOT_REQUESTED;
+}
+
+const char* kcache_kernel_blob_reason(const kcache_kernel* k) { return k->k.blob_reason.c_str(); }
+
+const uint8_t* kcache_kernel_pipeline_cache(const kcache_kernel* k, size_t* bytes) {
+  const bool served = k->k.blob_status == kcache::runtime::detail::BlobStatus::served;
+  if (bytes) *bytes = served ? k->k.pipeline_cache.size() : 0;
+  return served ? k->k.pipeline_cache.data() : nullptr;
+}
+
+const kcache_binding* kcache_kernel_bindings(const kcache_kernel* k, uint32_t* count) {
+  if (count) *count = static_cast<uint32_t>(k->bindings.size());
+  return k->bindings.empty() ? nullptr : k->bindings.data();
+}
+
+uint32_t kcache_kernel_push_constant_size(const kcache_kernel* k) { return k->k.interface.push_constant_size; }
+
+const kcache_spec_entry* kcache_kernel_spec_entries(const kcache_kernel* k, uint32_t* count) {
+  if (count) *count = static_cast<uint32_t>(k->spec_entries.size());
+  return k->spec_entries.empty() ? nullptr : k->spec_entries.data();
+}
+
+const void* kcache_kernel_spec_data(const kcache_kernel* k, size_t* bytes) {
+  if (bytes) *bytes = k->k.interface.spec_data.size();
+  return k->k.interface.spec_data.empty() ? nullptr : k->k.interface.spec_data.data();
+}
+
+const char* kcache_kernel_interface_error(const kcache_kernel* k) { return k->k.interface_error.c_str(); }
+
+}  // extern "C"

@@ -1,0 +1,266 @@
+#include "kcache/runtime/catalog.hpp"
+
+#include "kcache/device/pipeline_entry.hpp"
+// The same reflection the device stage builds pipelines with: an application
+// must create its layout and specialization exactly as kcache did, or the
+// driver misses the blob.
+#include "kcache/device/reflect.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cstring>
+
+namespace kcache::runtime::detail {
+namespace {
+
+constexpr std::uint32_t k_spirv_magic = 0x07230203;
+
+const std::string* field(const std::vector<Field>& fields, std::string_view name) {
+  for (const auto& [k, v] : fields)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+// The manifest's spec constants from the SPIR-V entry's id fields
+// ("spec_constant:<id>" = "<type>:<text>", definition.cpp), converted as the
+// device stage converts them (pipeline::spec_values): 32 bits, a negative int
+// sign-extended. Used when there is no blob recipe to take them from.
+Result<std::vector<device::SpecValue>> spec_from_fields(const Entry& e) {
+  std::vector<device::SpecValue> out;
+  constexpr std::string_view prefix = "spec_constant:";
+  for (const auto& [k, v] : e.id_fields) {
+    if (!k.starts_with(prefix)) continue;
+    auto bad = [&] {
+      return fail(Category::corruption, "kernel '{}': malformed spec constant field '{}' = '{}'", e.kernel, k, v);
+    };
+    std::uint32_t id = 0;
+    std::string_view id_text = std::string_view(k).substr(prefix.size());
+    if (auto [p, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
+        ec != std::errc{} || p != id_text.data() + id_text.size())
+      return bad();
+    auto colon = v.find(':');
+    if (colon == std::string::npos) return bad();
+    std::string_view type = std::string_view(v).substr(0, colon);
+    std::string_view text = std::string_view(v).substr(colon + 1);
+    std::uint64_t bits = 0;
+    if (type == "bool") {
+      if (text != "true" && text != "false") return bad();
+      bits = text == "true" ? 1 : 0;
+    } else if (type == "int") {
+      std::int64_t x = 0;
+      if (auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+          ec != std::errc{} || p != text.data() + text.size() || x < INT32_MIN || x > std::int64_t{UINT32_MAX})
+        return bad();
+      bits = x < 0 ? static_cast<std::uint64_t>(x) : static_cast<std::uint32_t>(x);
+    } else if (type == "float") {
+      double x = 0;
+      if (auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+          ec != std::errc{} || p != text.data() + text.size())
+        return bad();
+      bits = std::bit_cast<std::uint32_t>(static_cast<float>(x));
+    } else {
+      return bad();
+    }
+    out.push_back({id, bits});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  return out;
+}
+
+Result<std::vector<std::uint32_t>> spirv_words(const Entry& e, std::string_view ns) {
+  if (e.payload_kind != PayloadKind::spirv)
+    return fail(Category::corruption, "entry '{}' in {} holds no SPIR-V module", e.kernel, ns);
+  if (e.payload.size() < 20 || e.payload.size() % 4 != 0)
+    return fail(Category::corruption, "entry '{}' in {}: {} bytes is not a SPIR-V module", e.kernel, ns,
+                e.payload.size());
+  std::vector<std::uint32_t> words(e.payload.size() / 4);
+  std::memcpy(words.data(), e.payload.data(), e.payload.size());
+  if (words[0] != k_spirv_magic)
+    return fail(Category::corruption, "entry '{}' in {}: not a SPIR-V module (magic {:#010x})", e.kernel, ns,
+                words[0]);
+  return words;
+}
+
+Interface to_interface(const device::detail::ModuleInterface& m) {
+  Interface out;
+  for (const auto& b : m.bindings)
+    out.bindings.push_back({b.set, b.binding, static_cast<std::uint32_t>(b.type), b.count});
+  out.push_constant_size = m.push_constant_size;
+  for (const auto& s : m.spec_entries) out.spec_entries.push_back({s.constantID, s.offset, s.size});
+  out.spec_data = m.spec_data;
+  return out;
+}
+
+// The blob part of a lookup: fills blob_status, blob_reason, pipeline_cache,
+// and (from the recipe) entry_point and spec. Never fails: a refusal is data.
+Result<void> attach_blob(store::Reader& reader, const device::DeviceInfo& dev, const Entry& spirv,
+                         std::string_view spirv_ns, Kernel& k) {
+  const std::string dev_ns = dev.ns.name();
+  auto refuse = [&](std::string why) {
+    k.blob_status = BlobStatus::refused;
+    k.blob_reason = fmt::format("blob in {} not used: {}", dev_ns, why);
+    return Result<void>{};
+  };
+  auto stored = reader.get(dev_ns, k.name);
+  if (!stored) return refuse(stored.error().message);
+  if (!*stored) {
+    k.blob_status = BlobStatus::absent;
+    k.blob_reason = fmt::format(
+        "the store has no pipeline-cache blob for '{}' on this device (namespace {}); build one on this "
+        "device with `kcache build --backend vulkan`, or import a bundle made for it",
+        k.name, dev_ns);
+    return {};
+  }
+  const Entry& v = **stored;
+  if (v.payload_kind != PayloadKind::pipeline_cache) return refuse("the entry holds no pipeline-cache blob");
+  auto recipe = device::read_pipeline_recipe(v);
+  if (!recipe) return refuse(recipe.error().message);
+  if (recipe->spirv_namespace != spirv_ns)
+    return refuse(fmt::format("it was built from the {} module, this lookup serves {}", recipe->spirv_namespace,
+                              spirv_ns));
+  if (v.key.id != spirv.key.id || recipe->spirv_digest != spirv.payload_digest)
+    return refuse(
+        "stale: it was built from another version of the SPIR-V module; rebuild with `kcache build --backend "
+        "vulkan`");
+  auto raw = device::unwrap_blob(v.payload, dev);
+  if (!raw) return refuse(raw.error().message);
+  k.blob_status = BlobStatus::served;
+  k.pipeline_cache.assign(raw->begin(), raw->end());
+  k.entry_point = recipe->entry;
+  k.spec = recipe->spec;
+  return {};
+}
+
+std::string join_targets(const std::vector<std::string>& targets) {
+  std::string out;
+  for (const auto& t : targets) out += (out.empty() ? "" : ", ") + t;
+  return out;
+}
+
+}  // namespace
+
+std::string_view blob_status_name(BlobStatus status) {
+  switch (status) {
+    case BlobStatus::served: return "served";
+    case BlobStatus::absent: return "absent";
+    case BlobStatus::refused: return "refused";
+    case BlobStatus::not_requested: break;
+  }
+  return "not-requested";
+}
+
+device::DeviceInfo device_from_properties(const DeviceProperties& p) {
+  device::DeviceInfo info;
+  info.vendor_id = p.vendor_id;
+  info.device_id = p.device_id;
+  info.driver_version = p.driver_version;
+  info.pipeline_cache_uuid = p.pipeline_cache_uuid;
+  info.device_uuid = p.device_uuid;
+  info.driver_uuid = p.driver_uuid;
+  info.driver_id = p.driver_id;
+  info.driver_info = p.driver_info;
+  info.seal_fingerprint();
+  return info;
+}
+
+Catalog::Catalog(std::unique_ptr<store::Store> store) : m_store(std::move(store)) {}
+
+Result<std::unique_ptr<Catalog>> Catalog::open(const std::filesystem::path& dir) {
+  const auto path = dir.empty() ? store::default_store_dir() : dir;
+  store::OpenOptions options;
+  options.read_only = true;
+  auto s = store::open_lmdb_store(path, options);
+  if (!s) return tl::unexpected(std::move(s).error().context(fmt::format("store {}", path.string())));
+  return std::make_unique<Catalog>(std::move(*s));
+}
+
+Result<void> Catalog::list(std::string_view target,
+                           const std::function<bool(std::string_view, std::string_view)>& visit) const {
+  return m_store->read([&](store::Reader& reader) -> Result<void> {
+    auto namespaces = KCACHE_TRY(reader.namespaces());
+    for (const auto& info : namespaces) {
+      if (info.ns.backend != "spirv" || (!target.empty() && info.ns.fingerprint != target)) continue;
+      bool go_on = true;
+      KCACHE_CHECK(reader.scan(info.ns.name(), [&](Entry&& e) { return go_on = visit(info.ns.fingerprint, e.kernel); }));
+      if (!go_on) break;
+    }
+    return {};
+  });
+}
+
+Result<Kernel> Catalog::find(std::string_view name, const LookupOptions& options) const {
+  Kernel k;
+  KCACHE_CHECK(m_store->read([&](store::Reader& reader) -> Result<void> {
+    // Which target: the one asked, else the one the device's blob was built
+    // from, else the only one that holds the name.
+    std::string spirv_ns;
+    if (!options.target.empty()) {
+      spirv_ns = spirv_namespace(options.target).name();
+    } else {
+      if (options.device) {
+        auto v = reader.get(options.device->ns.name(), name);
+        if (v && *v)
+          if (auto recipe = device::read_pipeline_recipe(**v)) spirv_ns = recipe->spirv_namespace;
+      }
+      if (spirv_ns.empty()) {
+        std::vector<std::string> holders;
+        for (const auto& info : KCACHE_TRY(reader.namespaces()))
+          if (info.ns.backend == "spirv" && KCACHE_TRY(reader.get(info.ns.name(), name)))
+            holders.push_back(info.ns.fingerprint);
+        if (holders.size() > 1)
+          return fail(Category::invalid_argument, "kernel '{}' is stored for several targets ({}); name one",
+                      name, join_targets(holders));
+        if (holders.empty()) return fail(Category::not_found, "no kernel '{}' in the store", name);
+        spirv_ns = spirv_namespace(holders.front()).name();
+      }
+    }
+    auto stored = KCACHE_TRY(reader.get(spirv_ns, name));
+    if (!stored) return fail(Category::not_found, "no kernel '{}' in {} of the store", name, spirv_ns);
+    const Entry& e = *stored;
+    k.name = e.kernel;
+    k.key = e.key;
+    k.key_id = e.key.id.hex();
+    k.target = spirv_ns.substr(spirv_ns.find('/') + 1);
+    k.spirv = KCACHE_TRY(spirv_words(e, spirv_ns));
+    const std::string* stage = field(e.id_fields, "stage");
+    const std::string* entry = field(e.id_fields, "entry");
+    k.stage = stage ? *stage : "";
+    k.entry_point = entry ? *entry : "main";
+    k.spec = KCACHE_TRY(spec_from_fields(e));
+    if (options.device) KCACHE_CHECK(attach_blob(reader, *options.device, e, spirv_ns, k));
+    return {};
+  }));
+  if (k.stage == "compute") {
+    auto iface = device::detail::reflect_module(k.spirv, k.entry_point, k.spec);
+    if (iface) k.interface = to_interface(*iface);
+    else k.interface_error = iface.error().message;
+  }
+  return k;
+}
+
+Result<Kernel> Catalog::find_by_key(std::string_view key_id, const LookupOptions& options) const {
+  auto id = util::Hash128::from_hex(key_id);
+  if (!id) return fail(Category::invalid_argument, "key id '{}' is not 32 hex digits", key_id);
+  std::optional<std::pair<std::string, std::string>> found;  // target, name
+  KCACHE_CHECK(m_store->read([&](store::Reader& reader) -> Result<void> {
+    for (const auto& info : KCACHE_TRY(reader.namespaces())) {
+      if (info.ns.backend != "spirv" || (!options.target.empty() && info.ns.fingerprint != options.target))
+        continue;
+      KCACHE_CHECK(reader.scan(info.ns.name(), [&](Entry&& e) {
+        if (e.key.id == *id) found.emplace(info.ns.fingerprint, e.kernel);
+        return !found;
+      }));
+      if (found) break;
+    }
+    return {};
+  }));
+  if (!found) return fail(Category::not_found, "no kernel with key id {} in the store", key_id);
+  LookupOptions exact = options;
+  exact.target = found->first;
+  return find(found->second, exact);
+}
+
+}  // namespace kcache::runtime::detail

@@ -1,0 +1,132 @@
+// The implementation behind kcache.h: kernel lookups in a read-only store for
+// an application's device. Not installed; applications use kcache.h or
+// runtime.hpp. Unit tests use it directly with errors as kcache::Error.
+//
+// A lookup finds the kernel's SPIR-V entry (namespace spirv/<target>) and,
+// for a device, its vulkan entry (namespace vulkan/<fingerprint>, recipe in
+// device/pipeline_entry.hpp). The blob is served only when every check
+// passes: the recipe reads, names the same target and the same SPIR-V
+// payload digest and key id, and unwrap_blob accepts wrapper and Vulkan
+// header for the device. Any failure there withholds the blob with its reason
+// and still serves the SPIR-V (RELIABILITY.md promise 5).
+//
+// Thread-safety: a Catalog may be shared by threads (each lookup is one read
+// snapshot of the store); Kernel is a plain value.
+#pragma once
+
+#include "kcache/core/entry.hpp"
+#include "kcache/core/error.hpp"
+#include "kcache/device/device.hpp"
+#include "kcache/store/store.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kcache::runtime::detail {
+
+enum class BlobStatus { served, absent, refused, not_requested };
+/// "served", "absent", "refused", "not-requested".
+std::string_view blob_status_name(BlobStatus status);
+
+/// A descriptor binding: VkDescriptorSetLayoutBinding without the stage.
+struct Binding {
+  std::uint32_t set = 0;
+  std::uint32_t binding = 0;
+  std::uint32_t descriptor_type = 0;  ///< VkDescriptorType
+  std::uint32_t count = 1;
+};
+
+/// Layout-identical to VkSpecializationMapEntry (and kcache_spec_entry).
+struct SpecEntry {
+  std::uint32_t constant_id = 0;
+  std::uint32_t offset = 0;
+  std::size_t size = 0;
+};
+
+/// What a compute pipeline for the kernel must be created with for the
+/// blob to serve it: the same reflection the device stage used.
+struct Interface {
+  std::vector<Binding> bindings;  ///< sorted by (set, binding)
+  std::uint32_t push_constant_size = 0;
+  std::vector<SpecEntry> spec_entries;
+  std::vector<std::uint8_t> spec_data;
+};
+
+/// One looked-up kernel.
+struct Kernel {
+  std::string name;
+  Key key;                   ///< the SPIR-V entry's key
+  std::string key_id;        ///< key.id as 32 hex digits
+  std::string target;        ///< "vulkan1.2"
+  std::string stage;         ///< "compute", ...; "" when the entry does not record it
+  std::string entry_point;
+  std::vector<std::uint32_t> spirv;
+  std::vector<device::SpecValue> spec;  ///< from the blob's recipe, else from the manifest fields
+  Interface interface;                  ///< empty unless stage is compute and reflection worked
+  std::string interface_error;          ///< why `interface` is empty for a compute kernel
+  BlobStatus blob_status = BlobStatus::not_requested;
+  std::string blob_reason;              ///< empty when served or not requested
+  std::vector<std::uint8_t> pipeline_cache;  ///< raw, header-checked; empty unless served
+};
+
+/// What a lookup is for.
+struct LookupOptions {
+  /// The application's device; nullptr = SPIR-V only.
+  const device::DeviceInfo* device = nullptr;
+  /// "vulkan1.2"; empty = the blob's target, else the only one stored.
+  std::string target;
+};
+
+/// The properties an application has of its device (kcache_device), as the
+/// DeviceInfo whose fingerprint kcache's own device listing computes.
+struct DeviceProperties {
+  std::uint32_t vendor_id = 0;
+  std::uint32_t device_id = 0;
+  std::uint32_t driver_version = 0;
+  device::Uuid pipeline_cache_uuid{};
+  device::Uuid device_uuid{};
+  device::Uuid driver_uuid{};
+  std::uint32_t driver_id = 0;
+  std::string driver_info;
+};
+/// A DeviceInfo with the fingerprint sealed; fields kcache does not
+/// fingerprint (name, type, index) are left empty.
+device::DeviceInfo device_from_properties(const DeviceProperties& props);
+
+class Catalog {
+ public:
+  /// Opens the store in `dir` (empty = store::default_store_dir()) read-only.
+  /// not_found when there is none; other errors as store::open_lmdb_store.
+  static Result<std::unique_ptr<Catalog>> open(const std::filesystem::path& dir);
+  /// Over an already open store (tests: memory store).
+  explicit Catalog(std::unique_ptr<store::Store> store);
+
+  /// Looks `name` up. not_found when no SPIR-V of that name is stored for the
+  /// target; invalid_argument when no target is given and several hold it;
+  /// corruption when the SPIR-V entry is unreadable or not a module. Blob
+  /// failures are not errors (Kernel::blob_status).
+  Result<Kernel> find(std::string_view name, const LookupOptions& options) const;
+
+  /// As find, for the SPIR-V entry whose key.id is `key_id` (32 hex digits;
+  /// invalid_argument otherwise). A linear scan over the spirv namespaces.
+  Result<Kernel> find_by_key(std::string_view key_id, const LookupOptions& options) const;
+
+  /// Visits every (target, kernel name) stored as SPIR-V, for `target` only
+  /// when not empty, in namespace then name order; stops when `visit`
+  /// returns false.
+  Result<void> list(std::string_view target,
+                    const std::function<bool(std::string_view target, std::string_view name)>& visit) const;
+
+ private:
+  std::unique_ptr<store::Store> m_store;
+};
+
+}  // namespace kcache::runtime::detail

@@ -1,0 +1,188 @@
+/* kcache.h: kcache's runtime API for applications, as a C ABI so that any
+ * language can bind it (the C++ header kcache/runtime/runtime.hpp wraps it).
+ *
+ * An application opens a kcache store read-only, looks a kernel up by name
+ * (or by key id) for its own Vulkan device, and gets the SPIR-V module, the
+ * pipeline interface kcache built it with (descriptor bindings, push-constant
+ * size, specialization map) and, when the store holds one for exactly this
+ * device, a VkPipelineCache initial blob. A blob is handed out only after
+ * kcache's wrapper (full device fingerprint, length, digest) and the 32-byte
+ * Vulkan header (vendorID, deviceID, pipelineCacheUUID) were checked against
+ * the device the application describes; otherwise the kernel comes without a
+ * blob and with the reason, and the SPIR-V is still served. SPIR-V entries
+ * passed spirv-val when they were built or imported; their digests are checked
+ * again on every read.
+ *
+ * Errors: every fallible call returns a kcache_status; on failure the
+ * message of the last failed call on the calling thread is kcache_last_error().
+ *
+ * Thread-safety: a kcache_store may be used from several threads at once
+ * (every lookup reads its own snapshot). A kcache_kernel is an immutable value:
+ * read it from any thread, free it once. Pointers returned by kcache_kernel_*
+ * live as long as the kernel; kcache_last_error()'s until the thread's next
+ * kcache call.
+ *
+ * Stability: the ABI is versioned by the library's SONAME (libkcache.so.N);
+ * KCACHE_RUNTIME_API_VERSION changes with every addition. Enum values are
+ * append-only.
+ */
+#ifndef KCACHE_RUNTIME_KCACHE_H
+#define KCACHE_RUNTIME_KCACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(KCACHE_RUNTIME_BUILD)
+#define KCACHE_API __attribute__((visibility("default")))
+#else
+#define KCACHE_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KCACHE_RUNTIME_API_VERSION 1
+
+/** Outcome of a call. */
+typedef enum kcache_status {
+  KCACHE_OK = 0,
+  KCACHE_ERROR_NOT_FOUND = 1,        /**< no such store, kernel or key */
+  KCACHE_ERROR_INVALID_ARGUMENT = 2, /**< a NULL or malformed argument, an ambiguous lookup */
+  KCACHE_ERROR_CORRUPTION = 3,       /**< a stored record failed its checks */
+  KCACHE_ERROR_IO = 4,               /**< the OS refused: permissions, not a directory */
+  KCACHE_ERROR_VERSION_MISMATCH = 5, /**< the store was written by a newer kcache */
+  KCACHE_ERROR_BUSY = 6,             /**< transient (e.g. a compaction is running); retry */
+  KCACHE_ERROR_INTERNAL = 7          /**< out of memory or a bug in kcache */
+} kcache_status;
+
+/** What became of the pipeline-cache blob of a looked-up kernel. */
+typedef enum kcache_blob_status {
+  KCACHE_BLOB_SERVED = 0,       /**< checked against the device; pass it as pInitialData */
+  KCACHE_BLOB_ABSENT = 1,       /**< the store holds no blob for this kernel on this device */
+  KCACHE_BLOB_REFUSED = 2,      /**< a blob is stored but failed a check (other device or
+                                     driver, corrupt, stale); see kcache_kernel_blob_reason */
+  KCACHE_BLOB_NOT_REQUESTED = 3 /**< the lookup named no device */
+} kcache_blob_status;
+
+/** The device an application creates its pipelines on: the properties that
+ *  make up kcache's device fingerprint (`kcache devices` prints them). Fill
+ *  it from VkPhysicalDeviceProperties, VkPhysicalDeviceIDProperties and
+ *  VkPhysicalDeviceDriverProperties, or with kcache_device_from_vulkan() of
+ *  kcache/runtime/kcache_vulkan.h. Zero-initialise it first. */
+typedef struct kcache_device {
+  uint32_t vendor_id;              /**< VkPhysicalDeviceProperties::vendorID */
+  uint32_t device_id;              /**< ::deviceID */
+  uint32_t driver_version;         /**< ::driverVersion (raw) */
+  uint8_t pipeline_cache_uuid[16]; /**< ::pipelineCacheUUID */
+  uint8_t device_uuid[16];         /**< VkPhysicalDeviceIDProperties::deviceUUID (Vulkan 1.1) */
+  uint8_t driver_uuid[16];         /**< VkPhysicalDeviceIDProperties::driverUUID */
+  uint32_t driver_id;              /**< VkPhysicalDeviceDriverProperties::driverID; 0 if unknown */
+  char driver_info[256];           /**< ::driverInfo, NUL-terminated; "" if unknown */
+} kcache_device;
+
+/** One descriptor binding of a compute kernel's pipeline layout. */
+typedef struct kcache_binding {
+  uint32_t set;
+  uint32_t binding;
+  uint32_t descriptor_type; /**< a VkDescriptorType value */
+  uint32_t count;           /**< descriptorCount (1 for a runtime-sized array) */
+} kcache_binding;
+
+/** One specialization map entry; the same layout as VkSpecializationMapEntry,
+ *  so an array of them can be passed as pMapEntries. */
+typedef struct kcache_spec_entry {
+  uint32_t constant_id;
+  uint32_t offset; /**< into kcache_kernel_spec_data() */
+  size_t size;     /**< 1, 2, 4 or 8 bytes */
+} kcache_spec_entry;
+
+typedef struct kcache_store kcache_store;   /**< an open store (read-only) */
+typedef struct kcache_kernel kcache_kernel; /**< one looked-up kernel */
+
+/** kcache's version, e.g. "0.1.0". */
+KCACHE_API const char* kcache_version(void);
+
+/** Stable name of a status, e.g. "not_found". */
+KCACHE_API const char* kcache_status_name(kcache_status status);
+
+/** The message of the last failed kcache call on this thread ("" if none):
+ *  what was wrong and what to do. */
+KCACHE_API const char* kcache_last_error(void);
+
+/** Opens the store in directory `dir` read-only; nothing is ever written.
+ *  `dir` NULL or "" means kcache's default: $KCACHE_STORE, else
+ *  $XDG_CACHE_HOME/kcache, else ~/.cache/kcache. NOT_FOUND when there is no
+ *  store there, IO, CORRUPTION or VERSION_MISMATCH as the message says. */
+KCACHE_API kcache_status kcache_store_open(const char* dir, kcache_store** out);
+
+/** Closes a store; NULL is allowed. Kernels already looked up stay valid. */
+KCACHE_API void kcache_store_close(kcache_store* store);
+
+/** Looks kernel `name` up (e.g. "saxpy[T=float,WIDTH=4]").
+ *  `device`: the device the application will create the pipeline on, or
+ *  NULL for SPIR-V only (blob status NOT_REQUESTED).
+ *  `target`: the SPIR-V target environment ("vulkan1.2"), or NULL: then the
+ *  target the device's blob was built from, else the only target the kernel
+ *  is stored for (INVALID_ARGUMENT naming them when there are several).
+ *  NOT_FOUND when no SPIR-V of that name is stored. A blob that fails a check
+ *  is not an error: the kernel comes with status REFUSED and the reason. */
+KCACHE_API kcache_status kcache_lookup(kcache_store* store, const char* name, const kcache_device* device,
+                                       const char* target, kcache_kernel** out);
+
+/** As kcache_lookup, by key id: the 32 hex digits `kcache inspect` shows as a
+ *  kernel's key (its first half, `id`). Scans the store: prefer names. */
+KCACHE_API kcache_status kcache_lookup_key(kcache_store* store, const char* key_id, const kcache_device* device,
+                                           const char* target, kcache_kernel** out);
+
+/** Calls `visit(name, user)` for every kernel stored as SPIR-V for `target`
+ *  (NULL: every target, a name once per target), in name order, until
+ *  `visit` returns non-zero. */
+KCACHE_API kcache_status kcache_list_kernels(kcache_store* store, const char* target,
+                                             int (*visit)(const char* name, void* user), void* user);
+
+/** Frees a kernel; NULL is allowed. */
+KCACHE_API void kcache_kernel_free(kcache_kernel* kernel);
+
+/** The kernel's name. */
+KCACHE_API const char* kcache_kernel_name(const kcache_kernel* kernel);
+/** Its key id, 32 hex digits. */
+KCACHE_API const char* kcache_kernel_key_id(const kcache_kernel* kernel);
+/** The SPIR-V target it was looked up in, e.g. "vulkan1.2". */
+KCACHE_API const char* kcache_kernel_target(const kcache_kernel* kernel);
+/** Its shader stage: "compute", "vertex", "fragment", ... */
+KCACHE_API const char* kcache_kernel_stage(const kcache_kernel* kernel);
+/** The entry point to pass as pName. */
+KCACHE_API const char* kcache_kernel_entry_point(const kcache_kernel* kernel);
+
+/** The SPIR-V module (for VkShaderModuleCreateInfo: codeSize = *words * 4). */
+KCACHE_API const uint32_t* kcache_kernel_spirv(const kcache_kernel* kernel, size_t* words);
+
+/** What became of the blob; see kcache_blob_status. */
+KCACHE_API kcache_blob_status kcache_kernel_blob_status(const kcache_kernel* kernel);
+/** Why there is no blob ("" when SERVED). */
+KCACHE_API const char* kcache_kernel_blob_reason(const kcache_kernel* kernel);
+/** The checked VkPipelineCache initial data (its 32-byte Vulkan header first),
+ *  or NULL with *bytes = 0 unless the status is SERVED. */
+KCACHE_API const uint8_t* kcache_kernel_pipeline_cache(const kcache_kernel* kernel, size_t* bytes);
+
+/** The pipeline interface of a compute kernel, reflected from its SPIR-V the
+ *  way `kcache build --backend vulkan` built the blob: a pipeline created
+ *  with another layout or other specialization values would miss the blob.
+ *  Empty for other stages, or when reflection failed (then
+ *  kcache_kernel_interface_error says why). */
+KCACHE_API const kcache_binding* kcache_kernel_bindings(const kcache_kernel* kernel, uint32_t* count);
+/** Push-constant range size in bytes at offset 0 (0: no push constants). */
+KCACHE_API uint32_t kcache_kernel_push_constant_size(const kcache_kernel* kernel);
+/** The specialization map (from the manifest's spec_constants). */
+KCACHE_API const kcache_spec_entry* kcache_kernel_spec_entries(const kcache_kernel* kernel, uint32_t* count);
+/** The specialization data the map entries point into. */
+KCACHE_API const void* kcache_kernel_spec_data(const kcache_kernel* kernel, size_t* bytes);
+/** Why the interface is empty for a compute kernel ("" otherwise). */
+KCACHE_API const char* kcache_kernel_interface_error(const kcache_kernel* kernel);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KCACHE_RUNTIME_KCACHE_H */

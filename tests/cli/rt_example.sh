@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The runtime API's example program on lavapipe: the example kernels' compute
+# pipelines created through libkcache, first from a SPIR-V-only store (no
+# blob, the reason given, every pipeline still created), then after
+# `kcache build --backend vulkan` (every blob served: the runtime's
+# kcache_device_from_vulkan fingerprint equals kcache's own). Lavapipe keeps
+# no compiled code in its caches, so only correctness is checked, not speed.
+source "$(dirname "$0")/lib.bash"
+: "${KCACHE_BUILD_DIR:?set by ctest}"
+EXAMPLE=$KCACHE_BUILD_DIR/tools/kcache-example/kcache-example
+copy_example "$WORK/project"
+
+expect_exit 0 "$KCACHE" build "$WORK/project/kcache.toml" -j2
+expect_exit 0 "$EXAMPLE" --device llvmpipe
+expect_in "$WORK/out" "total: 76 kernels, 0 blobs served"
+expect_in "$WORK/out" "kernels without a blob: e.g. the store has no pipeline-cache blob"
+cat "$WORK/out" | tail -1
+
+expect_exit 0 "$KCACHE" build "$WORK/project/kcache.toml" -j2 --backend vulkan --device llvmpipe
+expect_exit 0 "$EXAMPLE" --device llvmpipe
+expect_in "$WORK/out" "total: 76 kernels, 76 blobs served"
+tail -1 "$WORK/out"
+
+# One kernel by name and target; an unknown one is an error with exit 1.
+expect_exit 0 "$EXAMPLE" --device llvmpipe --target vulkan1.2 'saxpy[T=float,WIDTH=4]'
+expect_in "$WORK/out" "total: 1 kernels, 1 blobs served"
+expect_exit 1 "$EXAMPLE" --device llvmpipe nope
+expect_in "$WORK/err" "no kernel 'nope'"
+expect_exit 3 "$EXAMPLE" --store "$WORK/absent"
+expect_exit 2 "$EXAMPLE" --bogus

@@ -1,0 +1,159 @@
+// The C ABI (kcache.h) and the header-only C++ wrapper (runtime.hpp) over a
+// real LMDB store: the same lookups as test_runtime_lookup.cpp seen through
+// the handles, statuses and thread-local messages an application uses.
+#include "kcache/runtime/kcache.h"
+#include "kcache/runtime/runtime.hpp"
+
+#include "test_runtime_support.hpp"
+
+using namespace kcache;
+using namespace kcache::test;
+
+namespace {
+
+bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
+
+struct Fixture {
+  TempDir dir;
+  std::filesystem::path store = dir.path() / "store";
+  std::vector<std::uint32_t> words = compile_glsl(dir, "scale", k_runtime_shader);
+  Entry spirv = spirv_entry("scale", words);
+  device::DeviceInfo lvp = lavapipe_info();
+  std::vector<std::uint8_t> raw;
+
+  Fixture() {
+    auto dev = device::Device::open(lvp);
+    REQUIRE_MESSAGE(dev.has_value(), why(dev));
+    auto blob = (*dev)->build_pipeline(words, "main", k_runtime_spec);
+    REQUIRE_MESSAGE(blob.has_value(), why(blob));
+    raw = blob->data;
+    put(store, spirv_namespace("vulkan1.2"), {spirv, spirv_entry("other", words)});
+    put(store, lvp.ns, {pipeline_entry(spirv, lvp, raw)});
+  }
+};
+
+int collect(const char* name, void* user) {
+  static_cast<std::vector<std::string>*>(user)->emplace_back(name);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("runtime C API: open, look up with a device, read every accessor, free") {
+  Fixture f;
+  kcache_store* s = nullptr;
+  REQUIRE_MESSAGE(kcache_store_open(f.store.c_str(), &s) == KCACHE_OK, kcache_last_error());
+  const kcache_device dev = c_device(f.lvp);
+
+  kcache_kernel* k = nullptr;
+  REQUIRE_MESSAGE(kcache_lookup(s, "scale", &dev, nullptr, &k) == KCACHE_OK, kcache_last_error());
+  CHECK(std::string(kcache_kernel_name(k)) == "scale");
+  CHECK(std::string(kcache_kernel_key_id(k)) == f.spirv.key.id.hex());
+  CHECK(std::string(kcache_kernel_target(k)) == "vulkan1.2");
+  CHECK(std::string(kcache_kernel_stage(k)) == "compute");
+  CHECK(std::string(kcache_kernel_entry_point(k)) == "main");
+  size_t words = 0;
+  const uint32_t* code = kcache_kernel_spirv(k, &words);
+  CHECK(std::vector<std::uint32_t>(code, code + words) == f.words);
+
+  CHECK(kcache_kernel_blob_status(k) == KCACHE_BLOB_SERVED);
+  CHECK(std::string(kcache_kernel_blob_reason(k)).empty());
+  size_t bytes = 0;
+  const uint8_t* blob = kcache_kernel_pipeline_cache(k, &bytes);
+  CHECK(std::vector<std::uint8_t>(blob, blob + bytes) == f.raw);
+
+  uint32_t n = 0;
+  const kcache_binding* b = kcache_kernel_bindings(k, &n);
+  REQUIRE(n == 2);
+  CHECK(b[1].set == 1);
+  CHECK(b[1].binding == 2);
+  CHECK(kcache_kernel_push_constant_size(k) == 4);
+  const kcache_spec_entry* se = kcache_kernel_spec_entries(k, &n);
+  REQUIRE(n == 2);
+  size_t spec_bytes = 0;
+  const void* data = kcache_kernel_spec_data(k, &spec_bytes);
+  REQUIRE(data != nullptr);
+  for (uint32_t i = 0; i < n; ++i) CHECK(se[i].offset + se[i].size <= spec_bytes);
+  kcache_kernel_free(k);
+
+  // By key, without a device.
+  REQUIRE(kcache_lookup_key(s, f.spirv.key.id.hex().c_str(), nullptr, nullptr, &k) == KCACHE_OK);
+  CHECK(kcache_kernel_blob_status(k) == KCACHE_BLOB_NOT_REQUESTED);
+  CHECK(kcache_kernel_pipeline_cache(k, &bytes) == nullptr);
+  CHECK(bytes == 0);
+  kcache_kernel_free(k);
+
+  std::vector<std::string> names;
+  REQUIRE(kcache_list_kernels(s, "vulkan1.2", collect, &names) == KCACHE_OK);
+  CHECK(names == std::vector<std::string>{"other", "scale"});
+  names.clear();
+  REQUIRE(kcache_list_kernels(s, "vulkan1.0", collect, &names) == KCACHE_OK);
+  CHECK(names.empty());
+  kcache_store_close(s);
+}
+
+TEST_CASE("runtime C API: a changed device field withholds the blob, errors carry status and message") {
+  Fixture f;
+  kcache_store* s = nullptr;
+  REQUIRE(kcache_store_open(f.store.c_str(), &s) == KCACHE_OK);
+  kcache_device dev = c_device(f.lvp);
+  dev.pipeline_cache_uuid[0] ^= 1;
+  kcache_kernel* k = nullptr;
+  REQUIRE(kcache_lookup(s, "scale", &dev, nullptr, &k) == KCACHE_OK);
+  CHECK(kcache_kernel_blob_status(k) == KCACHE_BLOB_ABSENT);
+  CHECK(contains(kcache_kernel_blob_reason(k), "no pipeline-cache blob"));
+  size_t words = 0;
+  CHECK(kcache_kernel_spirv(k, &words) != nullptr);
+  CHECK(words == f.words.size());
+  kcache_kernel_free(k);
+
+  CHECK(kcache_lookup(s, "missing", &dev, nullptr, &k) == KCACHE_ERROR_NOT_FOUND);
+  CHECK(k == nullptr);
+  CHECK(contains(kcache_last_error(), "missing"));
+  CHECK(std::string(kcache_status_name(KCACHE_ERROR_NOT_FOUND)) == "not_found");
+  CHECK(kcache_lookup(s, nullptr, &dev, nullptr, &k) == KCACHE_ERROR_INVALID_ARGUMENT);
+  CHECK(kcache_lookup_key(s, "not-hex", nullptr, nullptr, &k) == KCACHE_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(kcache_last_error(), "32 hex digits"));
+  // A successful call clears the message.
+  REQUIRE(kcache_lookup(s, "scale", nullptr, nullptr, &k) == KCACHE_OK);
+  CHECK(std::string(kcache_last_error()).empty());
+  kcache_kernel_free(k);
+  kcache_store_close(s);
+
+  kcache_store* none = nullptr;
+  TempDir empty;
+  CHECK(kcache_store_open((empty.path() / "absent").c_str(), &none) == KCACHE_ERROR_NOT_FOUND);
+  CHECK(none == nullptr);
+  CHECK(contains(kcache_last_error(), "absent"));
+  kcache_store_close(nullptr);
+  kcache_kernel_free(nullptr);
+  CHECK(std::string(kcache_version()) == KCACHE_VERSION);
+}
+
+TEST_CASE("runtime C++ API: Store and Kernel wrap the C handles") {
+  Fixture f;
+  auto store = runtime::Store::open(f.store.string());
+  REQUIRE_MESSAGE(store.has_value(), (store ? std::string() : store.error().message));
+  const runtime::Device dev = c_device(f.lvp);
+  auto k = store->lookup("scale", &dev);
+  REQUIRE_MESSAGE(k.has_value(), (k ? std::string() : k.error().message));
+  CHECK(k->name() == "scale");
+  CHECK(std::vector<std::uint32_t>(k->spirv().begin(), k->spirv().end()) == f.words);
+  CHECK(k->blob_status() == KCACHE_BLOB_SERVED);
+  CHECK(std::vector<std::uint8_t>(k->pipeline_cache().begin(), k->pipeline_cache().end()) == f.raw);
+  CHECK(k->bindings().size() == 2);
+  CHECK(k->spec_entries().size() == 2);
+  CHECK(k->interface_error().empty());
+
+  runtime::Kernel moved = std::move(*k);
+  CHECK(moved.key_id() == f.spirv.key.id.hex());
+
+  auto names = store->kernels();
+  REQUIRE(names.has_value());
+  CHECK(*names == std::vector<std::string>{"other", "scale"});
+
+  auto missing = store->lookup("missing");
+  REQUIRE_FALSE(missing.has_value());
+  CHECK(missing.error().status == KCACHE_ERROR_NOT_FOUND);
+  CHECK(contains(missing.error().message, "missing"));
+}

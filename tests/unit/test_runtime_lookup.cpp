@@ -1,0 +1,271 @@
+// Catalog lookups against a real LMDB store: SPIR-V served with the pipeline
+// interface kcache built with, a blob served only when every check passes
+// for the application's device, and a refusal (with its reason) otherwise.
+#include "kcache/runtime/catalog.hpp"
+
+#include "test_runtime_support.hpp"
+
+#include <fstream>
+
+using namespace kcache;
+using namespace kcache::test;
+using runtime::detail::BlobStatus;
+using runtime::detail::Catalog;
+using runtime::detail::LookupOptions;
+
+namespace {
+
+constexpr std::uint32_t k_storage_buffer = 7;  // VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+constexpr std::uint32_t k_uniform_buffer = 6;  // VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+
+bool contains(const std::string& s, std::string_view what) { return s.find(what) != std::string::npos; }
+
+// A store with kernel "scale" as SPIR-V and, for lavapipe, its blob.
+struct Fixture {
+  TempDir dir;
+  std::filesystem::path store = dir.path() / "store";
+  std::vector<std::uint32_t> words = compile_glsl(dir, "scale", k_runtime_shader);
+  Entry spirv = spirv_entry("scale", words);
+  device::DeviceInfo lvp = lavapipe_info();
+  std::vector<std::uint8_t> raw;
+
+  Fixture() {
+    auto dev = device::Device::open(lvp);
+    REQUIRE_MESSAGE(dev.has_value(), why(dev));
+    auto blob = (*dev)->build_pipeline(words, "main", k_runtime_spec);
+    REQUIRE_MESSAGE(blob.has_value(), why(blob));
+    raw = blob->data;
+    put(store, spirv_namespace("vulkan1.2"), {spirv});
+  }
+  void put_blob(std::span<const std::uint8_t> bytes) { put(store, lvp.ns, {pipeline_entry(spirv, lvp, bytes)}); }
+  std::unique_ptr<Catalog> open() const {
+    auto c = Catalog::open(store);
+    REQUIRE_MESSAGE(c.has_value(), why(c));
+    return std::move(*c);
+  }
+};
+
+std::string file_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("runtime: SPIR-V only: module, entry point, manifest spec constants and reflected interface") {
+  Fixture f;
+  auto k = f.open()->find("scale", {});
+  REQUIRE_MESSAGE(k.has_value(), why(k));
+  CHECK(k->spirv == f.words);
+  CHECK(k->name == "scale");
+  CHECK(k->target == "vulkan1.2");
+  CHECK(k->stage == "compute");
+  CHECK(k->entry_point == "main");
+  CHECK(k->key_id == f.spirv.key.id.hex());
+  CHECK(k->blob_status == BlobStatus::not_requested);
+  CHECK(k->pipeline_cache.empty());
+  REQUIRE(k->spec.size() == 2);
+  CHECK(k->spec[0].bits == 64);
+  CHECK(k->spec[1].bits == 0xfffffffffffffffdull);  // -3, sign-extended like the device stage
+
+  CHECK(k->interface_error.empty());
+  const auto& iface = k->interface;
+  REQUIRE(iface.bindings.size() == 2);
+  CHECK(iface.bindings[0].set == 0);
+  CHECK(iface.bindings[0].binding == 0);
+  CHECK(iface.bindings[0].descriptor_type == k_storage_buffer);
+  CHECK(iface.bindings[1].set == 1);
+  CHECK(iface.bindings[1].binding == 2);
+  CHECK(iface.bindings[1].descriptor_type == k_uniform_buffer);
+  CHECK(iface.push_constant_size == 4);
+  REQUIRE(iface.spec_entries.size() == 2);
+  std::int32_t offset_value = 0;
+  for (const auto& s : iface.spec_entries) {
+    REQUIRE(s.offset + s.size <= iface.spec_data.size());
+    if (s.constant_id == 1) std::memcpy(&offset_value, iface.spec_data.data() + s.offset, 4);
+  }
+  CHECK(offset_value == -3);
+}
+
+TEST_CASE("runtime: a blob for this device is served, header-checked, and the driver uses it") {
+  Fixture f;
+  f.put_blob(f.raw);
+  LookupOptions options;
+  options.device = &f.lvp;
+  auto k = f.open()->find("scale", options);
+  REQUIRE_MESSAGE(k.has_value(), why(k));
+  CHECK(k->blob_status == BlobStatus::served);
+  CHECK(k->blob_reason.empty());
+  CHECK(k->pipeline_cache == f.raw);
+  CHECK(k->spirv == f.words);
+
+  // What the application gets is what a driver accepts: re-create the
+  // pipeline from the served bytes on lavapipe.
+  auto dev = device::Device::open(f.lvp);
+  REQUIRE_MESSAGE(dev.has_value(), why(dev));
+  auto v = (*dev)->verify_pipeline(k->spirv, k->entry_point, k->spec, k->pipeline_cache);
+  REQUIRE_MESSAGE(v.has_value(), why(v));
+  CHECK(v->outcome != device::VerifyOutcome::failure);
+  CHECK_FALSE(v->blob_refused);
+}
+
+TEST_CASE("runtime: the application's device properties give the namespace kcache's listing gives") {
+  Fixture f;
+  runtime::detail::DeviceProperties p;
+  p.vendor_id = f.lvp.vendor_id;
+  p.device_id = f.lvp.device_id;
+  p.driver_version = f.lvp.driver_version;
+  p.pipeline_cache_uuid = f.lvp.pipeline_cache_uuid;
+  p.device_uuid = f.lvp.device_uuid;
+  p.driver_uuid = f.lvp.driver_uuid;
+  p.driver_id = f.lvp.driver_id;
+  p.driver_info = f.lvp.driver_info;
+  CHECK(runtime::detail::device_from_properties(p).ns == f.lvp.ns);
+  p.driver_version += 1;
+  CHECK(runtime::detail::device_from_properties(p).ns.fingerprint != f.lvp.fingerprint());
+}
+
+TEST_CASE("runtime: another driver version finds no blob, with the reason; SPIR-V is still served") {
+  Fixture f;
+  f.put_blob(f.raw);
+  device::DeviceInfo other = f.lvp;
+  other.driver_version += 1;
+  other.seal_fingerprint();
+  LookupOptions options;
+  options.device = &other;
+  auto k = f.open()->find("scale", options);
+  REQUIRE_MESSAGE(k.has_value(), why(k));
+  CHECK(k->blob_status == BlobStatus::absent);
+  CHECK(contains(k->blob_reason, other.ns.name()));
+  CHECK(contains(k->blob_reason, "kcache build --backend vulkan"));
+  CHECK(k->pipeline_cache.empty());
+  CHECK(k->spirv == f.words);
+}
+
+TEST_CASE("runtime: a blob whose Vulkan header names another device is refused, naming the field") {
+  Fixture f;
+  auto bad = f.raw;
+  bad[8] ^= 0x01;  // vendorID, inside a correctly wrapped blob of this device's namespace
+  f.put_blob(bad);
+  LookupOptions options;
+  options.device = &f.lvp;
+  auto k = f.open()->find("scale", options);
+  REQUIRE_MESSAGE(k.has_value(), why(k));
+  CHECK(k->blob_status == BlobStatus::refused);
+  CHECK(contains(k->blob_reason, "vendorID"));
+  CHECK(k->pipeline_cache.empty());
+  CHECK(k->spirv == f.words);
+}
+
+TEST_CASE("runtime: a corrupted wrapper is refused before any byte is served") {
+  Fixture f;
+  Entry v = pipeline_entry(f.spirv, f.lvp, f.raw);
+  v.payload.back() ^= 0xff;  // blob byte: the wrapper's digest no longer matches
+  seal_payload(v);           // the store's own record checks still pass
+  put(f.store, f.lvp.ns, {v});
+  LookupOptions options;
+  options.device = &f.lvp;
+  auto k = f.open()->find("scale", options);
+  REQUIRE_MESSAGE(k.has_value(), why(k));
+  CHECK(k->blob_status == BlobStatus::refused);
+  CHECK(contains(k->blob_reason, "digest"));
+  CHECK(k->pipeline_cache.empty());
+}
+
+TEST_CASE("runtime: a blob built from an older SPIR-V module is refused as stale") {
+  Fixture f;
+  f.put_blob(f.raw);
+  // The SPIR-V entry is rebuilt (another module), its blob is not.
+  auto words2 = compile_glsl(f.dir, "scale2", R"(#version 450
+layout(local_size_x = 4) in;
+layout(set = 0, binding = 0) buffer Data { int values[]; } data;
+void main() { data.values[gl_GlobalInvocationID.x] += 1; }
+)");
+  Entry rebuilt = spirv_entry("scale", words2);
+  put(f.store, spirv_namespace("vulkan1.2"), {rebuilt});
+  LookupOptions options;
+  options.device = &f.lvp;
+  auto k = f.open()->find("scale", options);
+  REQUIRE_MESSAGE(k.has_value(), why(k));
+  CHECK(k->blob_status == BlobStatus::refused);
+  CHECK(contains(k->blob_reason, "stale"));
+  CHECK(k->spirv == words2);
+}
+
+TEST_CASE("runtime: targets, keys and missing kernels") {
+  Fixture f;
+  auto words13 = compile_glsl(f.dir, "scale", k_runtime_shader, "vulkan1.3");
+  put(f.store, spirv_namespace("vulkan1.3"), {spirv_entry("scale", words13, "vulkan1.3")});
+  auto c = f.open();
+
+  auto ambiguous = c->find("scale", {});
+  REQUIRE_FALSE(ambiguous.has_value());
+  CHECK(ambiguous.error().category == Category::invalid_argument);
+  CHECK(contains(ambiguous.error().message, "vulkan1.2, vulkan1.3"));
+
+  LookupOptions v13;
+  v13.target = "vulkan1.3";
+  auto k13 = c->find("scale", v13);
+  REQUIRE_MESSAGE(k13.has_value(), why(k13));
+  CHECK(k13->spirv == words13);
+
+  // With a device whose blob exists, the blob's target decides. (A writable
+  // open is refused while this process holds the store read-only.)
+  c.reset();
+  f.put_blob(f.raw);
+  auto c2 = f.open();
+  LookupOptions dev;
+  dev.device = &f.lvp;
+  auto kd = c2->find("scale", dev);
+  REQUIRE_MESSAGE(kd.has_value(), why(kd));
+  CHECK(kd->target == "vulkan1.2");
+  CHECK(kd->blob_status == BlobStatus::served);
+  // Asking for vulkan1.3 with that device: its blob was built from the 1.2 module.
+  dev.target = "vulkan1.3";
+  auto kd13 = c2->find("scale", dev);
+  REQUIRE_MESSAGE(kd13.has_value(), why(kd13));
+  CHECK(kd13->blob_status == BlobStatus::refused);
+  CHECK(contains(kd13->blob_reason, "spirv/vulkan1.2"));
+
+  auto by_key = c2->find_by_key(f.spirv.key.id.hex(), {});
+  REQUIRE_MESSAGE(by_key.has_value(), why(by_key));
+  CHECK(by_key->name == "scale");
+  CHECK(by_key->target == "vulkan1.2");
+  auto bad_key = c2->find_by_key("xyz", {});
+  REQUIRE_FALSE(bad_key.has_value());
+  CHECK(bad_key.error().category == Category::invalid_argument);
+  auto no_key = c2->find_by_key(std::string(32, '0'), {});
+  REQUIRE_FALSE(no_key.has_value());
+  CHECK(no_key.error().category == Category::not_found);
+
+  auto missing = c2->find("nope", {});
+  REQUIRE_FALSE(missing.has_value());
+  CHECK(missing.error().category == Category::not_found);
+  CHECK(contains(missing.error().message, "nope"));
+
+  std::vector<std::string> listed;
+  REQUIRE(c2->list("", [&](std::string_view t, std::string_view n) {
+    listed.push_back(std::string(t) + ":" + std::string(n));
+    return true;
+  }));
+  CHECK(listed == std::vector<std::string>{"vulkan1.2:scale", "vulkan1.3:scale"});
+}
+
+TEST_CASE("runtime: lookups never write to the store") {
+  Fixture f;
+  f.put_blob(f.raw);
+  const std::string before = file_text(f.store / "data.mdb");
+  {
+    auto c = f.open();
+    LookupOptions options;
+    options.device = &f.lvp;
+    for (int i = 0; i < 3; ++i) REQUIRE(c->find("scale", options).has_value());
+  }
+  CHECK(file_text(f.store / "data.mdb") == before);
+
+  TempDir empty;
+  auto none = Catalog::open(empty.path() / "absent");
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().category == Category::not_found);
+  CHECK(!std::filesystem::exists(empty.path() / "absent"));
+}

@@ -1,0 +1,83 @@
+// kcache export: pack a store namespace into a bundle file (or stdout).
+#include "bundle_cli.hpp"
+#include "cli.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+namespace kcache::cli {
+namespace {
+
+struct ExportArgs {
+  StoreOptions store;
+  pipeline::ExportSelection selection;
+  std::string output;
+  int level = 0;
+  std::string sign;
+  bool json = false;
+};
+
+int run_export(const ExportArgs& args) {
+  if (args.output.empty())
+    return report_error({Category::invalid_argument, "say where the bundle goes: -o FILE.kcb, or -o - for stdout"});
+  bool to_stdout = args.output == "-";
+  if (to_stdout && ::isatty(STDOUT_FILENO))
+    return report_error({Category::invalid_argument, "refusing to write a binary bundle to a terminal; pipe it or use -o FILE"});
+  std::optional<bundle::KeyPair> key;
+  auto options = write_options(args.level, args.sign, key);
+  if (!options) return report_error(options.error());
+  auto store = args.store.open(false);
+  if (!store) return report_error(store.error());
+  ignore_sigpipe();
+  auto result = pipeline::export_bundle(**store, args.selection, bundle_stream(args.output, true), *options);
+  if (!result) return report_error(result.error());
+  // The bundle owns stdout when it goes there; the report then goes to stderr.
+  std::FILE* report = to_stdout ? stderr : stdout;
+  if (args.json) {
+    nlohmann::json j = {{"namespace", result->ns.name()}, {"entries", result->entries},
+                        {"record_bytes", result->record_bytes}, {"payload_bytes", result->payload_bytes},
+                        {"output", args.output}, {"bundle_bytes", result->bundle_bytes},
+                        {"signed", result->signer.has_value()},
+                        {"signer", result->signer ? nlohmann::json(result->signer->hex()) : nlohmann::json()}};
+    fmt::print(report, "{}\n", j.dump(2));
+    return k_exit_ok;
+  }
+  fmt::print(report, "exported {} entries of {} ({} of modules, {} of records) to {}", result->entries,
+             result->ns.name(), human_bytes(result->payload_bytes), human_bytes(result->record_bytes),
+             to_stdout ? "stdout" : args.output);
+  if (result->bundle_bytes)
+    fmt::print(report, ": {} (records/bundle {:.1f}x)", human_bytes(result->bundle_bytes),
+               static_cast<double>(result->record_bytes) / static_cast<double>(result->bundle_bytes));
+  fmt::print(report, "\n{}\n", result->signer ? "signed by key " + result->signer->hex() : std::string("unsigned"));
+  return k_exit_ok;
+}
+
+}  // namespace
+
+void register_export(CLI::App& app, Action& action) {
+  auto args = std::make_shared<ExportArgs>();
+  auto* cmd = app.add_subcommand("export", "Pack a store namespace into a bundle file (.kcb) to ship elsewhere.");
+  cmd->description(
+      "Pack the entries of one namespace into a bundle: one file with the namespace's full\n"
+      "fingerprint record, the tool versions, an index of every entry and the entries\n"
+      "themselves, zstd-compressed, with a BLAKE2b digest over everything and, with --sign,\n"
+      "an Ed25519 signature. `kcache import` on another machine checks all of it.\n"
+      "The namespace is --namespace, or --backend with --fingerprint, or the store's only one.\n"
+      "Examples:\n"
+      "  kcache export --namespace spirv/vulkan1.2 -o shaders.kcb\n"
+      "  kcache export --kernel 'matmul[*' --sign ci.key -o - | ssh host kcache import -");
+  args->store.add_to(*cmd);
+  cmd->add_option("--namespace", args->selection.ns_name, "namespace to export, e.g. spirv/vulkan1.2 (`kcache inspect` lists them)");
+  cmd->add_option("--backend", args->selection.backend, "backend of the namespace (spirv or vulkan), with --fingerprint");
+  cmd->add_option("--fingerprint", args->selection.fingerprint, "fingerprint of the namespace (a target env, or a device fingerprint id)");
+  cmd->add_option("--kernel", args->selection.kernel_globs,
+                  "export only kernels matching GLOB (* and ?; brackets are literal); repeatable");
+  cmd->add_option("-o,--output", args->output, "bundle file to write (atomically), or - for stdout");
+  cmd->add_option("--level", args->level, "zstd level 1..19 (default 9: near level 19's size at a fraction of its time)");
+  cmd->add_option("--sign", args->sign, "sign with this secret key file (from `kcache keygen`)");
+  cmd->add_flag("--json", args->json, "print the result as JSON (on stderr when the bundle goes to stdout)");
+  cmd->callback([args, &action] { action = [args] { return run_export(*args); }; });
+}
+
+}  // namespace kcache::cli

@@ -1,0 +1,107 @@
+// kcache import: check a bundle completely, then write it into the store in
+// one transaction, or write nothing.
+#include "bundle_cli.hpp"
+#include "cli.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+namespace kcache::cli {
+namespace {
+
+struct ImportArgs {
+  std::string input;
+  StoreOptions store;
+  std::string fingerprint;
+  std::string device;
+  bool device_given = false;
+  std::vector<std::string> trust;
+  bool dry_run = false;
+  bool json = false;
+};
+
+int run_import(const ImportArgs& args) {
+  if (args.input == "-" && ::isatty(STDIN_FILENO))
+    return report_error({Category::invalid_argument, "reading a bundle from a terminal: pipe one in, or name a FILE.kcb"});
+  pipeline::ImportOptions options;
+  options.dry_run = args.dry_run;
+  if (!args.fingerprint.empty()) options.target.fingerprint = args.fingerprint;
+  if (args.device_given) options.target.device = args.device;
+  if (!args.trust.empty()) {
+    auto keys = pipeline::load_public_keys({args.trust.begin(), args.trust.end()});
+    if (!keys) return report_error(keys.error());
+    options.trusted = std::move(*keys);
+  }
+  auto store = args.store.open(!args.dry_run);
+  // A dry run against a store that does not exist yet: everything would be new.
+  if (!store && args.dry_run && store.error().category == Category::not_found) store = store::make_memory_store();
+  if (!store) return report_error(store.error());
+  auto in = bundle_stream(args.input, false);
+  auto result = pipeline::import_bundle(**store, in, options);
+  if (!result) return report_error(result.error());
+  const auto& r = *result;
+  const auto& h = r.header;
+  std::size_t refused = r.refused.size();
+  if (args.json) {
+    nlohmann::json j = {{"bundle", args.input}, {"namespace", h.ns.name()}, {"entries", h.index.size()},
+                        {"target", r.target}, {"signed", h.signature.has_value()},
+                        {"signer", r.signer ? nlohmann::json(r.signer->hex()) : nlohmann::json()},
+                        {"dry_run", r.dry_run}, {"written", r.written},
+                        {"counts", {{"imported", r.imported}, {"already_present", r.already_present},
+                                    {"replaced", r.replaced}, {"refused", refused}}},
+                        {"refused", nlohmann::json::array()}};
+    for (const auto& x : r.refused)
+      j["refused"].push_back({{"kernel", x.kernel}, {"category", category_name(x.error.category)}, {"message", x.error.message}});
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("{} {}: {} entries of {}, {}; fingerprint matches {}\n", r.dry_run ? "checked" : "imported",
+               in.label(), h.index.size(), h.ns.name(),
+               r.signer ? "signed by trusted key " + r.signer->hex()
+               : h.signature ? "signed by key " + h.signature->key_id.hex() + " (no --trust given: not checked against any)"
+                             : std::string("unsigned"),
+               r.target);
+    fmt::print("{}imported {}, already present {}, replaced (stale) {}, refused {}{}\n",
+               r.dry_run ? "dry run, would have: " : "", r.imported, r.already_present, r.replaced, refused,
+               r.dry_run ? " — nothing written" : "");
+  }
+  if (refused == 0) return k_exit_ok;
+  for (const auto& x : r.refused) fmt::print(stderr, "kcache: refused entry '{}': {}\n", x.kernel, x.error.message);
+  return report_error({Category::corruption,
+                       fmt::format("{} of {} entries of {} failed validation; nothing was imported", refused,
+                                   h.index.size(), in.label())});
+}
+
+}  // namespace
+
+void register_import(CLI::App& app, Action& action) {
+  auto args = std::make_shared<ImportArgs>();
+  auto* cmd = app.add_subcommand("import", "Check a bundle completely, then write all of it into the store, or nothing.");
+  cmd->description(
+      "Import a bundle made by `kcache export` or `kcache merge`. Before anything is written:\n"
+      "the head (format version, sizes against limits, digest), the fingerprint against the\n"
+      "target, the signature (with --trust), then every entry as it streams (digest, record,\n"
+      "each SPIR-V module through spirv-val, each pipeline-cache blob against the target\n"
+      "device), then the digest of the whole file. Then one write transaction.\n"
+      "Target: for spirv bundles --fingerprint TARGET_ENV when given (else the bundle's own\n"
+      "target: SPIR-V is portable); for vulkan bundles --fingerprint FP, else the device\n"
+      "(--device SEL, default the first GPU). A mismatch names every differing field and\n"
+      "exits 5; a damaged, untrusted or invalid bundle exits 6; the store is then unchanged.\n"
+      "Examples:\n"
+      "  kcache import shaders.kcb --fingerprint vulkan1.2\n"
+      "  curl -s https://ci/shaders.kcb | kcache import - --trust ci.pub");
+  cmd->add_option("bundle", args->input, "bundle file, or - for stdin")->required();
+  args->store.add_to(*cmd);
+  cmd->add_option("--fingerprint", args->fingerprint,
+                  "require this target: a target env (spirv, e.g. vulkan1.2) or a device fingerprint id (vulkan)");
+  cmd->add_option("--device", args->device, "vulkan bundles: check against this device (index, name or fingerprint id)")
+      ->each([args](const std::string&) { args->device_given = true; });
+  cmd->add_option("--trust", args->trust,
+                  "accept only bundles signed by one of these public key files (NAME.pub from `kcache keygen`)")
+      ->expected(1, -1);
+  cmd->add_flag("--dry-run", args->dry_run, "check everything and print the counts, write nothing");
+  cmd->add_flag("--json", args->json, "print the result as JSON on stdout");
+  cmd->callback([args, &action] { action = [args] { return run_import(*args); }; });
+}
+
+}  // namespace kcache::cli

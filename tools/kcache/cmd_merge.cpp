@@ -1,0 +1,95 @@
+// kcache merge: join bundles of one namespace (e.g. the exports of N shard
+// builds) into one, deduplicating by kernel and key.
+#include "bundle_cli.hpp"
+#include "cli.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+namespace kcache::cli {
+namespace {
+
+struct MergeArgs {
+  std::vector<std::string> inputs;
+  std::string output;
+  int level = 0;
+  std::string sign;
+  bool json = false;
+};
+
+int run_merge(const MergeArgs& args) {
+  bool to_stdout = args.output == "-";
+  if (to_stdout && ::isatty(STDOUT_FILENO))
+    return report_error({Category::invalid_argument, "refusing to write a binary bundle to a terminal; pipe it or use -o FILE"});
+  std::optional<bundle::KeyPair> key;
+  auto options = write_options(args.level, args.sign, key);
+  if (!options) return report_error(options.error());
+  std::vector<pipeline::BundleStream> inputs;
+  for (const auto& in : args.inputs) {
+    if (in == "-") return report_error({Category::invalid_argument, "merge reads each input twice: give files, not -"});
+    inputs.push_back(bundle_stream(in, false));
+  }
+  ignore_sigpipe();
+  auto result = pipeline::merge_bundles(inputs, bundle_stream(args.output, true), *options);
+  if (!result) return report_error(result.error());
+  const auto& r = *result;
+  std::FILE* report = to_stdout ? stderr : stdout;
+  if (args.json) {
+    nlohmann::json j = {{"namespace", r.ns.name()}, {"inputs", r.inputs}, {"entries", r.entries},
+                        {"duplicates", r.duplicates}, {"written", r.conflicts.empty()},
+                        {"output", args.output}, {"bundle_bytes", r.bundle_bytes},
+                        {"signer", r.signer ? nlohmann::json(r.signer->hex()) : nlohmann::json()},
+                        {"conflicts", nlohmann::json::array()}};
+    for (const auto& c : r.conflicts)
+      j["conflicts"].push_back({{"kernel", c.kernel}, {"first", c.first_bundle}, {"second", c.second_bundle},
+                                {"first_key", c.first_key.id.hex() + "/" + c.first_key.ir.hex()},
+                                {"second_key", c.second_key.id.hex() + "/" + c.second_key.ir.hex()},
+                                {"same_key", c.same_key}});
+    fmt::print(report, "{}\n", j.dump(2));
+  } else if (r.conflicts.empty()) {
+    fmt::print(report, "merged {} bundles of {}: {} entries, {} duplicates dropped → {}{}\n", r.inputs, r.ns.name(),
+               r.entries, r.duplicates, to_stdout ? "stdout" : args.output,
+               r.bundle_bytes ? fmt::format(" ({})", human_bytes(r.bundle_bytes)) : "");
+  }
+  if (r.conflicts.empty()) return k_exit_ok;
+  for (const auto& c : r.conflicts) {
+    if (c.same_key)
+      fmt::print(stderr, "kcache: conflict: kernel '{}' has key {} in both {} and {} but different module bytes "
+                         "(a non-reproducible build?)\n",
+                 c.kernel, c.first_key.ir.hex().substr(0, 16), c.first_bundle, c.second_bundle);
+    else
+      fmt::print(stderr, "kcache: conflict: kernel '{}' is ir {} in {} but ir {} in {} (built from different "
+                         "sources or toolchains)\n",
+                 c.kernel, c.first_key.ir.hex().substr(0, 16), c.first_bundle, c.second_key.ir.hex().substr(0, 16),
+                 c.second_bundle);
+  }
+  fmt::print(stderr, "kcache: error: {} conflicting kernels; nothing written. Rebuild them from one source, or leave "
+                     "out the stale bundle\n",
+             r.conflicts.size());
+  return k_exit_failed;
+}
+
+}  // namespace
+
+void register_merge(CLI::App& app, Action& action) {
+  auto args = std::make_shared<MergeArgs>();
+  auto* cmd = app.add_subcommand("merge", "Join bundles of one namespace into one (e.g. the exports of shard builds).");
+  cmd->description(
+      "Join bundles of the same namespace (backend and full fingerprint record) into one,\n"
+      "keeping each kernel once. A kernel found in several bundles with the same key and\n"
+      "module bytes is a duplicate (the first bundle's entry is kept); the same kernel with\n"
+      "another key, or with the same key but other bytes, is a conflict: every conflict is\n"
+      "listed, nothing is written, and the exit code is 1. Bundles of different namespaces\n"
+      "are refused (exit 5), naming the fields that differ. Every input is checked fully.\n"
+      "Example (CI: N shard jobs each export, one job merges):\n"
+      "  kcache merge shard-*.kcb -o shaders.kcb --sign ci.key");
+  cmd->add_option("bundles", args->inputs, "input bundle files")->required();
+  cmd->add_option("-o,--output", args->output, "merged bundle file (written atomically), or - for stdout")->required();
+  cmd->add_option("--level", args->level, "zstd level 1..19 for the output (default 9)");
+  cmd->add_option("--sign", args->sign, "sign the merged bundle with this secret key file");
+  cmd->add_flag("--json", args->json, "print the result as JSON (on stderr when the bundle goes to stdout)");
+  cmd->callback([args, &action] { action = [args] { return run_merge(*args); }; });
+}
+
+}  // namespace kcache::cli
