@@ -6,6 +6,8 @@
 // Each input is tried three ways: as a raw Vulkan blob and as a wrapped blob
 // against a fixed device, and as a raw blob against a device made from the
 // input's own header fields, so the fuzzer reaches the accepting paths too.
+// The fixed device is fuzz_support.hpp's, for which the seeds are made.
+#include "fuzz_support.hpp"
 #include "kcache/device/device.hpp"
 
 #include <cstdint>
@@ -17,21 +19,6 @@ using namespace kcache::device;
 
 namespace {
 
-const DeviceInfo& fixed_device() {
-  static const DeviceInfo device = [] {
-    DeviceInfo d;
-    d.name = "fuzz device";
-    d.vendor_id = 0x10005;
-    d.device_id = 0;
-    d.driver_version = 1;
-    d.driver_info = "fuzz";
-    for (int i = 0; i < 16; ++i) d.pipeline_cache_uuid[i] = static_cast<std::uint8_t>(i);
-    d.seal_fingerprint();
-    return d;
-  }();
-  return device;
-}
-
 std::uint32_t le32(const std::uint8_t* p) {
   return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 | std::uint32_t{p[3]} << 24;
 }
@@ -40,7 +27,7 @@ std::uint32_t le32(const std::uint8_t* p) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::span<const std::uint8_t> input(data, size);
-  const DeviceInfo& fixed = fixed_device();
+  const DeviceInfo& fixed = kcache::fuzz::fixed_device();
 
   auto header = check_pipeline_cache_header(input, fixed);
   if (header && size < k_pipeline_cache_header_size) std::abort();  // accepted a truncated header

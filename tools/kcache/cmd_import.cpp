@@ -19,6 +19,7 @@ struct ImportArgs {
   std::vector<std::string> trust;
   bool dry_run = false;
   bool json = false;
+  unsigned jobs = 0;
 };
 
 int run_import(const ImportArgs& args) {
@@ -26,6 +27,12 @@ int run_import(const ImportArgs& args) {
     return report_error({Category::invalid_argument, "reading a bundle from a terminal: pipe one in, or name a FILE.kcb"});
   pipeline::ImportOptions options;
   options.dry_run = args.dry_run;
+  options.jobs = args.jobs;
+  if (!args.jobs) {
+    auto jobs = jobs_from_env();
+    if (!jobs) return report_error(jobs.error());
+    options.jobs = *jobs;
+  }
   if (!args.fingerprint.empty()) options.target.fingerprint = args.fingerprint;
   if (args.device_given) options.target.device = args.device;
   if (!args.trust.empty()) {
@@ -99,6 +106,7 @@ void register_import(CLI::App& app, Action& action) {
   cmd->add_option("--trust", args->trust,
                   "accept only bundles signed by one of these public key files (NAME.pub from `kcache keygen`)")
       ->expected(1, -1);
+  cmd->add_option("-j,--jobs", args->jobs, "validator threads (default: $KCACHE_JOBS, else all cores)");
   cmd->add_flag("--dry-run", args->dry_run, "check everything and print the counts, write nothing");
   cmd->add_flag("--json", args->json, "print the result as JSON on stdout");
   cmd->callback([args, &action] { action = [args] { return run_import(*args); }; });

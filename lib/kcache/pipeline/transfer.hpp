@@ -117,6 +117,8 @@ struct ImportOptions {
   std::vector<bundle::PublicKey> trusted;
   bool dry_run = false;  ///< check and count everything, write nothing
   bundle::ReadLimits limits;
+  /// Validator threads (0 = all cores); entries are read on the calling thread.
+  unsigned jobs = 0;
 };
 
 /// Checks a bundle completely and writes it into `store` in one transaction,

@@ -639,63 +639,23 @@ class LmdbStore final : public Store {
     if (m_read_only) return refuse_write(fmt::format("write {} entries into '{}'", entries.size(), ns.name()));
     auto prepared = internal::prepare_put(ns, entries);
     if (!prepared) return tl::unexpected(std::move(prepared).error().context(store_name()));
-
-    Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
-    bool changed = false;
-    std::string ns_name = ns.name();
-    if (!KCACHE_TRY(txn.get(m_env->namespaces(), ns_name, "a namespace record"))) {
-      KCACHE_CHECK(txn.put(m_env->namespaces(), ns_name, internal::encode_namespace_record(ns),
-                           fmt::format("the record of namespace '{}'", ns_name)));
-      changed = true;
-    }
-    PutSummary summary;
-    std::uint64_t written_bytes = 0;
-    auto usage = internal::encode_usage({unix_now(), unix_now()});
-    for (const auto& entry : *prepared) {
-      auto existing = KCACHE_TRY(txn.get(m_env->entries(), entry.key, "an entry"));
-      auto action = internal::classify_put(entry, existing);
-      internal::count_put(summary, action);
-      if (action == internal::PutAction::keep) continue;
-      KCACHE_CHECK(txn.put(m_env->entries(), entry.key, entry.value, "an entry"));
-      KCACHE_CHECK(txn.put(m_env->usage(), entry.key, usage, "a usage record"));
-      written_bytes += entry.key.size() + entry.value.size() + usage.size();
-      changed = true;
-    }
-    if (changed) KCACHE_CHECK(txn.commit(written_bytes));
-    return summary;  // when nothing changed, the transaction aborts here
+    std::size_t i = 0;
+    return write_prepared(ns, [&]() -> Result<std::optional<internal::PreparedEntry>> {
+      if (i == prepared->size()) return std::nullopt;
+      return std::move((*prepared)[i++]);
+    });
   }
 
   Result<PutSummary> put_stream(const Namespace& ns, const EntryStream& next) override {
     if (m_read_only) return refuse_write(fmt::format("write entries into '{}'", ns.name()));
     KCACHE_CHECK(internal::prepare_put(ns, {}));  // checks the namespace name before locking
-    Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
-    bool changed = false;
-    std::string ns_name = ns.name();
-    if (!KCACHE_TRY(txn.get(m_env->namespaces(), ns_name, "a namespace record"))) {
-      KCACHE_CHECK(txn.put(m_env->namespaces(), ns_name, internal::encode_namespace_record(ns),
-                           fmt::format("the record of namespace '{}'", ns_name)));
-      changed = true;
-    }
-    PutSummary summary;
-    std::uint64_t written_bytes = 0;
-    auto usage = internal::encode_usage({unix_now(), unix_now()});
-    // One entry at a time: the error paths return early and ~Txn aborts.
-    while (auto item = KCACHE_TRY(next())) {
+    return write_prepared(ns, [&]() -> Result<std::optional<internal::PreparedEntry>> {
+      auto item = KCACHE_TRY(next());
+      if (!item) return std::nullopt;
       auto prepared = internal::prepare_put(ns, std::span<const Entry>(&*item, 1));
       if (!prepared) return tl::unexpected(std::move(prepared).error().context(store_name()));
-      item.reset();
-      const auto& entry = prepared->front();
-      auto existing = KCACHE_TRY(txn.get(m_env->entries(), entry.key, "an entry"));
-      auto action = internal::classify_put(entry, existing);
-      internal::count_put(summary, action);
-      if (action == internal::PutAction::keep) continue;
-      KCACHE_CHECK(txn.put(m_env->entries(), entry.key, entry.value, "an entry"));
-      KCACHE_CHECK(txn.put(m_env->usage(), entry.key, usage, "a usage record"));
-      written_bytes += entry.key.size() + entry.value.size() + usage.size();
-      changed = true;
-    }
-    if (changed) KCACHE_CHECK(txn.commit(written_bytes));
-    return summary;
+      return std::move(prepared->front());
+    });
   }
 
   Result<std::size_t> remove(std::string_view ns_name, std::span<const std::string> kernels) override {
@@ -823,6 +783,35 @@ class LmdbStore final : public Store {
   bool read_only() const override { return m_read_only; }
 
  private:
+  /// put and put_stream: one write transaction fed one prepared entry at a
+  /// time; any error returns early and ~Txn aborts, so nothing is written.
+  Result<PutSummary> write_prepared(const Namespace& ns,
+                                    const std::function<Result<std::optional<internal::PreparedEntry>>()>& next) {
+    Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
+    bool changed = false;
+    std::string ns_name = ns.name();
+    if (!KCACHE_TRY(txn.get(m_env->namespaces(), ns_name, "a namespace record"))) {
+      KCACHE_CHECK(txn.put(m_env->namespaces(), ns_name, internal::encode_namespace_record(ns),
+                           fmt::format("the record of namespace '{}'", ns_name)));
+      changed = true;
+    }
+    PutSummary summary;
+    std::uint64_t written_bytes = 0;
+    auto usage = internal::encode_usage({unix_now(), unix_now()});
+    while (auto entry = KCACHE_TRY(next())) {
+      auto existing = KCACHE_TRY(txn.get(m_env->entries(), entry->key, "an entry"));
+      auto action = internal::classify_put(*entry, existing);
+      internal::count_put(summary, action);
+      if (action == internal::PutAction::keep) continue;
+      KCACHE_CHECK(txn.put(m_env->entries(), entry->key, entry->value, "an entry"));
+      KCACHE_CHECK(txn.put(m_env->usage(), entry->key, usage, "a usage record"));
+      written_bytes += entry->key.size() + entry->value.size() + usage.size();
+      changed = true;
+    }
+    if (changed) KCACHE_CHECK(txn.commit(written_bytes));
+    return summary;  // when nothing changed, the transaction aborts here
+  }
+
   std::string store_name() const { return fmt::format("store {}", m_env->dir().string()); }
 
   /// Deletes an entry and its usage record; false when there was no entry.

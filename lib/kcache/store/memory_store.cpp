@@ -105,6 +105,27 @@ class MemoryStore final : public Store {
   Result<PutSummary> put(const Namespace& ns, std::span<const Entry> entries) override {
     // Encode outside the lock, as the LMDB store does outside its write txn.
     auto prepared = KCACHE_TRY(internal::prepare_put(ns, entries));
+    std::size_t i = 0;
+    return write_prepared(ns, [&]() -> Result<std::optional<internal::PreparedEntry>> {
+      if (i == prepared.size()) return std::nullopt;
+      return std::move(prepared[i++]);
+    });
+  }
+
+  Result<PutSummary> put_stream(const Namespace& ns, const EntryStream& next_entry) override {
+    KCACHE_CHECK(internal::prepare_put(ns, {}));
+    return write_prepared(ns, [&]() -> Result<std::optional<internal::PreparedEntry>> {
+      auto item = KCACHE_TRY(next_entry());
+      if (!item) return std::nullopt;
+      auto prepared = KCACHE_TRY(internal::prepare_put(ns, std::span<const Entry>(&*item, 1)));
+      return std::move(prepared.front());
+    });
+  }
+
+  /// put and put_stream: a copy of the state, published only when every
+  /// entry was taken (all or nothing).
+  Result<PutSummary> write_prepared(const Namespace& ns,
+                                    const std::function<Result<std::optional<internal::PreparedEntry>>()>& next_entry) {
     std::lock_guard lock(m_mutex);
     auto next = std::make_shared<State>(*m_state);
     bool changed = false;
@@ -115,44 +136,15 @@ class MemoryStore final : public Store {
     }
     PutSummary summary;
     auto usage = internal::encode_usage({unix_now(), unix_now()});
-    for (auto& entry : prepared) {
-      auto it = next->entries.find(entry.key);
+    while (auto entry = KCACHE_TRY(next_entry())) {
+      auto it = next->entries.find(entry->key);
       std::optional<std::span<const std::uint8_t>> existing;
       if (it != next->entries.end()) existing = std::span<const std::uint8_t>(*it->second);
-      auto action = internal::classify_put(entry, existing);
+      auto action = internal::classify_put(*entry, existing);
       internal::count_put(summary, action);
       if (action == internal::PutAction::keep) continue;
-      next->usage.insert_or_assign(entry.key, usage);
-      next->entries.insert_or_assign(std::move(entry.key), std::make_shared<const Bytes>(std::move(entry.value)));
-      changed = true;
-    }
-    if (changed) publish(std::move(next));
-    return summary;
-  }
-
-  Result<PutSummary> put_stream(const Namespace& ns, const EntryStream& next_entry) override {
-    KCACHE_CHECK(internal::prepare_put(ns, {}));
-    std::lock_guard lock(m_mutex);
-    auto next = std::make_shared<State>(*m_state);  // published only at the end: all or nothing
-    bool changed = false;
-    std::string ns_name = ns.name();
-    if (!next->namespaces.contains(ns_name)) {
-      next->namespaces.emplace(ns_name, internal::encode_namespace_record(ns));
-      changed = true;
-    }
-    PutSummary summary;
-    auto usage = internal::encode_usage({unix_now(), unix_now()});
-    while (auto item = KCACHE_TRY(next_entry())) {
-      auto prepared = KCACHE_TRY(internal::prepare_put(ns, std::span<const Entry>(&*item, 1)));
-      auto& entry = prepared.front();
-      auto it = next->entries.find(entry.key);
-      std::optional<std::span<const std::uint8_t>> existing;
-      if (it != next->entries.end()) existing = std::span<const std::uint8_t>(*it->second);
-      auto action = internal::classify_put(entry, existing);
-      internal::count_put(summary, action);
-      if (action == internal::PutAction::keep) continue;
-      next->usage.insert_or_assign(entry.key, usage);
-      next->entries.insert_or_assign(std::move(entry.key), std::make_shared<const Bytes>(std::move(entry.value)));
+      next->usage.insert_or_assign(entry->key, usage);
+      next->entries.insert_or_assign(std::move(entry->key), std::make_shared<const Bytes>(std::move(entry->value)));
       changed = true;
     }
     if (changed) publish(std::move(next));

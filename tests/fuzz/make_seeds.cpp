@@ -1,0 +1,152 @@
+// Writes the binary seed corpora of the fuzz targets (tests/fuzz/corpus/):
+// small valid inputs, which start the fuzzer on the accepting paths, and
+// broken ones (truncated, flipped, wrong version), which start it on each
+// refusal. Deterministic: the same bytes every run, so the corpus in the tree
+// is reproducible. Usage: fuzz_make_seeds CORPUS_DIR (scripts/fuzz --seeds).
+// The manifest seeds are text and live in the tree as written by hand.
+#include "fuzz_support.hpp"
+#include "kcache/bundle/bundle.hpp"
+#include "kcache/core/entry.hpp"
+#include "kcache/device/device.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace kcache;
+using Bytes = std::vector<std::uint8_t>;
+namespace fs = std::filesystem;
+
+void write(const fs::path& dir, const std::string& name, const Bytes& bytes) {
+  fs::create_directories(dir);
+  std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                    static_cast<std::streamsize>(bytes.size()));
+}
+
+Bytes truncated(Bytes b, std::size_t n) {
+  b.resize(std::min(b.size(), n));
+  return b;
+}
+
+Bytes flipped(Bytes b, std::size_t byte, std::uint8_t mask) {
+  if (byte < b.size()) b[byte] ^= mask;
+  return b;
+}
+
+Entry make_entry(int i, PayloadKind kind, Bytes payload) {
+  Entry e;
+  e.kernel = "saxpy[T=float,WIDTH=" + std::to_string(1 << i) + "]";
+  e.key.id = util::hash_string("id " + e.kernel);
+  e.key.ir = util::hash_string("ir " + e.kernel);
+  e.id_fields = {{"name", e.kernel}, {"stage", "compute"}};
+  e.ir_fields = {{"glslang", "15.1.0"}};
+  e.inputs = {{"shaders/saxpy.comp", util::hash_string("source")}};
+  e.payload_kind = kind;
+  e.payload = std::move(payload);
+  seal_payload(e);
+  e.created = 1'700'000'000 + static_cast<std::uint64_t>(i);
+  e.origin_detail = "fuzz seed";
+  return e;
+}
+
+/// A SPIR-V header and a few words: enough to look like a module.
+Bytes spirv_words(int variant) {
+  Bytes b = {0x03, 0x02, 0x23, 0x07, 0x00, 0x05, 0x01, 0x00, 0x0b, 0x00, 0x0d, 0x00, 0x10, 0x00, 0x00, 0x00,
+             0x00, 0x00, 0x00, 0x00};
+  for (int k = 0; k < 8; ++k) b.push_back(static_cast<std::uint8_t>(k * 17 + variant));
+  return b;
+}
+
+/// A raw Vulkan pipeline-cache blob for the fixed device, `body` bytes after its header.
+Bytes vulkan_blob(std::size_t body) {
+  const auto& d = fuzz::fixed_device();
+  Bytes b;
+  auto u32 = [&](std::uint32_t v) {
+    for (int k = 0; k < 4; ++k) b.push_back(static_cast<std::uint8_t>(v >> (8 * k)));
+  };
+  u32(32);
+  u32(1);
+  u32(d.vendor_id);
+  u32(d.device_id);
+  b.insert(b.end(), d.pipeline_cache_uuid.begin(), d.pipeline_cache_uuid.end());
+  for (std::size_t k = 0; k < body; ++k) b.push_back(static_cast<std::uint8_t>(k));
+  return b;
+}
+
+Bytes bundle_of(const std::vector<Entry>& entries, const bundle::KeyPair* sign) {
+  const auto& ns = fuzz::fixed_device().ns;
+  auto header = bundle::make_header(ns, {{"kcache", "0.1.0"}}, 1'700'000'000, entries);
+  bundle::WriteOptions options;
+  options.level = 3;
+  options.window_log = 16;
+  options.block_bytes = 200;  // several frames even for a few small entries
+  options.sign = sign;
+  std::ostringstream out(std::ios::binary);
+  if (!bundle::write_bundle(out, header, bundle::entries_from(entries), options)) std::abort();
+  auto s = out.str();
+  return Bytes(s.begin(), s.end());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: fuzz_make_seeds CORPUS_DIR\n");
+    return 2;
+  }
+  const fs::path root = argv[1];
+  const auto& device = fuzz::fixed_device();
+  std::vector<Entry> entries;
+  for (int i = 0; i < 3; ++i) entries.push_back(make_entry(i, PayloadKind::spirv, spirv_words(i)));
+  entries.push_back(make_entry(3, PayloadKind::pipeline_cache, device::wrap_blob(device, vulkan_blob(24))));
+
+  // Entry records.
+  const fs::path ed = root / "entry_decoder";
+  const Bytes spirv_record = encode_entry(entries[0]);
+  const Bytes blob_record = encode_entry(entries[3]);
+  write(ed, "valid_spirv", spirv_record);
+  write(ed, "valid_pipeline_cache", blob_record);
+  write(ed, "valid_empty", encode_entry(Entry{}));
+  write(ed, "truncated_half", truncated(spirv_record, spirv_record.size() / 2));
+  write(ed, "bad_magic", flipped(spirv_record, 0, 0x20));
+  write(ed, "version_2", flipped(spirv_record, 4, 0x03));
+  write(ed, "flipped_payload", flipped(spirv_record, spirv_record.size() - 60, 0x01));
+
+  // Bundles.
+  std::array<std::uint8_t, 32> seed;
+  seed.fill(0x11);
+  const auto key = bundle::keypair_from_seed(seed);
+  const fs::path br = root / "bundle_reader";
+  const Bytes unsigned_bundle = bundle_of(entries, nullptr);
+  const Bytes signed_bundle = bundle_of(entries, &key);
+  write(br, "valid_unsigned", unsigned_bundle);
+  write(br, "valid_signed", signed_bundle);
+  write(br, "valid_empty", bundle_of({}, nullptr));
+  write(br, "truncated_head", truncated(unsigned_bundle, 40));
+  write(br, "truncated_payload", truncated(unsigned_bundle, unsigned_bundle.size() - 60));
+  write(br, "flipped_header", flipped(unsigned_bundle, 30, 0x04));
+  write(br, "flipped_signature", flipped(signed_bundle, signed_bundle.size() / 3, 0x80));
+  write(br, "version_2", flipped(unsigned_bundle, 4, 0x03));
+  Bytes trailing = unsigned_bundle;
+  trailing.push_back(0);
+  write(br, "trailing_byte", trailing);
+
+  // Pipeline-cache blobs: raw and wrapped.
+  const fs::path pc = root / "pipeline_cache_header";
+  const Bytes raw = vulkan_blob(16);
+  const Bytes wrapped = device::wrap_blob(device, raw);
+  write(pc, "valid_raw", raw);
+  write(pc, "valid_wrapped", wrapped);
+  write(pc, "header_only", vulkan_blob(0));
+  write(pc, "truncated_header", truncated(raw, 20));
+  write(pc, "bad_header_size", flipped(raw, 0, 0x40));
+  write(pc, "foreign_uuid", flipped(raw, 20, 0x01));
+  write(pc, "wrapped_bad_digest", flipped(wrapped, wrapped.size() - 1, 0x01));
+  write(pc, "wrapped_bad_length", flipped(wrapped, 32, 0x01));
+  return 0;
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# D1 (RELIABILITY.md): the map fills up, the disk fills up. Each time the
+# write is refused with a clear message and a documented exit code (never a
+# crash, never SIGBUS), what was committed before stays intact and
+# verifiable, a refused transaction changes nothing, and once there is room
+# again the same build completes.
+#  - map full, library: kcache_reltool fill puts 64 KiB entries into a 1 MiB
+#    map until LMDB says MDB_MAP_FULL (store_full).
+#  - map full, CLI: the example built with KCACHE_MAP_SIZE=256K.
+#  - disk full: a 400 KiB tmpfs (private mount namespace): the example build,
+#    then a fresh store on a disk with no byte left.
+source "$(dirname "$0")/lib.bash"
+private_mounts "$@" || NO_NS=1
+copy_example proj
+n_kernels=76
+outcomes=""
+sigbus=0
+
+# run_full WHAT CMD...: runs CMD expecting a clean refusal; records the figures.
+run_full() {
+  local what=$1; shift
+  local rc=0
+  "$@" >out 2>err || rc=$?
+  ((rc < 128)) || { sigbus=$((sigbus + 1)); cat err; fail "$what: killed by signal $((rc - 128))"; }
+  echo "$what: exit $rc"; grep -m2 -i 'full' err || true
+  LAST_RC=$rc
+}
+
+# 1. Map full through the library.
+"$KCACHE_RELTOOL" fill lib-store $((1 << 20)) > fill.out || fail "fill did not end in store_full: $(cat fill.out)"
+cat fill.out
+expect_in fill.out "store_full"
+expect_in fill.out "nothing from this transaction was written"
+st1=$(check_store lib-store)
+# A refused put changes nothing: the state before and after one more attempt
+# (which rewrites the same entries, a no-op, then is refused at the same one).
+"$KCACHE_RELTOOL" fill lib-store $((1 << 20)) > fill2.out || fail "second fill: $(cat fill2.out)"
+expect_in fill2.out "$(sed 's/:.*//' fill.out):"
+[[ $(state lib-store) == "$st1" ]] || fail "a refused put changed the store"
+outcomes+=" library, 1 MiB map: $(sed 's/:.*//' fill.out), a second refusal changed nothing;"
+
+# full_build WHAT STORE [ENV...]: the example built into STORE where it does
+# not fit. A write the store refuses is a warning (DESIGN.md "Store"): the
+# kernel is reported refused_write with a store_full error, the build goes
+# on, and the exit code stays 0 (or 4 when the store cannot be opened at
+# all). Checks the figures against the store; sets REFUSED and ENTRIES.
+full_build() {
+  local what=$1 dir=$2; shift 2
+  run_full "$what" env "$@" "$KCACHE" build proj/kcache.toml --json --store "$dir"
+  [[ $LAST_RC -eq 0 || $LAST_RC -eq 4 ]] || { cat err; fail "$what: exit $LAST_RC, want 0 (refused writes) or 4"; }
+  if [[ $LAST_RC -eq 4 ]]; then
+    grep -qiE 'full|no space' err || { cat err; fail "$what: the message does not say the store is full"; }
+    REFUSED=$n_kernels ENTRIES=0
+    outcomes+=" $what: store not created, exit 4 (store_full);"
+    return
+  fi
+  REFUSED=$(json_get out 'j["counts"]["refused_write"]')
+  local compiled bad
+  compiled=$(json_get out 'sum(j["counts"][k] for k in ["hit", "compiled", "stale_replaced"])')
+  bad=$(json_get out 'sum(1 for k in j["kernels"] if k["outcome"] == "refused_write" and (k["error"]["category"] != "store_full" or not any(w in k["error"]["message"].lower() for w in ("full", "no space"))))')
+  ((REFUSED > 0)) || fail "$what: every kernel fitted; the test needs a fuller store"
+  ((bad == 0)) || fail "$what: $bad refused writes without a store_full message"
+  check_store "$dir" >/dev/null
+  ENTRIES=$(state "$dir" | sed 's/.* entries=\([0-9]*\) .*/\1/')
+  ((ENTRIES == compiled)) || fail "$what: the build reported $compiled kernels stored or fresh, the store holds $ENTRIES"
+  grep -m1 -o '"message": "[^"]*"' out || true
+  outcomes+=" $what: $ENTRIES of $n_kernels kernels stored, $REFUSED writes refused (store_full), exit 0;"
+}
+
+# 2. Map full through the CLI: part of the example fits in 256 KiB.
+full_build "cli map full" map-store KCACHE_MAP_SIZE=256K
+# Room again (the default map): the same build completes and every kernel is there.
+expect_exit 0 "$KCACHE" build proj/kcache.toml --json --store map-store
+[[ $(state map-store | sed 's/.* entries=\([0-9]*\) .*/\1/') == "$n_kernels" ]] || fail "map-store incomplete after the retry"
+outcomes+=" retry with the default map: $n_kernels stored;"
+
+# 3. Disk full on a small tmpfs.
+skipped=""
+if [[ -z ${NO_NS:-} ]] && mkdir -p disk && mount -t tmpfs -o size=400k tmpfs disk 2>/dev/null; then
+  full_build "disk full" disk/s
+  # Not a byte left, then a store that does not exist yet.
+  dd if=/dev/zero of=disk/filler bs=64k 2>/dev/null || true
+  full_build "disk full, no byte left" disk/s
+  full_build "disk full, new store" disk/new
+  rm -f disk/filler
+  mount -o remount,size=16m disk || fail "cannot grow the tmpfs"
+  expect_exit 0 "$KCACHE" build proj/kcache.toml --store disk/s
+  [[ $(state disk/s | sed 's/.* entries=\([0-9]*\) .*/\1/') == "$n_kernels" ]] || fail "disk/s incomplete after the retry"
+  outcomes+=" retry on a 16 MiB disk: $n_kernels stored;"
+else
+  skipped=" (disk full skipped: no private mount namespace for a tmpfs)"
+fi
+figure D1 "every refusal clean, $sigbus signals, stores verifiable;$outcomes$skipped"
