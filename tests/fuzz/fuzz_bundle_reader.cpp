@@ -1,4 +1,4 @@
-// libFuzzer entry point for the bundle reader (RELIABILITY.md F1): feeds the
+// libFuzzer entry point for the bundle reader (docs/reliability.md F1): feeds the
 // input as a whole bundle through open(), the signature check, next() and
 // finish(). Any outcome is fine except a crash, a sanitizer report, a hang or
 // unbounded memory; a successful read must also have consumed every byte.

@@ -1,4 +1,4 @@
-// libFuzzer entry point for the entry-record decoder (RELIABILITY.md F1):
+// libFuzzer entry point for the entry-record decoder (docs/reliability.md F1):
 // decode_entry() reads records from bundles and from stores, so every byte
 // it sees is untrusted. Any outcome is fine except a crash, a sanitizer
 // report, a hang or unbounded memory; an accepted record must re-encode to

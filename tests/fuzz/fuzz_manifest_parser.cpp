@@ -1,4 +1,4 @@
-// libFuzzer entry point for the kernel-manifest parser (RELIABILITY.md F1):
+// libFuzzer entry point for the kernel-manifest parser (docs/reliability.md F1):
 // TOML parsing (toml++), key checks, option parsing and variant expansion,
 // without touching the file system (check_files = false). Any outcome is
 // fine except a crash, a sanitizer report, a hang or unbounded memory.

@@ -1,5 +1,5 @@
 // libFuzzer entry point over what guards the driver from pipeline-cache
-// bytes (RELIABILITY.md F1): the Vulkan header check and kcache's blob
+// bytes (docs/reliability.md F1): the Vulkan header check and kcache's blob
 // wrapper. None of it needs a Vulkan device: the devices here are built by
 // hand. Build with clang: -fsanitize=fuzzer,address,undefined.
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# B1-B4 (RELIABILITY.md) through `kcache import`, as a user meets them: a
+# B1-B4 (docs/reliability.md) through `kcache import`, as a user meets them: a
 # real exported and signed bundle, damaged (cut short, bits flipped, version,
 # signature, fingerprint, trailing bytes) or replaced by a bomb or a 10^6-entry
 # head (hostile.py), imported with trust configured into a store that holds

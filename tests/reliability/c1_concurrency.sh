@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# C1 (RELIABILITY.md): P kcache builds write one store at once, M kernels
+# C1 (docs/reliability.md): P kcache builds write one store at once, M kernels
 # each, half of every manifest's kernels shared by all of them, while 2
 # readers loop over the store (kcache inspect, and a full decode of every
 # record). Pass: every build and every read succeeds, the store holds exactly

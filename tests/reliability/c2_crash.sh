@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# C2 (RELIABILITY.md): SIGKILL at random moments during build, import,
+# C2 (docs/reliability.md): SIGKILL at random moments during build, import,
 # export and raw store writes. After every kill: the store opens, every
 # record decodes with good digests, `kcache verify` passes, nothing committed
 # before is lost, and an import is all or nothing (0 half-visible imports).

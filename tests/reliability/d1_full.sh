@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# D1 (RELIABILITY.md): the map fills up, the disk fills up. Each time the
+# D1 (docs/reliability.md): the map fills up, the disk fills up. Each time the
 # write is refused with a clear message and a documented exit code (never a
 # crash, never SIGBUS), what was committed before stays intact and
 # verifiable, a refused transaction changes nothing, and once there is room
@@ -40,7 +40,7 @@ expect_in fill2.out "$(sed 's/:.*//' fill.out):"
 outcomes+=" library, 1 MiB map: $(sed 's/:.*//' fill.out), a second refusal changed nothing;"
 
 # full_build WHAT STORE [ENV...]: the example built into STORE where it does
-# not fit. A write the store refuses is a warning (DESIGN.md "Store"): the
+# not fit. A write the store refuses is a warning (docs/design.md "Store rules"): the
 # kernel is reported refused_write with a store_full error, the build goes
 # on, and the exit code stays 0 (or 4 when the store cannot be opened at
 # all). Checks the figures against the store; sets REFUSED and ENTRIES.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# D3 (RELIABILITY.md): a read-only store. Three ways a store is read-only:
+# D3 (docs/reliability.md): a read-only store. Three ways a store is read-only:
 # --read-only on a writable store, a read-only mount, and a store owned by
 # another user. Each time: inspect, get (and export, when this kcache has it)
 # work; build (and import) are refused with exit 4 and a message that says

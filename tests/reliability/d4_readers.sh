@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# D4 (RELIABILITY.md): more killed readers than the store has reader slots.
+# D4 (docs/reliability.md): more killed readers than the store has reader slots.
 # LMDB keeps a killed reader's slot for as long as any process holds the store
 # open, so a live holder stays up throughout. Each round fills every free slot
 # with snapshots held by processes that are then SIGKILLed; kcache must clear

@@ -1,5 +1,5 @@
-// B1-B4 (RELIABILITY.md) at library level: hostile bundles go through the
-// real importer (pipeline::import_bundle) into a real LMDB store that holds
+// B1-B4 (docs/reliability.md) at library level: hostile bundles go through the
+// real importer (transfer::import_bundle) into a real LMDB store that holds
 // other entries, and every one must be refused with the store unchanged
 // (same last transaction id, same canonical dump digest; checked after every
 // single case). Complements tests/unit/test_bundle_hostile.cpp, which checks
@@ -10,7 +10,7 @@
 #include "reliability_support.hpp"
 #include "test_bundle_support.hpp"
 
-#include "kcache/pipeline/transfer.hpp"
+#include "kcache/transfer/transfer.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -84,15 +84,15 @@ struct Tally {
 /// One import of `bytes` (through a memfd, as `kcache import -` reads a
 /// pipe) into `t`; records the outcome in `tally` and returns the error.
 std::optional<Error> attempt(Target& t, Tally& tally, std::span<const std::uint8_t> bytes,
-                             const pipeline::ImportOptions& options) {
+                             const transfer::ImportOptions& options) {
   int fd = ::memfd_create("bundle", MFD_CLOEXEC);
   REQUIRE(fd >= 0);
   REQUIRE(::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
   REQUIRE(::lseek(fd, 0, SEEK_SET) == 0);
-  pipeline::BundleStream in;
+  transfer::BundleStream in;
   in.fd = fd;
   auto t0 = std::chrono::steady_clock::now();
-  auto r = pipeline::import_bundle(*t.store, in, options);
+  auto r = transfer::import_bundle(*t.store, in, options);
   tally.max_ms = std::max(tally.max_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   ::close(fd);
   ++tally.cases;
@@ -112,8 +112,8 @@ std::optional<Error> attempt(Target& t, Tally& tally, std::span<const std::uint8
   return error;
 }
 
-pipeline::ImportOptions spirv_target(std::vector<bundle::PublicKey> trusted = {}) {
-  pipeline::ImportOptions o;
+transfer::ImportOptions spirv_target(std::vector<bundle::PublicKey> trusted = {}) {
+  transfer::ImportOptions o;
   o.target.fingerprint = "vulkan1.2";
   o.trusted = std::move(trusted);
   return o;
@@ -221,7 +221,7 @@ TEST_CASE("B3: fingerprints, versions, signatures, duplicates, trailing bytes, i
   SUBCASE("each fingerprint field changed alone") {
     const Namespace ns = vulkan_ns();
     const auto entries = Target::entries("device", 4);
-    pipeline::ImportOptions options;
+    transfer::ImportOptions options;
     options.target.fingerprint = ns.fingerprint;  // the store holds this namespace: compared field by field
     for (std::size_t f = 0; f < ns.record.fields.size(); ++f) {
       FingerprintRecord changed = ns.record;

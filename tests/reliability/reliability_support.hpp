@@ -1,4 +1,4 @@
-// Shared by the reliability tier's programs (RELIABILITY.md test plan):
+// Shared by the reliability tier's programs (docs/reliability.md "How each is tested"):
 // the "store unchanged" fingerprint of a store, and figure lines.
 //
 // "Store unchanged" = the same last transaction id and the same digest of a

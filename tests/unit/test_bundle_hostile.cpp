@@ -1,4 +1,4 @@
-// Hostile and damaged bundles (RELIABILITY.md B1-B4): every one is refused
+// Hostile and damaged bundles (docs/reliability.md B1-B4): every one is refused
 // with corruption (version_mismatch for a version), never a crash, never a
 // success, with memory bounded. Cases that target one check are rebuilt with
 // correct digests so they reach that check instead of a digest mismatch.

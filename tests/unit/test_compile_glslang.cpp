@@ -102,8 +102,15 @@ TEST_CASE("the validator's 'unknown' is reported apart from 'invalid'") {
 }
 
 TEST_CASE("toolchain fields name the compiler versions and the optimiser recipe") {
-  const auto& none = compile::toolchain_fields(Optimize::none);
-  const auto& perf = compile::toolchain_fields(Optimize::performance);
+  const auto& installed = compile::Toolchain::installed();
+  const auto& none = installed.fields(Optimize::none);
+  const auto& perf = installed.fields(Optimize::performance);
   CHECK(none.at(0).first == "glslang");
+  CHECK(none.at(0).second == installed.versions().glslang);
   CHECK(none.at(2).second != perf.at(2).second);
+  // A toolchain with another version (a simulated upgrade) changes that field only.
+  compile::Toolchain next({installed.versions().glslang + "-next", installed.versions().spirv_tools});
+  CHECK(next.fields(Optimize::none).at(0).second == installed.versions().glslang + "-next");
+  CHECK(next.fields(Optimize::none).at(1) == none.at(1));
+  CHECK(next.fields(Optimize::none).at(2) == none.at(2));
 }

@@ -1,4 +1,4 @@
-// The Store contract, run over every implementation (STYLE.md "Tests"): the
+// The Store contract, run over every implementation: the
 // memory store and the LMDB store must behave the same for every case here.
 #include "kcache/store/store.hpp"
 

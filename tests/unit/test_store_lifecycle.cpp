@@ -1,7 +1,7 @@
 // Store lifecycle: usage records (last used), the run log, remove_unchanged
-// and space(), run over both implementations (STYLE.md "Tests"); then the
+// and space(), run over both implementations; then the
 // LMDB-only parts: the version-1 upgrade, free-page reuse and compaction.
-#include "kcache/core/file.hpp"
+#include "kcache/util/file.hpp"
 #include "kcache/store/gc.hpp"
 #include "kcache/store/layout_internal.hpp"
 #include "kcache/store/lmdb_store_internal.hpp"
@@ -98,12 +98,12 @@ TEST_CASE_TEMPLATE("store lifecycle: put records when an entry was written; scan
                    MemoryFactory, LmdbFactory) {
   test::TempDir dir;
   auto store = F::make(dir);
-  std::uint64_t before = unix_now();
+  std::uint64_t before = util::system_clock().now();
   put_ok(*store, {make_entry("a", 100), make_entry("b", 300)});
   auto u = usage(*store, "a");
   REQUIRE(u.has_value());
   CHECK(u->written >= before);
-  CHECK(u->written <= unix_now());
+  CHECK(u->written <= util::system_clock().now());
   CHECK(u->last_used == u->written);
   CHECK_FALSE(usage(*store, "missing").has_value());
 
@@ -236,7 +236,7 @@ TEST_CASE("store lifecycle: read-only stores refuse record_usage and remove_unch
   }
   auto store = open_lmdb_store(dir, {.read_only = true});
   REQUIRE(store.has_value());
-  auto r = (*store)->record_usage({unix_now() + 3600, {{k_ns.name(), "a"}}, make_run(1)});
+  auto r = (*store)->record_usage({util::system_clock().now() + 3600, {{k_ns.name(), "a"}}, make_run(1)});
   REQUIRE_FALSE(r.has_value());
   CHECK(r.error().category == Category::read_only);
   std::vector<RemoveItem> items = {{"a", make_entry("a").key}};
@@ -459,7 +459,7 @@ TEST_CASE("lmdb lifecycle: a version-1 store reads without usage and is upgraded
   }
   downgrade_to_v1(dir);
   CHECK(schema_of(dir) == "1");
-  std::string data_before = *read_file(dir / "data.mdb");
+  std::string data_before = *util::read_file(dir / "data.mdb");
   {
     auto store = open_ok(dir, {.read_only = true});
     CHECK_FALSE(usage(*store, "a").has_value());
@@ -471,13 +471,13 @@ TEST_CASE("lmdb lifecycle: a version-1 store reads without usage and is upgraded
     REQUIRE(r.has_value());
     CHECK(n == 1);
   }
-  CHECK(*read_file(dir / "data.mdb") == data_before);  // read-only: no upgrade
+  CHECK(*util::read_file(dir / "data.mdb") == data_before);  // read-only: no upgrade
   CHECK(schema_of(dir) == "1");
   {
     auto store = open_ok(dir);
     CHECK(schema_of(dir) == "2");
     CHECK_FALSE(usage(*store, "a").has_value());  // nothing invented for old entries
-    record_ok(*store, {unix_now(), {{k_ns.name(), "a"}}, make_run(unix_now())});
+    record_ok(*store, {util::system_clock().now(), {{k_ns.name(), "a"}}, make_run(util::system_clock().now())});
     CHECK(usage(*store, "a")->written == 0);  // unknown: callers fall back to created
     CHECK(runs(*store).size() == 1);
   }
@@ -544,7 +544,7 @@ TEST_CASE("lmdb lifecycle: compact refuses while another process has the store o
   test::TempDir tmp;
   fs::path dir = tmp.path() / "store";
   open_ok(dir)->put(k_ns, std::vector{make_entry("a", 5000)}).value();
-  std::string before = *read_file(dir / "data.mdb");
+  std::string before = *util::read_file(dir / "data.mdb");
 
   auto refused_while_held = [&](const std::function<bool()>& hold) {
     int ready[2], go[2];
@@ -583,7 +583,7 @@ TEST_CASE("lmdb lifecycle: compact refuses while another process has the store o
     });
     CHECK(message.find("lock.mdb") != std::string::npos);
   }
-  CHECK(*read_file(dir / "data.mdb") == before);
+  CHECK(*util::read_file(dir / "data.mdb") == before);
   auto result = compact_lmdb_store(dir);  // everyone has gone: it works
   REQUIRE_MESSAGE(result.has_value(), result.error().message);
 }
@@ -605,11 +605,11 @@ TEST_CASE("lmdb lifecycle: compact refuses what is not a kcache store") {
   REQUIRE(mdb_put(txn, dbi, &kv, &vv, 0) == 0);
   REQUIRE(mdb_txn_commit(txn) == 0);
   mdb_env_close(env);
-  std::string before = *read_file(dir / "data.mdb");
+  std::string before = *util::read_file(dir / "data.mdb");
   auto r = compact_lmdb_store(dir);
   REQUIRE_FALSE(r.has_value());
   CHECK(r.error().category == Category::corruption);
-  CHECK(*read_file(dir / "data.mdb") == before);
+  CHECK(*util::read_file(dir / "data.mdb") == before);
 }
 
 }  // namespace kcache::store

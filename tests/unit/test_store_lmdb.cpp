@@ -5,7 +5,7 @@
 // path a user without write access takes (MDB_RDONLY|MDB_NOLOCK) is reached
 // through internal::LockFile::never; the real chmod tests run only when not
 // root.
-#include "kcache/core/file.hpp"
+#include "kcache/util/file.hpp"
 #include "kcache/store/lmdb_store_internal.hpp"
 #include "kcache/store/store.hpp"
 
@@ -87,7 +87,7 @@ struct FileState {
 };
 
 FileState file_state(const fs::path& path) {
-  auto bytes = read_file(path);
+  auto bytes = util::read_file(path);
   REQUIRE_MESSAGE(bytes.has_value(), bytes.error().message);
   struct stat st {};
   REQUIRE(::stat(path.c_str(), &st) == 0);
@@ -276,11 +276,11 @@ TEST_CASE("lmdb store: another program's LMDB environment is refused, not mixed 
   fs::path dir = tmp.path() / "store";
   fs::create_directories(dir);
   raw_put(dir, nullptr, "someone", "else's data");
-  std::string before = *read_file(dir / "data.mdb");
+  std::string before = *util::read_file(dir / "data.mdb");
   Error e = open_error(dir);
   CHECK(e.category == Category::corruption);
   CHECK(e.message.find("not a kcache store") != std::string::npos);
-  CHECK(*read_file(dir / "data.mdb") == before);
+  CHECK(*util::read_file(dir / "data.mdb") == before);
 }
 
 TEST_CASE("lmdb store: a newer layout version is refused") {

@@ -1,5 +1,5 @@
 // Helpers shared by unit tests: a fresh temporary folder per test, kept on
-// failure for inspection (STYLE.md "Tests").
+// failure for inspection.
 #pragma once
 
 #include <doctest/doctest.h>

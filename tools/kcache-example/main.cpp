@@ -10,7 +10,7 @@
 // turned off (unless the user set their variables), so "cold" is cold.
 // Where the device has pipelineCreationCacheControl, warm pipelines are first
 // created with FAIL_ON_PIPELINE_COMPILE_REQUIRED, which tells a blob hit from
-// a driver recompile. One pipeline cache per kernel, as DESIGN.md advises.
+// a driver recompile. One pipeline cache per kernel, as docs/design.md explains.
 //
 // Exit status: 0 when every pipeline was created, 1 otherwise, 2 for bad
 // usage, 3 when there is no Vulkan device or store.

@@ -1,14 +1,15 @@
 #include "bundle_cli.hpp"
 
-#include <fmt/format.h>
+#include "kcache/bundle/key_files.hpp"
+
 #include <unistd.h>
 
 #include <csignal>
 
 namespace kcache::cli {
 
-pipeline::BundleStream bundle_stream(const std::string& arg, bool output) {
-  pipeline::BundleStream s;
+bundle::BundleStream bundle_stream(const std::string& arg, bool output) {
+  bundle::BundleStream s;
   if (arg == "-") s.fd = output ? STDOUT_FILENO : STDIN_FILENO;
   else s.path = arg;
   return s;
@@ -25,17 +26,10 @@ Result<bundle::WriteOptions> write_options(int level, const std::string& sign_fi
     options.level = level;
   }
   if (!sign_file.empty()) {
-    key = KCACHE_TRY(pipeline::load_secret_key(sign_file));
+    key = KCACHE_TRY(bundle::load_secret_key(sign_file));
     options.sign = &*key;
   }
   return options;
-}
-
-std::string human_bytes(std::uint64_t n) {
-  if (n < 1024) return fmt::format("{} B", n);
-  if (n < (1u << 20)) return fmt::format("{:.1f} KiB", n / 1024.0);
-  if (n < (1u << 30)) return fmt::format("{:.1f} MiB", n / 1048576.0);
-  return fmt::format("{:.2f} GiB", n / 1073741824.0);
 }
 
 }  // namespace kcache::cli

@@ -1,10 +1,11 @@
 // Pieces the bundle subcommands (export, import, merge, keygen, inspect of a
-// .kcb) share: "-" for stdin/stdout, the --level/--sign options, sizes in
-// words. Thread-safety: single-threaded CLI helpers.
+// .kcb) share: "-" for stdin/stdout, SIGPIPE, the --level/--sign options.
+// Their output is rendered by lib/kcache/report/transfer_report.hpp.
+// Thread-safety: single-threaded CLI helpers.
 #pragma once
 
 #include "kcache/bundle/bundle.hpp"
-#include "kcache/pipeline/transfer.hpp"
+#include "kcache/bundle/stream.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -13,7 +14,7 @@
 namespace kcache::cli {
 
 /// "-" is stdin (input) or stdout (output); anything else a path.
-pipeline::BundleStream bundle_stream(const std::string& arg, bool output);
+bundle::BundleStream bundle_stream(const std::string& arg, bool output);
 
 /// Ignores SIGPIPE so a closed stdout reads as an io_error (EPIPE) from the
 /// writer instead of killing the process mid-bundle.
@@ -23,8 +24,5 @@ void ignore_sigpipe();
 /// is kept in `key` (the options borrow it). invalid_argument for a level
 /// outside 1..19 or a bad key file.
 Result<bundle::WriteOptions> write_options(int level, const std::string& sign_file, std::optional<bundle::KeyPair>& key);
-
-/// "1.2 MiB", "812 B".
-std::string human_bytes(std::uint64_t n);
 
 }  // namespace kcache::cli

@@ -92,7 +92,7 @@ std::string StoreOptions::path() const { return dir.empty() ? store::default_sto
 
 /// $KCACHE_MAP_SIZE: the LMDB map size in bytes (suffix K, M or G for KiB,
 /// MiB, GiB), 0 = unset. Caps how large a new store may grow; the reliability
-/// tier uses a small one to fill the map (RELIABILITY.md D1). An existing
+/// tier uses a small one to fill the map (docs/reliability.md D1). An existing
 /// store never opens smaller than the pages it already uses.
 static Result<std::uint64_t> map_size_from_env() {
   const char* env = std::getenv("KCACHE_MAP_SIZE");
@@ -115,14 +115,56 @@ Result<std::unique_ptr<store::Store>> StoreOptions::open(bool need_write) const 
     return fail(Category::read_only, "this command writes to the store; drop --read-only");
   store::OpenOptions options;
   options.read_only = read_only || !need_write;
+  options.clock = &clock();
   if (auto map_size = KCACHE_TRY(map_size_from_env())) options.map_size = map_size;
   auto s = store::open_lmdb_store(path(), options);
   if (!s) return tl::unexpected(std::move(s).error());
   return s;
 }
 
+const util::Clock& clock() {
+  static const util::FixedClock* pinned = []() -> const util::FixedClock* {
+    const char* env = std::getenv("KCACHE_TEST_NOW");
+    if (!env || !*env) return nullptr;
+    std::uint64_t seconds = 0;
+    std::string_view text(env);
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (ec != std::errc{} || end != text.data() + text.size()) return nullptr;
+    return new util::FixedClock(seconds);  // lives for the process
+  }();
+  return pinned ? static_cast<const util::Clock&>(*pinned) : util::system_clock();
+}
+
+const compile::Toolchain& toolchain() {
+  static const compile::Toolchain* chosen = []() -> const compile::Toolchain* {
+    const char* env = std::getenv("KCACHE_TEST_TOOLCHAIN_SUFFIX");
+    if (!env || !*env) return &compile::Toolchain::installed();
+    auto versions = compile::linked_versions();
+    std::string_view hook(env);
+    if (hook.starts_with("glslang:")) versions.glslang += hook.substr(8);
+    else if (hook.starts_with("spirv-tools:")) versions.spirv_tools += hook.substr(12);
+    return new compile::Toolchain(std::move(versions));  // lives for the process
+  }();
+  return *chosen;
+}
+
+Result<worker::WorkerOptions> worker_options() {
+  worker::WorkerOptions options;
+  if (const char* env = std::getenv("KCACHE_PIPELINE_TIMEOUT"); env && *env) {
+    char* end = nullptr;
+    double seconds = std::strtod(env, &end);
+    if (!end || *end != '\0' || !(seconds > 0) || seconds > 1e6)
+      return fail(Category::invalid_argument,
+                  "KCACHE_PIPELINE_TIMEOUT='{}' is not a number of seconds; unset it for the default (300)", env);
+    options.stall_timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+  }
+  if (const char* env = std::getenv("KCACHE_TEST_CRASH_KERNEL")) options.faults.crash_kernel = env;
+  if (const char* env = std::getenv("KCACHE_TEST_HANG_KERNEL")) options.faults.hang_kernel = env;
+  return options;
+}
+
 std::string version_text() {
-  const auto& v = compile::toolchain_versions();
+  const auto& v = compile::Toolchain::installed().versions();
   return fmt::format("kcache {}\nglslang {}\nSPIRV-Tools {}\nLMDB {}\n{}\n", KCACHE_VERSION, v.glslang,
                      v.spirv_tools, store::lmdb_version(), bundle::library_versions());
 }

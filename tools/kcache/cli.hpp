@@ -3,8 +3,11 @@
 // a register_<verb>() function; main.cpp only forwards.
 #pragma once
 
-#include "kcache/core/error.hpp"
+#include "kcache/util/error.hpp"
+#include "kcache/compile/compiler.hpp"
 #include "kcache/store/store.hpp"
+#include "kcache/util/clock.hpp"
+#include "kcache/worker/pipeline_worker.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -52,6 +55,22 @@ Result<unsigned> jobs_from_env();
 /// ENVIRONMENT and EXIT STATUS sections are generated from it
 /// (scripts/gen_cli_docs.py), so this is their one source.
 std::string top_level_footer();
+
+/// What the library takes as parameters and the CLI alone reads from the
+/// environment (the library never does):
+///   KCACHE_TEST_NOW=SECONDS            pins the clock (tests of ages and last use)
+///   KCACHE_TEST_TOOLCHAIN_SUFFIX=glslang:S | spirv-tools:S
+///                                      appends S to that version (a simulated upgrade)
+///   KCACHE_TEST_CRASH_KERNEL / KCACHE_TEST_HANG_KERNEL=NAME
+///                                      the pipeline worker aborts / hangs on that kernel
+///   KCACHE_PIPELINE_TIMEOUT=SECONDS    how long a silent worker lives (default 300)
+/// The clock every command stamps with.
+const util::Clock& clock();
+/// The toolchain keys are computed for.
+const compile::Toolchain& toolchain();
+/// Worker options (stall limit, fault injection); invalid_argument for a
+/// malformed KCACHE_PIPELINE_TIMEOUT.
+Result<worker::WorkerOptions> worker_options();
 
 /// Options every store-using subcommand shares.
 struct StoreOptions {

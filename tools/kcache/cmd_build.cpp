@@ -1,19 +1,16 @@
 // kcache build: compile a manifest's kernels into the store.
 #include "cli.hpp"
-#include "depfile.hpp"
-#include "build_backend.hpp"
-#include "kcache/report/device_report.hpp"
 
-#include "kcache/core/file.hpp"
-#include "kcache/util/bytes.hpp"
+#include "kcache/build/run.hpp"
+#include "kcache/device/device.hpp"
 #include "kcache/manifest/manifest.hpp"
-#include "kcache/pipeline/build.hpp"
+#include "kcache/report/device_report.hpp"
 #include "kcache/report/report.hpp"
+#include "kcache/util/bytes.hpp"
+#include "kcache/util/file.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
-
-#include <cstdlib>
 
 namespace kcache::cli {
 namespace {
@@ -24,12 +21,13 @@ struct BuildArgs {
   unsigned jobs = 0;
   bool json = false;
   std::string report_file;
-  std::string depfile, depfile_target;  // --depfile, --depfile-target (depfile.hpp)
+  std::string depfile, depfile_target;
   bool keep_going = true;
   bool explain = false;
   bool no_record_usage = false;
   std::string shard;
-  BackendArgs backend;  // --backend, --device (build_backend.hpp)
+  std::string backend = "spirv";
+  std::string device;
 };
 
 std::string host_name() {
@@ -38,55 +36,66 @@ std::string host_name() {
   return buf;
 }
 
+/// The device of a vulkan build (nullopt for spirv), chosen before anything
+/// compiles so a missing device fails fast (exit 7).
+Result<std::optional<device::DeviceInfo>> select_device(const BuildArgs& args) {
+  if (args.backend != "vulkan") {
+    if (!args.device.empty()) return fail(Category::invalid_argument, "--device only applies to --backend vulkan");
+    return std::optional<device::DeviceInfo>{};
+  }
+  // Cold creation times and later verify hits must not come from the
+  // driver's own disk cache (the workers, which compile, do this too).
+  device::disable_driver_disk_caches();
+  return std::optional(KCACHE_TRY(device::select_device_or_default(args.device)));
+}
+
+/// The run's options from the command line and the environment.
+Result<build::RunOptions> run_options(const BuildArgs& args) {
+  build::RunOptions options;
+  options.build.jobs = args.jobs ? args.jobs : KCACHE_TRY(jobs_from_env());
+  if (!args.shard.empty()) options.build.shard = KCACHE_TRY(build::parse_shard(args.shard));
+  options.build.explain = args.explain;
+  options.build.origin = fmt::format("built by kcache {} on {}", KCACHE_VERSION, host_name());
+  options.build.clock = &clock();
+  options.build.toolchain = &toolchain();
+  options.device = KCACHE_TRY(select_device(args));
+  if (options.device) options.worker = KCACHE_TRY(worker_options());
+  options.record_usage = !args.no_record_usage;
+  options.collect_dependencies = !args.depfile.empty();
+  return options;
+}
+
 int run_build(const BuildArgs& args) {
   auto manifest = manifest::load_manifest(args.manifest);
   if (!manifest) return report_error(manifest.error());
-  pipeline::BuildOptions options;
-  options.jobs = args.jobs;
-  if (!args.jobs) {
-    auto jobs = jobs_from_env();
-    if (!jobs) return report_error(jobs.error());
-    options.jobs = *jobs;
-  }
-  if (!args.shard.empty()) {
-    auto shard = pipeline::parse_shard(args.shard);
-    if (!shard) return report_error(shard.error());
-    options.shard = *shard;
-  }
-  options.explain = args.explain;
-  options.origin = fmt::format("built by kcache {} on {}", KCACHE_VERSION, host_name());
+  auto options = run_options(args);
+  if (!options) return report_error(options.error());
   bool progress = stderr_is_terminal() && !args.json;
   if (progress)
-    options.on_receipt = [](const pipeline::Receipt& r, std::size_t done, std::size_t total) {
-      fmt::print(stderr, "\r\033[K[{}/{}] {} {}", done, total, pipeline::outcome_name(r.outcome), r.kernel);
+    options->build.on_receipt = [](const build::Receipt& r, std::size_t done, std::size_t total) {
+      fmt::print(stderr, "\r\033[K[{}/{}] {} {}", done, total, build::outcome_name(r.outcome), r.kernel);
     };
-  auto device = args.backend.select();  // before any compile: no device fails fast (exit 7)
-  if (!device) return report_error(device.error());
   auto store = args.store.open(true);
   if (!store) return report_error(store.error());
-  auto result = pipeline::build(*manifest, **store, options);
-  if (result && *device)
-    if (auto staged = args.backend.build(*manifest, **store, **device, options, *result); !staged)
-      return report_error(staged.error());
+  auto ran = build::run(*manifest, **store, *options);
   if (progress) fmt::print(stderr, "\r\033[K");
-  if (!result) return report_error(result.error());
-  // Last-used times and the run log (`kcache stats`): one small write
-  // transaction after every stage; losing it loses no compiled work.
-  if (!args.no_record_usage)
-    if (auto recorded = pipeline::record_run(**store, *result); !recorded)
-      fmt::print(stderr, "kcache: warning: usage and run log not recorded: {}\n", recorded.error().message);
-  if (!args.depfile.empty())
-    if (auto d = write_depfile(args.depfile, args.depfile_target, *manifest, **store, *result); !d)
-      return report_error(d.error());
-  if (!args.report_file.empty()) {
-    std::string json = report::build_json(*result);
-    auto written = write_file_atomic(args.report_file, util::as_bytes(json));
-    if (!written) return report_error(written.error());
+  if (!ran) return report_error(ran.error());
+  if (ran->record_warning)
+    fmt::print(stderr, "kcache: warning: usage and run log not recorded: {}\n", ran->record_warning->message);
+  if (!args.depfile.empty()) {
+    std::string text = report::depfile_text(args.depfile, args.depfile_target, ran->dependencies);
+    if (auto written = util::write_file_atomic(args.depfile, util::as_bytes(text)); !written)
+      return report_error(written.error());
   }
-  if (args.json) fmt::print("{}", report::build_json(*result));
-  else fmt::print("{}", report::build_summary(*result, args.explain));
-  if (*device && !args.json) fmt::print("{}", report::device_stage_summary(*result, **device));
-  return result->any_failed() ? k_exit_failed : k_exit_ok;
+  if (!args.report_file.empty()) {
+    std::string json = report::build_json(ran->result);
+    if (auto written = util::write_file_atomic(args.report_file, util::as_bytes(json)); !written)
+      return report_error(written.error());
+  }
+  if (args.json) fmt::print("{}", report::build_json(ran->result));
+  else fmt::print("{}", report::build_summary(ran->result, args.explain));
+  if (options->device && !args.json) fmt::print("{}", report::device_stage_summary(ran->result, *options->device));
+  return ran->result.any_failed() ? k_exit_failed : k_exit_ok;
 }
 
 }  // namespace
@@ -117,7 +126,14 @@ void register_build(CLI::App& app, Action& action) {
                 "version differs from the stored entry, or where else the store has it");
   cmd->add_flag("--no-record-usage", args->no_record_usage,
                 "do not record last-used times and this run in the store's run log (kcache stats)");
-  args->backend.add_to(*cmd);
+  cmd->add_option("--backend", args->backend,
+                  "spirv: SPIR-V modules only (portable); vulkan: also create each compute kernel's pipeline on a\n"
+                  "device and store its pipeline-cache blob in the device's namespace")
+      ->check(CLI::IsMember({"spirv", "vulkan"}))
+      ->capture_default_str();
+  cmd->add_option("--device", args->device,
+                  "with --backend vulkan: the device (index, name substring or fingerprint id; `kcache devices`);\n"
+                  "default: the first discrete GPU, else integrated, virtual, other, software");
   cmd->add_option("--shard", args->shard, "build only shard K of N (K/N), split by kernel-name hash");
   cmd->callback([args, &action] { action = [args] { return run_build(*args); }; });
 }

@@ -1,9 +1,10 @@
 // kcache export: pack a store namespace into a bundle file (or stdout).
 #include "bundle_cli.hpp"
 #include "cli.hpp"
+#include "kcache/report/transfer_report.hpp"
+#include "kcache/transfer/transfer.hpp"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 namespace kcache::cli {
@@ -11,7 +12,7 @@ namespace {
 
 struct ExportArgs {
   StoreOptions store;
-  pipeline::ExportSelection selection;
+  transfer::ExportSelection selection;
   std::string output;
   int level = 0;
   std::string sign;
@@ -30,26 +31,13 @@ int run_export(const ExportArgs& args) {
   auto store = args.store.open(false);
   if (!store) return report_error(store.error());
   ignore_sigpipe();
-  auto result = pipeline::export_bundle(**store, args.selection, bundle_stream(args.output, true), *options);
+  auto result = transfer::export_bundle(**store, args.selection, bundle_stream(args.output, true),
+                                        {*options, clock().now()});
   if (!result) return report_error(result.error());
   // The bundle owns stdout when it goes there; the report then goes to stderr.
-  std::FILE* report = to_stdout ? stderr : stdout;
-  if (args.json) {
-    nlohmann::json j = {{"namespace", result->ns.name()}, {"entries", result->entries},
-                        {"record_bytes", result->record_bytes}, {"payload_bytes", result->payload_bytes},
-                        {"output", args.output}, {"bundle_bytes", result->bundle_bytes},
-                        {"signed", result->signer.has_value()},
-                        {"signer", result->signer ? nlohmann::json(result->signer->hex()) : nlohmann::json()}};
-    fmt::print(report, "{}\n", j.dump(2));
-    return k_exit_ok;
-  }
-  fmt::print(report, "exported {} entries of {} ({} of modules, {} of records) to {}", result->entries,
-             result->ns.name(), human_bytes(result->payload_bytes), human_bytes(result->record_bytes),
-             to_stdout ? "stdout" : args.output);
-  if (result->bundle_bytes)
-    fmt::print(report, ": {} (records/bundle {:.1f}x)", human_bytes(result->bundle_bytes),
-               static_cast<double>(result->record_bytes) / static_cast<double>(result->bundle_bytes));
-  fmt::print(report, "\n{}\n", result->signer ? "signed by key " + result->signer->hex() : std::string("unsigned"));
+  fmt::print(to_stdout ? stderr : stdout, "{}",
+             args.json ? report::export_json(*result, args.output)
+                       : report::export_text(*result, to_stdout ? "stdout" : args.output));
   return k_exit_ok;
 }
 

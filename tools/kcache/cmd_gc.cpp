@@ -1,9 +1,8 @@
 // kcache gc: remove entries by rule; kcache compact: give freed space back.
 #include "cli.hpp"
 
-#include "kcache/core/file.hpp"
 #include "kcache/manifest/manifest.hpp"
-#include "kcache/pipeline/collect.hpp"
+#include "kcache/maintain/gc.hpp"
 #include "kcache/report/lifecycle.hpp"
 #include "kcache/store/gc.hpp"
 
@@ -63,7 +62,7 @@ int run_gc(const GcArgs& args) {
   report::GcReport report;
   report.dry_run = args.dry_run;
   report.max_size = rules.max_size;
-  auto candidates = pipeline::gc_candidates(**store, manifest ? &*manifest : nullptr);
+  auto candidates = maintain::gc_candidates(**store, manifest ? &*manifest : nullptr, toolchain());
   if (!candidates) return report_error(candidates.error());
   if (rules.ns && std::none_of(candidates->begin(), candidates->end(),
                                [&](const store::GcCandidate& c) { return c.ns == *rules.ns; }))
@@ -71,13 +70,13 @@ int run_gc(const GcArgs& args) {
                                                           "(kcache inspect lists the namespaces)",
                                                           *rules.ns)});
   report.candidates = std::move(*candidates);
-  rules.now = unix_now();
+  rules.now = clock().now();
   report.plan = store::plan_gc(report.candidates, rules);
   auto before = (*store)->space();
   if (!before) return report_error(before.error());
   report.space_before = *before;
   if (!args.dry_run) {
-    auto removed = pipeline::apply_gc(**store, report.candidates, report.plan);
+    auto removed = maintain::apply_gc(**store, report.candidates, report.plan);
     if (!removed) return report_error(removed.error());
     report.removed = *removed;
     auto after = (*store)->space();

@@ -1,7 +1,7 @@
 // kcache get: write a stored module to a file or stdout.
 #include "cli.hpp"
 
-#include "kcache/core/file.hpp"
+#include "kcache/util/file.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -49,7 +49,7 @@ int run_get(const GetArgs& args) {
       return report_error({Category::io_error, "cannot write to stdout"});
     return k_exit_ok;
   }
-  auto written = write_file_atomic(args.output, payload);
+  auto written = util::write_file_atomic(args.output, payload);
   if (!written) return report_error(written.error());
   return k_exit_ok;
 }

@@ -2,9 +2,12 @@
 // one transaction, or write nothing.
 #include "bundle_cli.hpp"
 #include "cli.hpp"
+#include "kcache/bundle/key_files.hpp"
+#include "kcache/report/transfer_report.hpp"
+#include "kcache/store/store.hpp"
+#include "kcache/transfer/transfer.hpp"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 namespace kcache::cli {
@@ -25,7 +28,7 @@ struct ImportArgs {
 int run_import(const ImportArgs& args) {
   if (args.input == "-" && ::isatty(STDIN_FILENO))
     return report_error({Category::invalid_argument, "reading a bundle from a terminal: pipe one in, or name a FILE.kcb"});
-  pipeline::ImportOptions options;
+  transfer::ImportOptions options;
   options.dry_run = args.dry_run;
   options.jobs = args.jobs;
   if (!args.jobs) {
@@ -36,7 +39,7 @@ int run_import(const ImportArgs& args) {
   if (!args.fingerprint.empty()) options.target.fingerprint = args.fingerprint;
   if (args.device_given) options.target.device = args.device;
   if (!args.trust.empty()) {
-    auto keys = pipeline::load_public_keys({args.trust.begin(), args.trust.end()});
+    auto keys = bundle::load_public_keys({args.trust.begin(), args.trust.end()});
     if (!keys) return report_error(keys.error());
     options.trusted = std::move(*keys);
   }
@@ -45,38 +48,15 @@ int run_import(const ImportArgs& args) {
   if (!store && args.dry_run && store.error().category == Category::not_found) store = store::make_memory_store();
   if (!store) return report_error(store.error());
   auto in = bundle_stream(args.input, false);
-  auto result = pipeline::import_bundle(**store, in, options);
+  auto result = transfer::import_bundle(**store, in, options);
   if (!result) return report_error(result.error());
   const auto& r = *result;
-  const auto& h = r.header;
-  std::size_t refused = r.refused.size();
-  if (args.json) {
-    nlohmann::json j = {{"bundle", args.input}, {"namespace", h.ns.name()}, {"entries", h.index.size()},
-                        {"target", r.target}, {"signed", h.signature.has_value()},
-                        {"signer", r.signer ? nlohmann::json(r.signer->hex()) : nlohmann::json()},
-                        {"dry_run", r.dry_run}, {"written", r.written},
-                        {"counts", {{"imported", r.imported}, {"already_present", r.already_present},
-                                    {"replaced", r.replaced}, {"refused", refused}}},
-                        {"refused", nlohmann::json::array()}};
-    for (const auto& x : r.refused)
-      j["refused"].push_back({{"kernel", x.kernel}, {"category", category_name(x.error.category)}, {"message", x.error.message}});
-    fmt::print("{}\n", j.dump(2));
-  } else {
-    fmt::print("{} {}: {} entries of {}, {}; fingerprint matches {}\n", r.dry_run ? "checked" : "imported",
-               in.label(), h.index.size(), h.ns.name(),
-               r.signer ? "signed by trusted key " + r.signer->hex()
-               : h.signature ? "signed by key " + h.signature->key_id.hex() + " (no --trust given: not checked against any)"
-                             : std::string("unsigned"),
-               r.target);
-    fmt::print("{}imported {}, already present {}, replaced (stale) {}, refused {}{}\n",
-               r.dry_run ? "dry run, would have: " : "", r.imported, r.already_present, r.replaced, refused,
-               r.dry_run ? " — nothing written" : "");
-  }
-  if (refused == 0) return k_exit_ok;
-  for (const auto& x : r.refused) fmt::print(stderr, "kcache: refused entry '{}': {}\n", x.kernel, x.error.message);
+  fmt::print("{}", args.json ? report::import_json(r, args.input) : report::import_text(r, in.label()));
+  if (r.refused.empty()) return k_exit_ok;
+  fmt::print(stderr, "{}", report::import_refusals_text(r));
   return report_error({Category::corruption,
-                       fmt::format("{} of {} entries of {} failed validation; nothing was imported", refused,
-                                   h.index.size(), in.label())});
+                       fmt::format("{} of {} entries of {} failed validation; nothing was imported", r.refused.size(),
+                                   r.header.index.size(), in.label())});
 }
 
 }  // namespace

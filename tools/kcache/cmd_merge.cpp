@@ -2,9 +2,10 @@
 // builds) into one, deduplicating by kernel and key.
 #include "bundle_cli.hpp"
 #include "cli.hpp"
+#include "kcache/bundle/merge.hpp"
+#include "kcache/report/transfer_report.hpp"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 namespace kcache::cli {
@@ -25,48 +26,20 @@ int run_merge(const MergeArgs& args) {
   std::optional<bundle::KeyPair> key;
   auto options = write_options(args.level, args.sign, key);
   if (!options) return report_error(options.error());
-  std::vector<pipeline::BundleStream> inputs;
+  std::vector<bundle::BundleStream> inputs;
   for (const auto& in : args.inputs) {
     if (in == "-") return report_error({Category::invalid_argument, "merge reads each input twice: give files, not -"});
     inputs.push_back(bundle_stream(in, false));
   }
   ignore_sigpipe();
-  auto result = pipeline::merge_bundles(inputs, bundle_stream(args.output, true), *options);
+  auto result = bundle::merge_bundles(inputs, bundle_stream(args.output, true), *options, clock().now());
   if (!result) return report_error(result.error());
   const auto& r = *result;
-  std::FILE* report = to_stdout ? stderr : stdout;
-  if (args.json) {
-    nlohmann::json j = {{"namespace", r.ns.name()}, {"inputs", r.inputs}, {"entries", r.entries},
-                        {"duplicates", r.duplicates}, {"written", r.conflicts.empty()},
-                        {"output", args.output}, {"bundle_bytes", r.bundle_bytes},
-                        {"signer", r.signer ? nlohmann::json(r.signer->hex()) : nlohmann::json()},
-                        {"conflicts", nlohmann::json::array()}};
-    for (const auto& c : r.conflicts)
-      j["conflicts"].push_back({{"kernel", c.kernel}, {"first", c.first_bundle}, {"second", c.second_bundle},
-                                {"first_key", c.first_key.id.hex() + "/" + c.first_key.ir.hex()},
-                                {"second_key", c.second_key.id.hex() + "/" + c.second_key.ir.hex()},
-                                {"same_key", c.same_key}});
-    fmt::print(report, "{}\n", j.dump(2));
-  } else if (r.conflicts.empty()) {
-    fmt::print(report, "merged {} bundles of {}: {} entries, {} duplicates dropped → {}{}\n", r.inputs, r.ns.name(),
-               r.entries, r.duplicates, to_stdout ? "stdout" : args.output,
-               r.bundle_bytes ? fmt::format(" ({})", human_bytes(r.bundle_bytes)) : "");
-  }
+  // The bundle owns stdout when it goes there; the report then goes to stderr.
+  fmt::print(to_stdout ? stderr : stdout, "{}",
+             args.json ? report::merge_json(r, args.output) : report::merge_text(r, to_stdout ? "stdout" : args.output));
   if (r.conflicts.empty()) return k_exit_ok;
-  for (const auto& c : r.conflicts) {
-    if (c.same_key)
-      fmt::print(stderr, "kcache: conflict: kernel '{}' has key {} in both {} and {} but different module bytes "
-                         "(a non-reproducible build?)\n",
-                 c.kernel, c.first_key.ir.hex().substr(0, 16), c.first_bundle, c.second_bundle);
-    else
-      fmt::print(stderr, "kcache: conflict: kernel '{}' is ir {} in {} but ir {} in {} (built from different "
-                         "sources or toolchains)\n",
-                 c.kernel, c.first_key.ir.hex().substr(0, 16), c.first_bundle, c.second_key.ir.hex().substr(0, 16),
-                 c.second_bundle);
-  }
-  fmt::print(stderr, "kcache: error: {} conflicting kernels; nothing written. Rebuild them from one source, or leave "
-                     "out the stale bundle\n",
-             r.conflicts.size());
+  fmt::print(stderr, "{}", report::merge_conflicts_text(r));
   return k_exit_failed;
 }
 

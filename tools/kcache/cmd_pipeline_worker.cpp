@@ -1,21 +1,23 @@
 // kcache __pipeline-worker: the hidden subcommand that runs a pipeline
-// worker process (lib/kcache/pipeline/pipeline_worker.hpp). kcache starts it
+// worker process (lib/kcache/worker/pipeline_worker.hpp). kcache starts it
 // itself; it is not for users, so it does not appear in --help.
 #include "cli.hpp"
 
-#include "kcache/pipeline/pipeline_worker.hpp"
+#include "kcache/worker/pipeline_worker.hpp"
 
 namespace kcache::cli {
 
 void register_pipeline_worker(CLI::App& app, Action& action) {
-  auto args = std::make_shared<pipeline::WorkerArgs>();
-  auto* cmd = app.add_subcommand(std::string(pipeline::k_worker_subcommand),
+  auto args = std::make_shared<worker::WorkerArgs>();
+  auto* cmd = app.add_subcommand(std::string(worker::k_worker_subcommand),
                                  "internal: serve pipeline-creation jobs on stdin/stdout");
   cmd->group("");  // hidden
   cmd->add_option("--device", args->fingerprint, "the device's fingerprint id")->required();
   cmd->add_option("--threads", args->threads, "pipeline-creation threads")->check(CLI::PositiveNumber);
   cmd->add_flag("--timed", args->timed, "verify by timing with and without the blob");
-  cmd->callback([args, &action] { action = [args] { return pipeline::serve_pipeline_worker(*args); }; });
+  cmd->add_option("--crash-kernel", args->faults.crash_kernel, "test fault: abort when this kernel begins");
+  cmd->add_option("--hang-kernel", args->faults.hang_kernel, "test fault: hang when this kernel begins");
+  cmd->callback([args, &action] { action = [args] { return worker::serve_pipeline_worker(*args); }; });
 }
 
 }  // namespace kcache::cli

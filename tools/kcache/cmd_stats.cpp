@@ -17,7 +17,7 @@ struct StatsArgs {
 int run_stats(const StatsArgs& args) {
   auto store = args.store.open(false);
   if (!store) return report_error(store.error());
-  auto totals = report::run_totals(**store, args.last);
+  auto totals = maintain::run_totals(**store, args.last);
   if (!totals) return report_error(totals.error());
   fmt::print("{}", args.json ? report::stats_json(*totals) : report::stats_text(*totals));
   return k_exit_ok;

@@ -3,7 +3,7 @@
 #include "cli.hpp"
 
 #include "kcache/device/device.hpp"
-#include "kcache/pipeline/verify.hpp"
+#include "kcache/maintain/verify.hpp"
 #include "kcache/report/device_report.hpp"
 
 #include <fmt/format.h>
@@ -28,7 +28,7 @@ int run_verify(const VerifyArgs& args) {
   if (!args.device_given) {
     auto store = args.store.open(false);
     if (!store) return report_error(store.error());
-    auto check = pipeline::check_store(**store);
+    auto check = maintain::check_store(**store);
     if (!check) return report_error(check.error());
     fmt::print("{}", args.json ? report::store_check_json(*check) : report::store_check_text(*check));
     return check->problems.empty() ? k_exit_ok : k_exit_failed;
@@ -41,7 +41,7 @@ int run_verify(const VerifyArgs& args) {
   if (!dev) return report_error(dev.error());
   auto store = args.store.open(false);
   if (!store) return report_error(store.error());
-  pipeline::VerifyOptions options;
+  maintain::VerifyOptions options;
   options.jobs = args.jobs;
   if (!args.jobs) {
     auto jobs = jobs_from_env();
@@ -49,12 +49,15 @@ int run_verify(const VerifyArgs& args) {
     options.jobs = *jobs;
   }
   options.timed = args.timed;
-  auto verified = pipeline::verify_device(**store, *dev, options);
+  auto worker = worker_options();
+  if (!worker) return report_error(worker.error());
+  options.worker = std::move(*worker);
+  auto verified = maintain::verify_device(**store, *dev, options);
   if (!verified) return report_error(verified.error());
   fmt::print("{}", args.json ? report::device_verify_json(*verified, *dev)
                              : report::device_verify_text(*verified, *dev, args.all));
-  if (report::verify_has_problems(*verified)) return k_exit_failed;
-  if (args.require_hits && verified->count(pipeline::VerifyStatus::miss) > 0) return k_exit_failed;
+  if (maintain::has_problems(*verified)) return k_exit_failed;
+  if (args.require_hits && verified->count(maintain::VerifyStatus::miss) > 0) return k_exit_failed;
   return k_exit_ok;
 }
 

@@ -1,5 +1,5 @@
 // Bundles: kcache's single-file container that ships one namespace's entry
-// records between machines (DESIGN.md "Bundles"). The byte layout is
+// records between machines (docs/design.md "Bundles"). The byte layout is
 // specified field by field in FORMAT.md beside this file.
 //
 // Shape of a bundle: head (preamble, header with the full fingerprint record,
@@ -40,7 +40,7 @@
 #pragma once
 
 #include "kcache/core/entry.hpp"
-#include "kcache/core/error.hpp"
+#include "kcache/util/error.hpp"
 #include "kcache/core/namespace.hpp"
 
 #include <array>

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "kcache/bundle/bundle.hpp"
+#include "kcache/util/bytes.hpp"
 
 #include <sodium.h>
 
@@ -36,6 +37,14 @@ inline constexpr std::uint32_t k_max_block_bytes = 1u << 30;
 /// and lists (used to reject index entries that cannot be records).
 inline constexpr std::uint64_t k_min_record_size = 4 + 2 + 4 + 16 + 16 + 4 + 4 + 4 + 1 + 4 + 16 + 8 + 1 + 4 + 16;
 inline constexpr char k_manifest_domain[] = "kcache bundle manifest";
+
+/// Appends a field list: u32 count, then key and value strings.
+void put_fields(util::ByteWriter& w, const std::vector<Field>& fields);
+/// Appends what names a bundle's content: backend, fingerprint, fingerprint
+/// record, tool versions. Shared by the head and the signed manifest.
+void put_identity(util::ByteWriter& w, const BundleHeader& h);
+/// Appends one index entry. Shared by the head and the signed manifest.
+void put_index_entry(util::ByteWriter& w, const IndexEntry& e);
 
 /// Streaming BLAKE2b-256 (libsodium crypto_generichash).
 class Blake2b {
@@ -80,11 +89,5 @@ void append_trailer(std::vector<std::uint8_t>& bytes);
 /// size; `window_log` is forced as given. Tests patch the result to lie.
 std::vector<std::uint8_t> compress_frame(std::span<const std::uint8_t> data, int level, int window_log,
                                          bool declare_size);
-
-/// "512 B", "3.0 KiB", "1.2 GiB": sizes in messages.
-std::string human_bytes(std::uint64_t n);
-
-/// Lowercase hex of bytes.
-std::string to_hex(std::span<const std::uint8_t> bytes);
 
 }  // namespace kcache::bundle::internal

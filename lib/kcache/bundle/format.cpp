@@ -1,6 +1,7 @@
 // Head encoding and decoding, checks shared by writer and reader, digests.
 // The layout is FORMAT.md's; keep the two in step.
 #include "kcache/bundle/bundle_internal.hpp"
+#include "kcache/util/text.hpp"
 
 #include "kcache/util/bytes.hpp"
 
@@ -21,8 +22,8 @@ std::string library_versions() {
   return std::string("zstd ") + ZSTD_versionString() + "\nlibsodium " + sodium_version_string();
 }
 
-std::string Digest256::hex() const { return internal::to_hex(bytes); }
-std::string KeyId::hex() const { return internal::to_hex(bytes); }
+std::string Digest256::hex() const { return util::to_hex(bytes); }
+std::string KeyId::hex() const { return util::to_hex(bytes); }
 
 Digest256 digest_bytes(std::span<const std::uint8_t> data) {
   internal::Blake2b h;
@@ -92,32 +93,6 @@ bool sodium_ready() {
   return ok;
 }
 
-std::string to_hex(std::span<const std::uint8_t> bytes) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (auto b : bytes) {
-    out.push_back(digits[b >> 4]);
-    out.push_back(digits[b & 15]);
-  }
-  return out;
-}
-
-std::string human_bytes(std::uint64_t n) {
-  if (n < 1024) return fmt::format("{} B", n);
-  static constexpr const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double v = static_cast<double>(n) / 1024;
-  int u = 0;
-  while (v >= 1024 && u < 5) {
-    v /= 1024;
-    ++u;
-  }
-  if (v == static_cast<double>(static_cast<std::uint64_t>(v))) return fmt::format("{} {}", static_cast<std::uint64_t>(v), units[u]);
-  return fmt::format("{:.1f} {}", v, units[u]);
-}
-
-namespace {
-
 void put_fields(ByteWriter& w, const std::vector<Field>& fields) {
   w.u32(static_cast<std::uint32_t>(fields.size()));
   for (const auto& [k, v] : fields) {
@@ -125,6 +100,25 @@ void put_fields(ByteWriter& w, const std::vector<Field>& fields) {
     w.str(v);
   }
 }
+
+void put_identity(ByteWriter& w, const BundleHeader& h) {
+  w.str(h.ns.backend);
+  w.str(h.ns.fingerprint);
+  put_fields(w, h.ns.record.fields);
+  put_fields(w, h.tool_versions);
+}
+
+void put_index_entry(ByteWriter& w, const IndexEntry& e) {
+  w.str(e.kernel);
+  w.raw(e.key.id.bytes);
+  w.raw(e.key.ir.bytes);
+  w.u8(static_cast<std::uint8_t>(e.payload_kind));
+  w.u64(e.payload_size);
+  w.u64(e.record_size);
+  w.raw(e.digest.bytes);
+}
+
+namespace {
 
 bool get_fields(ByteReader& r, std::vector<Field>& out) {
   auto n = r.u32();
@@ -164,11 +158,11 @@ std::string entry_name(std::size_t i, std::size_t n, std::string_view kernel) {
 
 std::vector<std::uint8_t> encode_header_body(const BundleHeader& h) {
   ByteWriter w;
+  // The content fields here (identity, created, index) are the signed
+  // manifest's too (signing.cpp signed_manifest): both use put_identity and
+  // put_index_entry, so a field added to one is added to the other.
   w.u64(h.created);
-  w.str(h.ns.backend);
-  w.str(h.ns.fingerprint);
-  put_fields(w, h.ns.record.fields);
-  put_fields(w, h.tool_versions);
+  put_identity(w, h);
   w.u8(k_codec_zstd);
   w.u32(static_cast<std::uint32_t>(static_cast<std::int32_t>(h.compression.level)));
   w.u8(static_cast<std::uint8_t>(h.compression.window_log));
@@ -178,15 +172,7 @@ std::vector<std::uint8_t> encode_header_body(const BundleHeader& h) {
   w.u64(h.total_record_bytes());
   w.u32(static_cast<std::uint32_t>(h.block_entry_counts.size()));
   for (auto c : h.block_entry_counts) w.u32(c);
-  for (const auto& e : h.index) {
-    w.str(e.kernel);
-    w.raw(e.key.id.bytes);
-    w.raw(e.key.ir.bytes);
-    w.u8(static_cast<std::uint8_t>(e.payload_kind));
-    w.u64(e.payload_size);
-    w.u64(e.record_size);
-    w.raw(e.digest.bytes);
-  }
+  for (const auto& e : h.index) put_index_entry(w, e);
   return w.take();
 }
 
@@ -239,8 +225,8 @@ Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std:
     return bad_header(fmt::format("unknown compression flags 0x{:02x}", *codec_flags));
   if (*window_log < k_min_window_log || *window_log > limits.window_log_max)
     return fail(Category::corruption, "bundle declares a zstd window of 2^{} bytes ({}); limit {}", *window_log,
-                human_bytes(std::uint64_t{1} << std::min<int>(*window_log, 63)),
-                human_bytes(std::uint64_t{1} << limits.window_log_max));
+                util::human_bytes(std::uint64_t{1} << std::min<int>(*window_log, 63)),
+                util::human_bytes(std::uint64_t{1} << limits.window_log_max));
   h.compression = {static_cast<std::int32_t>(*level), *window_log, (*codec_flags & k_codec_flag_ldm) != 0,
                    *block_bytes};
 
@@ -248,7 +234,7 @@ Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std:
     return fail(Category::corruption, "bundle declares {} entries; limit {}", *entry_count, limits.max_entries);
   if (*total > limits.max_total_bytes)
     return fail(Category::corruption, "bundle declares {} of entries after decompression ({} bytes); limit {}",
-                human_bytes(*total), *total, human_bytes(limits.max_total_bytes));
+                util::human_bytes(*total), *total, util::human_bytes(limits.max_total_bytes));
   // Counts are checked against the bytes that are there before anything is
   // reserved, so a 12-byte lie cannot make the reader allocate gigabytes.
   if (*block_count > *entry_count || std::uint64_t{*block_count} * 4 > r.remaining())
@@ -279,7 +265,7 @@ Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std:
     e.record_size = *record_size;
     if (e.record_size > limits.max_record_bytes)
       return fail(Category::corruption, "bundle {} declares size {}; limit {}", entry_name(i, *entry_count, e.kernel),
-                  human_bytes(e.record_size), human_bytes(limits.max_record_bytes));
+                  util::human_bytes(e.record_size), util::human_bytes(limits.max_record_bytes));
     if (__builtin_add_overflow(sum, e.record_size, &sum) || sum > *total)
       return bad_header(fmt::format("entry sizes exceed the declared total of {} bytes", *total));
     h.index.push_back(std::move(e));

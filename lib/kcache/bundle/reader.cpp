@@ -6,6 +6,7 @@
 // parsed.
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_getFrameHeader, ZSTD_FRAMEHEADERSIZE_MAX (exported by libzstd.so)
 #include "kcache/bundle/bundle_internal.hpp"
+#include "kcache/util/text.hpp"
 
 #include <zstd.h>
 
@@ -19,7 +20,7 @@
 namespace kcache::bundle {
 namespace {
 
-using internal::human_bytes;
+using util::human_bytes;
 
 class Source {
  public:

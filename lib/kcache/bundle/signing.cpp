@@ -1,6 +1,7 @@
 // Ed25519 keys, key files and the signed manifest (FORMAT.md "Signed
 // manifest", "Key files").
 #include "kcache/bundle/bundle_internal.hpp"
+#include "kcache/util/text.hpp"
 
 #include "kcache/util/bytes.hpp"
 
@@ -10,7 +11,7 @@
 namespace kcache::bundle {
 namespace {
 
-using internal::to_hex;
+using util::to_hex;
 
 constexpr std::string_view k_public_header = "kcache-ed25519-public-key 1";
 constexpr std::string_view k_secret_header = "kcache-ed25519-secret-key 1";
@@ -147,29 +148,10 @@ std::vector<std::uint8_t> signed_manifest(const BundleHeader& h) {
   util::ByteWriter w;
   w.raw(util::as_bytes(std::string_view(internal::k_manifest_domain, sizeof internal::k_manifest_domain)));
   w.u16(h.format_version);
-  w.str(h.ns.backend);
-  w.str(h.ns.fingerprint);
-  w.u32(static_cast<std::uint32_t>(h.ns.record.fields.size()));
-  for (const auto& [k, v] : h.ns.record.fields) {
-    w.str(k);
-    w.str(v);
-  }
-  w.u32(static_cast<std::uint32_t>(h.tool_versions.size()));
-  for (const auto& [k, v] : h.tool_versions) {
-    w.str(k);
-    w.str(v);
-  }
+  internal::put_identity(w, h);
   w.u64(h.created);
   w.u32(static_cast<std::uint32_t>(h.index.size()));
-  for (const auto& e : h.index) {
-    w.str(e.kernel);
-    w.raw(e.key.id.bytes);
-    w.raw(e.key.ir.bytes);
-    w.u8(static_cast<std::uint8_t>(e.payload_kind));
-    w.u64(e.payload_size);
-    w.u64(e.record_size);
-    w.raw(e.digest.bytes);
-  }
+  for (const auto& e : h.index) internal::put_index_entry(w, e);
   return w.take();
 }
 

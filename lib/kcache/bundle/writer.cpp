@@ -3,6 +3,7 @@
 // trailer. Holds the head, one compression context, one record and a small
 // output buffer: nothing proportional to the payload (FORMAT.md "Memory").
 #include "kcache/bundle/bundle_internal.hpp"
+#include "kcache/util/file.hpp"
 
 #include "kcache/util/bytes.hpp"
 
@@ -48,14 +49,7 @@ class FdSink final : public Sink {
 
  protected:
   Result<void> put(std::span<const std::uint8_t> data) override {
-    while (!data.empty()) {
-      ssize_t n = ::write(m_fd, data.data(), data.size());
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return fail(Category::io_error, "writing bundle: {}", std::strerror(errno));
-      }
-      data = data.subspan(static_cast<std::size_t>(n));
-    }
+    if (!util::write_all(m_fd, data)) return fail(Category::io_error, "writing bundle: {}", std::strerror(errno));
     return {};
   }
 
@@ -198,37 +192,6 @@ Result<void> write_impl(Sink& sink, const BundleHeader& in_header, const EntrySo
   return {};
 }
 
-/// Removes a temporary file unless released.
-class TempFileGuard {
- public:
-  explicit TempFileGuard(std::string path) : m_path(std::move(path)) {}
-  ~TempFileGuard() {
-    if (!m_path.empty()) ::unlink(m_path.c_str());
-  }
-  void release() { m_path.clear(); }
-
- private:
-  std::string m_path;
-};
-
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd) : m_fd(fd) {}
-  ~UniqueFd() { reset(); }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  int get() const { return m_fd; }
-  /// Closes now, reporting close's error (which can be a deferred write error).
-  int reset() {
-    int r = m_fd >= 0 ? ::close(m_fd) : 0;
-    m_fd = -1;
-    return r;
-  }
-
- private:
-  int m_fd;
-};
-
 }  // namespace
 
 Result<void> write_bundle(int fd, const BundleHeader& header, const EntrySource& entry_at,
@@ -248,22 +211,11 @@ Result<void> write_bundle(std::ostream& out, const BundleHeader& header, const E
 
 Result<void> write_bundle_file(const std::filesystem::path& path, const BundleHeader& header,
                                const EntrySource& entry_at, const WriteOptions& options) {
-  std::string tmp = path.string() + ".tmp-XXXXXX";
-  UniqueFd fd(::mkstemp(tmp.data()));
-  if (fd.get() < 0)
-    return fail(Category::io_error, "cannot create a temporary file beside {}: {}", path.string(),
-                std::strerror(errno));
-  TempFileGuard guard(tmp);
-  ::fchmod(fd.get(), 0644);  // mkstemp's 0600 would surprise whoever ships the bundle
-  FdSink sink(fd.get());
+  auto file = KCACHE_TRY(util::AtomicFile::create(path, 0644));
+  FdSink sink(file.fd());
   if (auto ok = write_impl(sink, header, entry_at, options); !ok)
     return tl::unexpected(std::move(ok).error().context(path.string()));
-  if (::fsync(fd.get()) != 0 || fd.reset() != 0)
-    return fail(Category::io_error, "{}: cannot flush bundle to disk: {}", path.string(), std::strerror(errno));
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return fail(Category::io_error, "cannot move bundle into place at {}: {}", path.string(), std::strerror(errno));
-  guard.release();
-  return {};
+  return file.commit();
 }
 
 }  // namespace kcache::bundle

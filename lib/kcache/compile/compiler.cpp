@@ -58,7 +58,7 @@ TargetEnv target_env(std::string_view target) {
   return {glslang::EShTargetVulkan_1_2, glslang::EShTargetSpv_1_5, SPV_ENV_VULKAN_1_2};
 }
 
-/// Resolves includes the way DESIGN.md asks: `"x"` relative to the including
+/// Resolves includes the way the C preprocessor does: `"x"` relative to the including
 /// file, then the include dirs (glslang calls includeSystem after a failed
 /// includeLocal); `<x>` from the include dirs only. `open` maps a
 /// project-relative path to its bytes; the resolved name handed back to
@@ -159,39 +159,28 @@ std::string recipe_for(Optimize level) {
 
 }  // namespace
 
-const ToolchainVersions& toolchain_versions() {
-  static const ToolchainVersions versions = [] {
-    ToolchainVersions v{fmt::format("{}.{}.{}{}", GLSLANG_VERSION_MAJOR, GLSLANG_VERSION_MINOR, GLSLANG_VERSION_PATCH,
-                                    GLSLANG_VERSION_FLAVOR),
-                        spvSoftwareVersionString()};
-    // Test-only hook (tests/cli/life_why.sh): KCACHE_TEST_TOOLCHAIN_SUFFIX=
-    // "glslang:SUFFIX" or "spirv-tools:SUFFIX" appends SUFFIX to that version,
-    // simulating a toolchain upgrade so `inspect --why` can be tested without
-    // installing another glslang. Never set it outside tests.
-    if (const char* hook = std::getenv("KCACHE_TEST_TOOLCHAIN_SUFFIX")) {
-      std::string_view h(hook);
-      if (h.starts_with("glslang:")) v.glslang += h.substr(8);
-      else if (h.starts_with("spirv-tools:")) v.spirv_tools += h.substr(12);
-    }
-    return v;
-  }();
-  return versions;
+ToolchainVersions linked_versions() {
+  return {fmt::format("{}.{}.{}{}", GLSLANG_VERSION_MAJOR, GLSLANG_VERSION_MINOR, GLSLANG_VERSION_PATCH,
+                      GLSLANG_VERSION_FLAVOR),
+          spvSoftwareVersionString()};
 }
 
-const std::vector<Field>& toolchain_fields(Optimize level) {
-  static const std::array<std::vector<Field>, 3> fields = [] {
-    std::array<std::vector<Field>, 3> out;
-    for (Optimize o : {Optimize::none, Optimize::size, Optimize::performance}) {
-      auto& f = out[static_cast<std::size_t>(o)];
-      f.emplace_back("glslang", toolchain_versions().glslang);
-      f.emplace_back("spirv-tools", toolchain_versions().spirv_tools);
-      f.emplace_back("optimizer", util::hash_string(recipe_for(o)).hex().substr(0, 16) + " (" +
-                                      std::string(definition::optimize_name(o)) + ")");
-    }
-    return out;
-  }();
-  return fields[static_cast<std::size_t>(level)];
+Toolchain::Toolchain(ToolchainVersions versions) : m_versions(std::move(versions)) {
+  for (Optimize o : {Optimize::none, Optimize::size, Optimize::performance}) {
+    auto& f = m_fields.emplace_back();
+    f.emplace_back("glslang", m_versions.glslang);
+    f.emplace_back("spirv-tools", m_versions.spirv_tools);
+    f.emplace_back("optimizer", util::hash_string(recipe_for(o)).hex().substr(0, 16) + " (" +
+                                    std::string(definition::optimize_name(o)) + ")");
+  }
 }
+
+const Toolchain& Toolchain::installed() {
+  static const Toolchain toolchain(linked_versions());
+  return toolchain;
+}
+
+const std::vector<Field>& Toolchain::fields(Optimize level) const { return m_fields[static_cast<std::size_t>(level)]; }
 
 Result<Definition> expand(const KernelSpec& spec, FileCache& files, PhaseTimes& times) {
   init_glslang();
@@ -295,7 +284,7 @@ Result<void> validate(std::span<const std::uint32_t> spirv, std::string_view tar
   if (is_unsupported_by_validator(messages))
     return fail(Category::validator_unsupported,
                 "spirv-val ({}) does not know something the module uses (not necessarily invalid): {}",
-                toolchain_versions().spirv_tools, messages);
+                Toolchain::installed().versions().spirv_tools, messages);
   return fail(Category::validation_failed, "spirv-val rejected the module: {}", messages);
 }
 

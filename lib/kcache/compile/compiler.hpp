@@ -1,4 +1,4 @@
-// In-process compilation (DESIGN.md "Compile"): glslang for GLSL/HLSL →
+// In-process compilation (docs/architecture.md "Modules"): glslang for GLSL/HLSL →
 // SPIR-V, spvtools::Optimizer, spvtools::SpirvTools::Validate. This module is
 // the only one that links glslang and SPIRV-Tools.
 //
@@ -6,7 +6,7 @@
 // glslang's process-wide state is initialised once, on first use.
 #pragma once
 
-#include "kcache/core/error.hpp"
+#include "kcache/util/error.hpp"
 #include "kcache/core/timing.hpp"
 #include "kcache/definition/definition.hpp"
 #include "kcache/definition/kernel_spec.hpp"
@@ -23,11 +23,27 @@ struct ToolchainVersions {
   std::string glslang;      ///< e.g. "12.0.0"
   std::string spirv_tools;  ///< e.g. "v2023.1 ..."
 };
-const ToolchainVersions& toolchain_versions();
 
-/// The toolchain fields hashed into `ir` for a kernel optimised at `level`:
-/// compiler versions and the optimiser's exact pass list. Cached; cheap.
-const std::vector<Field>& toolchain_fields(definition::Optimize level);
+/// The toolchain as keys see it: compiler versions and the optimiser's exact
+/// pass list per level. installed() describes the glslang and SPIRV-Tools
+/// linked in; a test passes another (a newer version string) to simulate an
+/// upgrade without installing one.
+class Toolchain {
+ public:
+  explicit Toolchain(ToolchainVersions versions);
+  /// The linked-in compilers.
+  static const Toolchain& installed();
+  const ToolchainVersions& versions() const { return m_versions; }
+  /// The toolchain fields hashed into `ir` for a kernel optimised at `level`.
+  const std::vector<Field>& fields(definition::Optimize level) const;
+
+ private:
+  ToolchainVersions m_versions;
+  std::vector<std::vector<Field>> m_fields;  ///< by Optimize
+};
+
+/// The versions of the linked-in glslang and SPIRV-Tools.
+ToolchainVersions linked_versions();
 
 /// Expands a kernel: runs glslang's preprocessor with the kernel's defines,
 /// resolving `#include "x"` relative to the including file then the include

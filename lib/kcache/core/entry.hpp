@@ -28,7 +28,7 @@
 // versions k_entry_min_version..k_entry_max_version.
 #pragma once
 
-#include "kcache/core/error.hpp"
+#include "kcache/util/error.hpp"
 #include "kcache/util/hash.hpp"
 
 #include <cstdint>
@@ -41,7 +41,7 @@ namespace kcache {
 
 using util::Hash128;
 
-/// The two halves of a cache key (DESIGN.md "Key").
+/// The two halves of a cache key (docs/design.md "Keys").
 struct Key {
   Hash128 id;  ///< what identifies the kernel: name, variant values, options
   Hash128 ir;  ///< what it is made of: expanded source, toolchain

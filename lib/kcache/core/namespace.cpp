@@ -42,4 +42,16 @@ Result<std::pair<std::string, std::string>> parse_namespace_name(std::string_vie
   return std::pair{std::string(name.substr(0, slash)), std::string(name.substr(slash + 1))};
 }
 
+std::string describe_differences(const std::vector<FieldDifference>& diffs, std::string_view ours_label,
+                                 std::string_view theirs_label) {
+  auto labelled = [](std::string_view label, const std::string& value) {
+    return label.empty() ? value : fmt::format("{} {}", label, value);
+  };
+  std::string out;
+  for (const auto& d : diffs)
+    out += fmt::format("{}{}: {} ≠ {}", out.empty() ? "" : "; ", d.field, labelled(ours_label, d.ours),
+                       labelled(theirs_label, d.theirs));
+  return out;
+}
+
 }  // namespace kcache

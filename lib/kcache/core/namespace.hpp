@@ -1,9 +1,9 @@
 // Namespaces: backend + target fingerprint. A namespace is a key prefix inside
-// a store and a field of a bundle, never a path (DESIGN.md "Fingerprints and
+// a store and a field of a bundle, never a path (docs/design.md "Fingerprints and
 // namespaces"). Thread-safety: plain values.
 #pragma once
 
-#include "kcache/core/error.hpp"
+#include "kcache/util/error.hpp"
 
 #include <string>
 #include <utility>
@@ -33,6 +33,12 @@ struct FieldDifference {
 
 /// Every field whose value differs, in `a`'s order then fields only in `b`.
 std::vector<FieldDifference> diff_fingerprints(const FingerprintRecord& a, const FingerprintRecord& b);
+
+/// The differences in words, "; "-separated: "driverVersion: bundle 580 ≠
+/// target 575" with labels "bundle" and "target", "driverVersion: 580 ≠ 575"
+/// without.
+std::string describe_differences(const std::vector<FieldDifference>& diffs, std::string_view ours_label = {},
+                                 std::string_view theirs_label = {});
 
 /// A backend plus fingerprint. `fingerprint` is the short form used in the
 /// namespace name: the target env for spirv (e.g. "vulkan1.2"), the first 16

@@ -1,4 +1,4 @@
-// Per-phase timing for receipts (DESIGN.md "Receipts"): wall and thread-CPU
+// Per-phase timing for receipts (docs/architecture.md "Data flow: build"): wall and thread-CPU
 // milliseconds for each phase a kernel goes through. Thread-safety: a
 // Stopwatch measures the thread that created it.
 #pragma once

@@ -1,6 +1,6 @@
 #include "kcache/definition/definition.hpp"
 
-#include "kcache/core/file.hpp"
+#include "kcache/util/file.hpp"
 #include "kcache/util/hash.hpp"
 
 #include <fmt/format.h>
@@ -22,7 +22,7 @@ Result<std::shared_ptr<const SourceFile>> FileCache::get(const std::string& rel)
   }
   // Read outside the lock: two threads may read the same file once each at
   // worst, which is cheaper than serialising all reads.
-  Result<std::shared_ptr<const SourceFile>> result = read_file(m_root / rel).map([&](std::string content) {
+  Result<std::shared_ptr<const SourceFile>> result = util::read_file(m_root / rel).map([&](std::string content) {
     auto file = std::make_shared<SourceFile>();
     file->path = rel;
     file->hash = util::hash_string(content);

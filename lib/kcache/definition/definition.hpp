@@ -1,4 +1,4 @@
-// Definitions and keys (DESIGN.md "Definition", "Key").
+// Definitions and keys (docs/design.md "Keys").
 //
 // A Definition is a kernel after include expansion: the expanded text plus
 // the list of files it read with their content hashes. Keys pair an identity
@@ -11,7 +11,7 @@
 #pragma once
 
 #include "kcache/core/entry.hpp"
-#include "kcache/core/error.hpp"
+#include "kcache/util/error.hpp"
 #include "kcache/definition/kernel_spec.hpp"
 
 #include <filesystem>
@@ -23,8 +23,8 @@
 
 namespace kcache::definition {
 
-/// Version of the key scheme; part of every `ir` (STYLE.md: a scheme change
-/// must invalidate old keys rather than need a rehash tool).
+/// Version of the key scheme; part of every `ir`, so a scheme change
+/// invalidates old keys instead of needing a tool to rehash stores.
 inline constexpr std::string_view k_key_schema = "1";
 
 /// One source file as read during this run.

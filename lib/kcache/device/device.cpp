@@ -121,7 +121,7 @@ const FeatureField* find_feature(std::string_view name) {
 // What a declared SPIR-V capability needs: an API version, a feature from
 // k_features, or subgroup operations in compute. A capability missing from
 // this table is refused: enabling nothing for it would be invalid usage, and
-// drivers have crashed on that (RELIABILITY.md).
+// drivers have crashed on that (docs/reliability.md).
 struct CapabilityRule {
   SpvCapability cap;
   std::string_view name;
@@ -539,7 +539,7 @@ Result<VerifyResult> Device::verify_pipeline(std::span<const std::uint32_t> spir
                                              std::span<const SpecValue> spec,
                                              std::span<const std::uint8_t> raw_blob) {
   const Impl& d = *m_impl;
-  // Before anything touches the driver (RELIABILITY.md promise 5).
+  // Before anything touches the driver (docs/reliability.md promise 5).
   KCACHE_CHECK(check_pipeline_cache_header(raw_blob, d.info));
   auto prepared = KCACHE_TRY(d.prepare(spirv, entry, spec));
 

@@ -1,4 +1,4 @@
-// Vulkan devices for the `vulkan` backend (DESIGN.md "Device stage"):
+// Vulkan devices for the `vulkan` backend (docs/architecture.md "Data flow: build"):
 // discovery and fingerprints, the pipeline-cache header check, kcache's blob
 // wrapper, and a Device that builds and verifies compute pipelines.
 //
@@ -20,13 +20,13 @@
 // must not use this module (driver threads and state do not survive a fork);
 // to isolate driver crashes, run pipeline creation in exec'ed workers.
 //
-// Trust. No blob reaches the driver unchecked (RELIABILITY.md promise 5):
+// Trust. No blob reaches the driver unchecked (docs/reliability.md promise 5):
 // verify_pipeline checks the 32-byte Vulkan header against the device first.
 // SPIR-V handed to build/verify must already have passed spirv-val (the
 // compile module's job); this module only reflects it.
 #pragma once
 
-#include "kcache/core/error.hpp"
+#include "kcache/util/error.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/util/hash.hpp"
 

@@ -27,7 +27,7 @@
 #pragma once
 
 #include "kcache/core/entry.hpp"
-#include "kcache/core/error.hpp"
+#include "kcache/util/error.hpp"
 #include "kcache/device/device.hpp"
 
 #include <string>

@@ -1,6 +1,6 @@
 #include "kcache/manifest/manifest.hpp"
 
-#include "kcache/core/file.hpp"
+#include "kcache/util/file.hpp"
 #include "kcache/definition/definition.hpp"
 
 #define TOML_EXCEPTIONS 0
@@ -369,7 +369,7 @@ Result<Manifest> parse_manifest(std::string_view text, const std::string& displa
 }
 
 Result<Manifest> load_manifest(const std::filesystem::path& path) {
-  auto text = read_file(path);
+  auto text = util::read_file(path);
   if (!text) {
     if (text.error().category == Category::not_found)
       return fail(Category::not_found, "manifest {} not found — pass the path of a kcache.toml", path.string());

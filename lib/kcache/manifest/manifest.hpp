@@ -13,7 +13,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
-#include "kcache/core/error.hpp"
+#include "kcache/util/error.hpp"
 #include "kcache/definition/kernel_spec.hpp"
 
 #include <filesystem>

@@ -11,7 +11,7 @@ namespace {
 
 // ordered: the fingerprint record keeps its persisted field order.
 using json = nlohmann::ordered_json;
-using pipeline::VerifyStatus;
+using maintain::VerifyStatus;
 
 json record_json(const FingerprintRecord& record) {
   json out = json::object();
@@ -24,7 +24,7 @@ struct Sums {
   std::size_t with_n = 0, both_n = 0;
 };
 
-Sums sums(const pipeline::DeviceVerify& v) {
+Sums sums(const maintain::DeviceVerify& v) {
   Sums s;
   for (const auto& r : v.rows) {
     if (r.create_ms >= 0) s.with_blob += r.create_ms, ++s.with_n;
@@ -74,8 +74,8 @@ std::string devices_json(const std::vector<device::DeviceInfo>& devices, std::op
   return out.dump(2) + "\n";
 }
 
-std::string device_stage_summary(const pipeline::BuildResult& result, const device::DeviceInfo& device) {
-  using pipeline::Outcome;
+std::string device_stage_summary(const build::BuildResult& result, const device::DeviceInfo& device) {
+  using build::Outcome;
   const std::string ns = device.ns.name();
   std::size_t n = 0, hit = 0, built = 0, failed = 0;
   double create_ms = 0;
@@ -91,7 +91,7 @@ std::string device_stage_summary(const pipeline::BuildResult& result, const devi
                      device_line(device), n, hit, built, failed, create_ms);
 }
 
-std::string store_check_text(const pipeline::StoreCheck& check) {
+std::string store_check_text(const maintain::StoreCheck& check) {
   std::string out;
   for (const auto& p : check.problems) {
     if (p.kernel.empty()) out += fmt::format("PROBLEM namespace {}\n", p.ns);
@@ -104,7 +104,7 @@ std::string store_check_text(const pipeline::StoreCheck& check) {
   return out;
 }
 
-std::string store_check_json(const pipeline::StoreCheck& check) {
+std::string store_check_json(const maintain::StoreCheck& check) {
   json problems = json::array();
   for (const auto& p : check.problems)
     problems.push_back({{"namespace", p.ns},
@@ -117,7 +117,7 @@ std::string store_check_json(const pipeline::StoreCheck& check) {
   return out.dump(2) + "\n";
 }
 
-std::string device_verify_text(const pipeline::DeviceVerify& v, const device::DeviceInfo& device, bool all) {
+std::string device_verify_text(const maintain::DeviceVerify& v, const device::DeviceInfo& device, bool all) {
   std::string out;
   for (const auto& r : v.rows) {
     const bool plain = (r.status == VerifyStatus::hit || r.status == VerifyStatus::timed ||
@@ -158,7 +158,7 @@ std::string device_verify_text(const pipeline::DeviceVerify& v, const device::De
   return out;
 }
 
-std::string device_verify_json(const pipeline::DeviceVerify& v, const device::DeviceInfo& device) {
+std::string device_verify_json(const maintain::DeviceVerify& v, const device::DeviceInfo& device) {
   json rows = json::array();
   for (const auto& r : v.rows) {
     json row = {{"kernel", r.kernel}, {"status", verify_status_name(r.status)}};
@@ -189,12 +189,6 @@ std::string device_verify_json(const pipeline::DeviceVerify& v, const device::De
               {"pipelines", std::move(rows)}};
   if (s.both_n > 0) out["create_ms_empty_cache"] = s.without_blob;
   return out.dump(2) + "\n";
-}
-
-bool verify_has_problems(const pipeline::DeviceVerify& v) {
-  return std::any_of(v.rows.begin(), v.rows.end(), [](const auto& r) {
-    return r.status == VerifyStatus::refused || r.status == VerifyStatus::failure || r.blob_refused;
-  });
 }
 
 }  // namespace kcache::report

@@ -7,8 +7,8 @@
 #pragma once
 
 #include "kcache/device/device.hpp"
-#include "kcache/pipeline/build.hpp"
-#include "kcache/pipeline/verify.hpp"
+#include "kcache/build/build.hpp"
+#include "kcache/maintain/verify.hpp"
 
 #include <optional>
 #include <string>
@@ -25,23 +25,18 @@ std::string devices_json(const std::vector<device::DeviceInfo>& devices, std::op
 
 /// One line on the device stage of a build: how many of `result`'s receipts
 /// in namespace `ns` were hits, created, failed, and the summed creation time.
-std::string device_stage_summary(const pipeline::BuildResult& result, const device::DeviceInfo& device);
+std::string device_stage_summary(const build::BuildResult& result, const device::DeviceInfo& device);
 
 /// Problems by entry, then a one-line verdict.
-std::string store_check_text(const pipeline::StoreCheck& check);
+std::string store_check_text(const maintain::StoreCheck& check);
 /// Schema "kcache.verify/1", mode "store".
-std::string store_check_json(const pipeline::StoreCheck& check);
+std::string store_check_json(const maintain::StoreCheck& check);
 
 /// One line per refused or failed pipeline, or one the driver refused the blob of (every one with
 /// `all`), the counts, and creation times (hits: with the blob; timed: with
 /// and without it, and their ratio).
-std::string device_verify_text(const pipeline::DeviceVerify& verify, const device::DeviceInfo& device, bool all);
+std::string device_verify_text(const maintain::DeviceVerify& verify, const device::DeviceInfo& device, bool all);
 /// Schema "kcache.verify/1", mode "device".
-std::string device_verify_json(const pipeline::DeviceVerify& verify, const device::DeviceInfo& device);
-
-/// Whether verify found a problem: a refused blob, a failure, or a blob the
-/// driver refused. Misses are not problems (the driver recompiles; that is
-/// a finding, reported in the counts).
-bool verify_has_problems(const pipeline::DeviceVerify& verify);
+std::string device_verify_json(const maintain::DeviceVerify& verify, const device::DeviceInfo& device);
 
 }  // namespace kcache::report

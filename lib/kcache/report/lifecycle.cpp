@@ -1,6 +1,6 @@
 #include "kcache/report/lifecycle.hpp"
 
-#include "kcache/report/format_internal.hpp"
+#include "kcache/util/text.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -10,8 +10,8 @@
 namespace kcache::report {
 namespace {
 
-using internal::human_bytes;
-using internal::iso_time;
+using util::human_bytes;
+using util::iso_time;
 using nlohmann::json;
 
 double percent(std::uint64_t part, std::uint64_t whole) {
@@ -28,40 +28,7 @@ json space_json(const store::SpaceInfo& s) {
 
 }  // namespace
 
-Result<RunTotals> run_totals(store::Store& store, std::size_t last) {
-  RunTotals t;
-  std::deque<store::RunRecord> window;
-  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
-    return reader.runs([&](store::RunRecord&& run) {
-      ++t.logged;
-      window.push_back(std::move(run));
-      if (last && window.size() > last) window.pop_front();
-      return true;
-    });
-  }));
-  for (auto& run : window) {
-    if (!t.runs++) t.first = run.time;
-    t.last = run.time;
-    t.kernels += run.kernels;
-    t.hits += run.hits;
-    t.compiled += run.compiled;
-    t.stale_replaced += run.stale_replaced;
-    t.failed += run.failed;
-    t.refused_write += run.refused_write;
-    t.wall_us += run.wall_us;
-    t.bytes_written += run.bytes_written;
-    for (const auto& p : run.phases) {
-      auto it = std::find_if(t.phases.begin(), t.phases.end(), [&](const auto& q) { return q.name == p.name; });
-      if (it == t.phases.end()) it = t.phases.insert(t.phases.end(), {p.name, 0, 0});
-      it->wall_us += p.wall_us;
-      it->cpu_us += p.cpu_us;
-    }
-    t.recent.push_back(std::move(run));
-  }
-  return t;
-}
-
-std::string stats_text(const RunTotals& t, std::size_t rows) {
+std::string stats_text(const maintain::RunTotals& t, std::size_t rows) {
   if (t.runs == 0) return "no builds recorded in this store yet (the run log is written by `kcache build`)\n";
   std::string out = fmt::format("{} runs ({} in the log), {} .. {}\n", t.runs, t.logged, iso_time(t.first),
                                 iso_time(t.last));
@@ -71,7 +38,7 @@ std::string stats_text(const RunTotals& t, std::size_t rows) {
                      t.failed, t.refused_write);
   out += fmt::format("wall: {:.2f} s total, {:.2f} s per run; written: {}\n", static_cast<double>(t.wall_us) / 1e6,
                      static_cast<double>(t.wall_us) / 1e6 / static_cast<double>(t.runs),
-                     human_bytes(static_cast<double>(t.bytes_written)));
+                     human_bytes(t.bytes_written));
   out += "time per phase (cpu, summed over kernels):\n";
   for (const auto& p : t.phases)
     if (p.cpu_us || p.wall_us)
@@ -88,7 +55,7 @@ std::string stats_text(const RunTotals& t, std::size_t rows) {
   return out;
 }
 
-std::string stats_json(const RunTotals& t) {
+std::string stats_json(const maintain::RunTotals& t) {
   json phases = json::object();
   for (const auto& p : t.phases)
     phases[p.name] = {{"wall_ms", static_cast<double>(p.wall_us) / 1e3}, {"cpu_ms", static_cast<double>(p.cpu_us) / 1e3}};
@@ -137,14 +104,14 @@ std::string space_verdict(const GcReport& r) {
   if (!r.space_after) return "";
   const auto &b = r.space_before, &a = *r.space_after;
   if (a.file_bytes < b.file_bytes)
-    return fmt::format("data.mdb shrank from {} to {}\n", human_bytes(static_cast<double>(b.file_bytes)),
-                       human_bytes(static_cast<double>(a.file_bytes)));
+    return fmt::format("data.mdb shrank from {} to {}\n", human_bytes(b.file_bytes),
+                       human_bytes(a.file_bytes));
   if (a.page_size == 0) return "";
   return fmt::format(
       "data.mdb stays {} ({} free pages, {}, are reused by later writes); run `kcache compact` to give the "
       "space back to the file system\n",
-      human_bytes(static_cast<double>(a.file_bytes)), a.pages_free,
-      human_bytes(static_cast<double>(a.pages_free * a.page_size)));
+      human_bytes(a.file_bytes), a.pages_free,
+      human_bytes(a.pages_free * a.page_size));
 }
 
 }  // namespace
@@ -155,7 +122,7 @@ std::string gc_text(const GcReport& r) {
   for (const auto& v : r.plan.remove) {
     const auto& c = r.candidates[v.index];
     out += fmt::format("{} {} {}  ({}, {})\n", verb, c.ns, c.kernel, store::gc_reason_name(v.reason),
-                       human_bytes(static_cast<double>(c.bytes)));
+                       human_bytes(c.bytes));
   }
   std::size_t count = r.removed ? r.removed->removed : r.plan.remove.size();
   std::uint64_t bytes = 0;
@@ -163,9 +130,9 @@ std::string gc_text(const GcReport& r) {
   else
     for (const auto& v : r.plan.remove) bytes += r.candidates[v.index].bytes;
   out += fmt::format("{} {} of {} entries, {} of {}", r.dry_run ? "would remove" : "removed", count,
-                     r.plan.scope_entries, human_bytes(static_cast<double>(bytes)),
-                     human_bytes(static_cast<double>(r.plan.scope_bytes_before)));
-  out += fmt::format("; {} left\n", human_bytes(static_cast<double>(r.plan.scope_bytes_before - bytes)));
+                     r.plan.scope_entries, human_bytes(bytes),
+                     human_bytes(r.plan.scope_bytes_before));
+  out += fmt::format("; {} left\n", human_bytes(r.plan.scope_bytes_before - bytes));
   if (r.plan.kept_fresh)
     out += fmt::format("kept {} entries a rule matched because the manifest uses them fresh (--include-fresh "
                        "removes them too)\n",
@@ -174,7 +141,7 @@ std::string gc_text(const GcReport& r) {
     out += fmt::format("kept {} entries rewritten by another process since the scan\n", r.removed->changed);
   if (r.max_size && !r.plan.max_size_reached)
     out += fmt::format("warning: could not get under --max-size {} without removing fresh entries\n",
-                       human_bytes(static_cast<double>(*r.max_size)));
+                       human_bytes(*r.max_size));
   out += space_verdict(r);
   return out;
 }
@@ -214,8 +181,8 @@ std::string gc_json(const GcReport& r) {
 }
 
 std::string compact_text(const store::CompactResult& result) {
-  return fmt::format("compacted data.mdb: {} → {}\n", human_bytes(static_cast<double>(result.bytes_before)),
-                     human_bytes(static_cast<double>(result.bytes_after)));
+  return fmt::format("compacted data.mdb: {} → {}\n", human_bytes(result.bytes_before),
+                     human_bytes(result.bytes_after));
 }
 
 }  // namespace kcache::report

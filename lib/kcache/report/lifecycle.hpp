@@ -6,6 +6,8 @@
 // which reads the store in one snapshot.
 #pragma once
 
+#include "kcache/maintain/stats.hpp"
+
 #include "kcache/store/gc.hpp"
 #include "kcache/store/store.hpp"
 
@@ -15,28 +17,10 @@
 
 namespace kcache::report {
 
-/// Sums over the most recent runs of the run log.
-struct RunTotals {
-  std::size_t runs = 0;       ///< runs summed
-  std::size_t logged = 0;     ///< runs in the log
-  std::uint64_t first = 0;    ///< time of the oldest run summed
-  std::uint64_t last = 0;     ///< time of the newest
-  std::uint64_t kernels = 0, hits = 0, compiled = 0, stale_replaced = 0, failed = 0, refused_write = 0;
-  std::uint64_t wall_us = 0, bytes_written = 0;
-  std::vector<store::PhaseRecord> phases;  ///< summed, in first-seen order
-  std::vector<store::RunRecord> recent;    ///< the runs summed, oldest first
-  /// Lookups that did not hit (kernels − hits).
-  std::uint64_t misses() const { return kernels - hits; }
-};
-
-/// Totals of the newest `last` runs (0 = every run in the log). Errors: the
-/// store's read errors; corruption naming a damaged run record.
-Result<RunTotals> run_totals(store::Store& store, std::size_t last);
-
 /// Text: hit rate, counts, time per phase, then the newest runs one a line.
-std::string stats_text(const RunTotals& totals, std::size_t rows = 10);
+std::string stats_text(const maintain::RunTotals& totals, std::size_t rows = 10);
 /// JSON, schema "kcache.stats/1".
-std::string stats_json(const RunTotals& totals);
+std::string stats_json(const maintain::RunTotals& totals);
 
 /// What one `kcache gc` did (or, dry run, would do).
 struct GcReport {

@@ -8,14 +8,14 @@
 // passes: the recipe reads, names the same target and the same SPIR-V
 // payload digest and key id, and unwrap_blob accepts wrapper and Vulkan
 // header for the device. Any failure there withholds the blob with its reason
-// and still serves the SPIR-V (RELIABILITY.md promise 5).
+// and still serves the SPIR-V (docs/reliability.md promise 5).
 //
 // Thread-safety: a Catalog may be shared by threads (each lookup is one read
 // snapshot of the store); Kernel is a plain value.
 #pragma once
 
 #include "kcache/core/entry.hpp"
-#include "kcache/core/error.hpp"
+#include "kcache/util/error.hpp"
 #include "kcache/device/device.hpp"
 #include "kcache/store/store.hpp"
 

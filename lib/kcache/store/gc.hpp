@@ -8,7 +8,7 @@
 #pragma once
 
 #include "kcache/core/entry.hpp"
-#include "kcache/core/error.hpp"
+#include "kcache/util/error.hpp"
 
 #include <cstdint>
 #include <optional>

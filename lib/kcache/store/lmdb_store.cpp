@@ -1,6 +1,6 @@
 // The LMDB store (layout in layout_internal.hpp).
 //
-// Decisions, with RELIABILITY.md's LMDB facts behind them:
+// Decisions, with the LMDB facts of docs/reliability.md behind them:
 // - One environment per directory per process. LMDB forbids opening an
 //   environment twice in one process (closing either copy's lock-file
 //   descriptor drops the other's fcntl locks), so a process-wide registry
@@ -27,7 +27,7 @@
 //   invisible to writers, which is acceptable because a user who cannot
 //   write the lock file cannot write the store either, and any torn read is
 //   caught by the entry records' digests.
-#include "kcache/core/file.hpp"
+#include "kcache/util/file.hpp"
 #include "kcache/store/layout_internal.hpp"
 #include "kcache/store/lmdb_store_internal.hpp"
 #include "kcache/util/bytes.hpp"
@@ -110,7 +110,7 @@ bool disk_full(const fs::path& dir, std::uint64_t needed) {
 /// Reserves the disk blocks of the lock file before LMDB creates it. LMDB
 /// sizes lock.mdb with ftruncate (a sparse file) and then writes it through
 /// a shared mmap, so on a full disk the first write is SIGBUS, not an error
-/// (RELIABILITY.md D1; seen on a full tmpfs). With the blocks allocated
+/// (docs/reliability.md D1; seen on a full tmpfs). With the blocks allocated
 /// first (FALLOC_FL_KEEP_SIZE leaves the size to LMDB), a full disk is a
 /// clean store_full. A reader slot is one 64-byte cache line, plus the
 /// table's header: 4 KiB covers it. File systems without fallocate, and lock
@@ -490,7 +490,7 @@ Result<std::unique_ptr<Env>> open_env(const fs::path& dir, EnvKey key, const Ope
   if (!config.use_lock) flags |= MDB_NOLOCK;
   if (int rc = mdb_env_open(raw, dir.c_str(), flags, k_file_mode); rc != MDB_SUCCESS)
     return env_open_error(dir, config, rc);
-  // Slots of killed readers pin old pages and fill the table (RELIABILITY.md).
+  // Slots of killed readers pin old pages and fill the table (docs/reliability.md).
   KCACHE_CHECK(env->clear_stale_readers());
   auto opened = env->open_databases(false);
   if (!opened) {
@@ -627,7 +627,8 @@ class LmdbReader final : public Reader {
 
 class LmdbStore final : public Store {
  public:
-  LmdbStore(std::shared_ptr<Env> env, bool read_only) : m_env(std::move(env)), m_read_only(read_only) {}
+  LmdbStore(std::shared_ptr<Env> env, bool read_only, const util::Clock& clock)
+      : m_env(std::move(env)), m_read_only(read_only), m_clock(clock) {}
 
   Result<void> read(const std::function<Result<void>(Reader&)>& fn) override {
     Txn txn = KCACHE_TRY(Txn::begin(*m_env, false));
@@ -797,7 +798,8 @@ class LmdbStore final : public Store {
     }
     PutSummary summary;
     std::uint64_t written_bytes = 0;
-    auto usage = internal::encode_usage({unix_now(), unix_now()});
+    const auto now = m_clock.now();
+    auto usage = internal::encode_usage({now, now});
     while (auto entry = KCACHE_TRY(next())) {
       auto existing = KCACHE_TRY(txn.get(m_env->entries(), entry->key, "an entry"));
       auto action = internal::classify_put(*entry, existing);
@@ -849,6 +851,7 @@ class LmdbStore final : public Store {
 
   std::shared_ptr<Env> m_env;
   bool m_read_only;
+  const util::Clock& m_clock;
 };
 
 // ---------------------------------------------------------------------------
@@ -944,7 +947,7 @@ Result<std::unique_ptr<Store>> open_lmdb_store(const fs::path& dir, const OpenOp
                 "store {} is already open read-only in this process; close it before opening it for writing",
                 dir.string());
   bool read_only = options.read_only || env->read_only();
-  return std::make_unique<LmdbStore>(std::move(env), read_only);
+  return std::make_unique<LmdbStore>(std::move(env), read_only, *options.clock);
 }
 
 }  // namespace internal

@@ -7,7 +7,7 @@
 // callback may itself call put(); a write copies the maps (the values are
 // shared, not copied), edits the copy and publishes it, which makes it all or
 // nothing.
-#include "kcache/core/file.hpp"
+#include "kcache/util/file.hpp"
 #include "kcache/store/layout_internal.hpp"
 #include "kcache/store/store.hpp"
 
@@ -97,6 +97,8 @@ class MemoryReader final : public Reader {
 
 class MemoryStore final : public Store {
  public:
+  explicit MemoryStore(const util::Clock& clock) : m_clock(clock) {}
+
   Result<void> read(const std::function<Result<void>(Reader&)>& fn) override {
     MemoryReader reader(snapshot());
     return fn(reader);
@@ -135,7 +137,8 @@ class MemoryStore final : public Store {
       changed = true;
     }
     PutSummary summary;
-    auto usage = internal::encode_usage({unix_now(), unix_now()});
+    const auto now = m_clock.now();
+    auto usage = internal::encode_usage({now, now});
     while (auto entry = KCACHE_TRY(next_entry())) {
       auto it = next->entries.find(entry->key);
       std::optional<std::span<const std::uint8_t>> existing;
@@ -251,12 +254,13 @@ class MemoryStore final : public Store {
   }
 
   std::mutex m_mutex;
+  const util::Clock& m_clock;
   std::shared_ptr<const State> m_state = std::make_shared<State>();
   std::uint64_t m_transaction_id = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Store> make_memory_store() { return std::make_unique<MemoryStore>(); }
+std::unique_ptr<Store> make_memory_store(const util::Clock& clock) { return std::make_unique<MemoryStore>(clock); }
 
 }  // namespace kcache::store

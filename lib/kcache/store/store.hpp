@@ -1,6 +1,6 @@
 // The store: entries by namespace and kernel name. One interface, two
 // implementations (LMDB for real use, memory for unit tests), so tests can
-// swap one for the other or for a failing one (STYLE.md "Layout"). The
+// swap one for the other or for a failing one. The
 // on-disk layout (databases, keys, records) is specified in layout_internal.hpp.
 //
 // Thread-safety: a Store may be shared by threads; each read() runs in its
@@ -9,8 +9,9 @@
 // handed it out, on that thread.
 #pragma once
 
+#include "kcache/util/clock.hpp"
 #include "kcache/core/entry.hpp"
-#include "kcache/core/error.hpp"
+#include "kcache/util/error.hpp"
 #include "kcache/core/namespace.hpp"
 
 #include <cstddef>
@@ -209,6 +210,8 @@ struct OpenOptions {
   /// uses the disk it needs, and growing the map under other processes is fragile.
   std::uint64_t map_size = std::uint64_t{64} << 30;
   unsigned max_readers = 1024;
+  /// Stamps usage records (written, last used); never null.
+  const util::Clock* clock = &util::system_clock();
 };
 
 /// Opens (creating if needed, unless read-only) the LMDB store in `dir`.
@@ -239,8 +242,9 @@ Result<CompactResult> compact_lmdb_store(const std::filesystem::path& dir);
 /// The LMDB library's version string, for `kcache --version`.
 std::string lmdb_version();
 
-/// A store held in memory, for unit tests.
-std::unique_ptr<Store> make_memory_store();
+/// A store held in memory, for unit tests; `clock` stamps usage records and
+/// must outlive the store.
+std::unique_ptr<Store> make_memory_store(const util::Clock& clock = util::system_clock());
 
 /// Where the store lives when --store is not given: $KCACHE_STORE, else
 /// $XDG_CACHE_HOME/kcache, else $HOME/.cache/kcache, else ./.kcache. Empty

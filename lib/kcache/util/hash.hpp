@@ -37,7 +37,7 @@ Hash128 hash_string(std::string_view text);
 /// cannot run together ("ab"+"c" and "a"+"bc" hash differently) and a value
 /// moved from one field to another changes the hash. Optionally keeps a
 /// human-readable dump of exactly what was hashed, for explaining a changed
-/// key (STYLE.md: ccache hash.hpp).
+/// key (as ccache's hasher does).
 class Hasher {
  public:
   explicit Hasher(bool keep_dump = false);

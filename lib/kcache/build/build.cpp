@@ -1,0 +1,292 @@
+#include "kcache/build/build.hpp"
+
+#include "kcache/build/batch_writer.hpp"
+
+#include "kcache/compile/compiler.hpp"
+#include "kcache/util/file.hpp"
+#include "kcache/build/explain.hpp"
+#include "kcache/build/freshness.hpp"
+#include "kcache/util/hash.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace kcache::build {
+namespace {
+
+using definition::KernelSpec;
+
+/// A kernel the fast path could not settle.
+struct Job {
+  std::size_t index;                  ///< into the receipts
+  definition::HashedFields id;
+  std::optional<Entry> stored;
+  std::string reason;
+};
+
+/// What a worker hands back to the writer thread.
+struct Done {
+  std::size_t index;
+  std::optional<Entry> entry;  ///< to write (compiled, or a hit whose inputs were refreshed)
+};
+
+/// Compiles each distinct (options, expanded source) once; later kernels with
+/// the same compile key wait for the first one's result.
+class CompileOnce {
+ public:
+  using Shared = std::shared_future<Result<compile::Compiled>>;
+  /// Returns (future, true) if the caller must fulfil the promise.
+  std::pair<Shared, std::shared_ptr<std::promise<Result<compile::Compiled>>>> claim(const Hash128& key) {
+    std::lock_guard lock(m_mutex);
+    if (auto it = m_futures.find(key); it != m_futures.end()) return {it->second, nullptr};
+    auto promise = std::make_shared<std::promise<Result<compile::Compiled>>>();
+    Shared future = promise->get_future().share();
+    m_futures.emplace(key, future);
+    return {future, promise};
+  }
+
+ private:
+  std::mutex m_mutex;
+  std::map<Hash128, Shared> m_futures;
+};
+
+/// Everything that changes the compiled bytes except the kernel's name.
+Hash128 compile_key(const definition::HashedFields& id, const Hash128& ir) {
+  util::Hasher h;
+  for (const auto& [k, v] : id.fields)
+    if (k != "name" && !k.starts_with("variant:")) h.field(k, v);
+  h.field("ir", ir);
+  return h.finish();
+}
+
+Entry make_entry(const KernelSpec& spec, const definition::HashedFields& id, definition::HashedFields ir,
+                 const definition::Definition& def, std::vector<std::uint32_t> spirv, const BuildOptions& options) {
+  Entry e;
+  e.kernel = spec.name;
+  e.key = {id.hash, ir.hash};
+  e.id_fields = id.fields;
+  e.ir_fields = std::move(ir.fields);
+  e.inputs = def.inputs;
+  e.payload_kind = PayloadKind::spirv;
+  e.payload.resize(spirv.size() * 4);
+  std::memcpy(e.payload.data(), spirv.data(), e.payload.size());
+  seal_payload(e);
+  e.created = options.clock->now();
+  e.origin_kind = OriginKind::built;
+  e.origin_detail = options.origin;
+  return e;
+}
+
+/// Expands and, unless the expansion proves the stored entry fresh, compiles.
+Done run_job(const Job& job, const KernelSpec& spec, definition::FileCache& files, CompileOnce& once,
+             const BuildOptions& options, Receipt& r) {
+  auto def = compile::expand(spec, files, r.times);
+  if (!def) {
+    r.outcome = Outcome::failed;
+    r.error = def.error();
+    r.kept_stale = job.stored.has_value();
+    return {job.index, std::nullopt};
+  }
+  Stopwatch watch;
+  auto ir = definition::compute_ir(*def, options.toolchain->fields(spec.optimize));
+  watch.lap(r.times[Phase::hash]);
+  r.key = {job.id.hash, ir.hash};
+  if (job.stored && job.stored->key == r.key) {
+    // An input changed in a way the preprocessor erases (a comment, say):
+    // still a hit, and recording the new input hashes keeps the next run on
+    // the fast path.
+    r.outcome = Outcome::hit;
+    r.reason.clear();
+    Entry refreshed = *job.stored;
+    refreshed.inputs = def->inputs;
+    r.bytes = refreshed.payload.size();
+    return {job.index, std::move(refreshed)};
+  }
+  auto [future, promise] = once.claim(compile_key(job.id, ir.hash));
+  if (promise) promise->set_value(compile::compile(spec, *def, r.times));
+  else r.shared_compile = true;
+  const auto& compiled = future.get();
+  if (!compiled) {
+    r.outcome = Outcome::failed;
+    r.error = compiled.error();
+    r.kept_stale = job.stored.has_value();
+    return {job.index, std::nullopt};
+  }
+  r.warnings = compiled->warnings;
+  r.outcome = job.stored ? Outcome::stale_replaced : Outcome::compiled;
+  Entry e = make_entry(spec, job.id, std::move(ir), *def, compiled->spirv, options);
+  r.bytes = e.payload.size();
+  return {job.index, std::move(e)};
+}
+
+}  // namespace
+
+std::string_view outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::hit: return "hit";
+    case Outcome::compiled: return "compiled";
+    case Outcome::stale_replaced: return "stale_replaced";
+    case Outcome::failed: return "failed";
+    case Outcome::refused_write: return "refused_write";
+  }
+  return "?";
+}
+
+Result<Shard> parse_shard(std::string_view text) {
+  unsigned k = 0, n = 0;
+  char slash = 0;
+  std::string s(text);
+  if (std::sscanf(s.c_str(), "%u%c%u", &k, &slash, &n) != 3 || slash != '/' || k < 1 || n < 1 || k > n ||
+      s != fmt::format("{}/{}", k, n))
+    return fail(Category::invalid_argument, "--shard '{}' must be K/N with 1 ≤ K ≤ N, e.g. --shard 2/4", text);
+  return Shard{k, n};
+}
+
+bool in_shard(std::string_view kernel, const Shard& shard) {
+  auto h = util::hash_string(kernel);
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = v << 8 | h.bytes[i];
+  return v % shard.count == shard.index - 1;
+}
+
+std::size_t BuildResult::count(Outcome o) const {
+  return static_cast<std::size_t>(
+      std::count_if(receipts.begin(), receipts.end(), [o](const Receipt& r) { return r.outcome == o; }));
+}
+
+Result<void> record_run(store::Store& store, const BuildResult& result, const util::Clock& clock) {
+  store::UsageBatch batch;
+  batch.time = clock.now();
+  for (const auto& r : result.receipts)
+    if (r.outcome == Outcome::hit) batch.used.emplace_back(r.ns, r.kernel);
+  store::RunRecord run;
+  run.time = batch.time;
+  run.command = "build";
+  run.kernels = static_cast<std::uint32_t>(result.receipts.size());
+  run.hits = static_cast<std::uint32_t>(result.count(Outcome::hit));
+  run.compiled = static_cast<std::uint32_t>(result.count(Outcome::compiled));
+  run.stale_replaced = static_cast<std::uint32_t>(result.count(Outcome::stale_replaced));
+  run.failed = static_cast<std::uint32_t>(result.count(Outcome::failed));
+  run.refused_write = static_cast<std::uint32_t>(result.count(Outcome::refused_write));
+  run.wall_us = static_cast<std::uint64_t>(result.wall_ms * 1000);
+  run.bytes_written = result.bytes_written;
+  for (std::size_t i = 0; i < k_phase_count; ++i) {
+    const auto& t = result.totals.times[i];
+    run.phases.push_back({std::string(phase_name(static_cast<Phase>(i))), static_cast<std::uint64_t>(t.wall_ms * 1000),
+                          static_cast<std::uint64_t>(t.cpu_ms * 1000)});
+  }
+  batch.run = std::move(run);
+  return store.record_usage(batch);
+}
+
+Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& store, const BuildOptions& options) {
+  Stopwatch total;
+  PhaseTime wall;
+  BuildResult result;
+  std::vector<const KernelSpec*> specs;
+  for (const auto& k : manifest.kernels)
+    if (!options.shard || in_shard(k.name, *options.shard)) specs.push_back(&k);
+  result.receipts.resize(specs.size());
+
+  definition::FileCache files(manifest.root);
+  std::vector<Job> jobs;
+
+  // Fast path: one read transaction, no preprocessing.
+  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
+    std::optional<Explainer> explainer;
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      const KernelSpec& spec = *specs[i];
+      Receipt& r = result.receipts[i];
+      r.kernel = spec.name;
+      r.ns = spirv_namespace(spec.target).name();
+      Stopwatch watch;
+      auto id = definition::compute_id(spec);
+      watch.lap(r.times[Phase::hash]);
+      auto stored = reader.get(r.ns, spec.name);
+      watch.lap(r.times[Phase::lookup]);
+      Job job{i, std::move(id), std::nullopt, "not in " + r.ns};
+      if (stored && !*stored && options.explain) {
+        if (!explainer) explainer.emplace(reader, files, *options.toolchain);
+        job.reason = describe(KCACHE_TRY(explainer->explain(spec)));
+      }
+      if (!stored) {
+        // A corrupt record is rebuilt over; verify reports it separately.
+        job.reason = "stored entry unreadable: " + stored.error().message;
+      } else if (*stored) {
+        auto a = check_direct(job.id, options.toolchain->fields(spec.optimize), **stored, files);
+        watch.lap(r.times[Phase::hash]);
+        if (a.state == Freshness::fresh) {
+          r.outcome = Outcome::hit;
+          r.key = (*stored)->key;
+          r.bytes = (*stored)->payload.size();
+          continue;
+        }
+        job.reason = "stale: " + describe_changes(essential_changes(std::move(a.changes)), 4);
+        job.stored = std::move(**stored);
+      }
+      r.reason = job.reason;
+      jobs.push_back(std::move(job));
+    }
+    return {};
+  }));
+  std::size_t done_count = 0;
+  for (const auto& r : result.receipts)
+    if (r.outcome == Outcome::hit && r.reason.empty() && options.on_receipt)
+      options.on_receipt(r, ++done_count, specs.size());
+  if (!options.on_receipt)
+    done_count = specs.size() - jobs.size();
+
+  // Workers: expand + compile; results go to `queue`, written by this thread.
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::deque<Done> queue;
+  std::atomic<std::size_t> next{0};
+  CompileOnce once;
+  unsigned jobs_wanted = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  unsigned thread_count = static_cast<unsigned>(std::min<std::size_t>(jobs_wanted, jobs.size()));
+  std::vector<std::jthread> workers;
+  for (unsigned t = 0; t < thread_count; ++t) {
+    workers.emplace_back([&] {
+      for (std::size_t j; (j = next.fetch_add(1)) < jobs.size();) {
+        const Job& job = jobs[j];
+        Done d = run_job(job, *specs[job.index], files, once, options, result.receipts[job.index]);
+        std::lock_guard lock(mutex);
+        queue.push_back(std::move(d));
+        ready.notify_one();
+      }
+    });
+  }
+
+  // Writer: this thread commits batches while the workers compile.
+  BatchWriter writer(store, result.receipts, result.bytes_written);
+  auto written = [&](std::size_t i) {
+    if (options.on_receipt) options.on_receipt(result.receipts[i], ++done_count, specs.size());
+  };
+  for (std::size_t received = 0; received < jobs.size();) {
+    std::unique_lock lock(mutex);
+    ready.wait_for(lock, BatchWriter::k_batch_interval, [&] { return !queue.empty(); });
+    std::deque<Done> got;
+    got.swap(queue);
+    lock.unlock();
+    for (auto& d : got) {
+      ++received;
+      if (d.entry) writer.add(spirv_namespace(specs[d.index]->target), d.index, std::move(*d.entry));
+      else written(d.index);
+    }
+    if (writer.due() || received == jobs.size()) writer.flush(written);
+  }
+  workers.clear();
+  for (const auto& r : result.receipts) result.totals += r.times;
+  total.lap(wall);
+  result.wall_ms = wall.wall_ms;
+  return result;
+}
+
+}  // namespace kcache::build

@@ -1,0 +1,104 @@
+// `kcache build`: manifest kernels → keys → store lookups → compile misses on
+// a thread pool → store writes (docs/architecture.md "Data flow: build").
+//
+// The warm path reads the store once (one read transaction), checks every
+// hit's recorded input files by content hash and the toolchain, and never
+// preprocesses. Misses are expanded and compiled on `jobs` threads; kernels
+// whose expanded definitions and options are identical compile once.
+// Results are written in batches from the calling thread while workers
+// compile, so compilation never runs inside a write transaction. A refused
+// write is a warning on the receipt, not a failure. A kernel that fails to
+// recompile keeps its previous entry (staged refresh).
+//
+// Thread-safety: build() uses its own threads; call it from one thread.
+#pragma once
+
+#include "kcache/util/error.hpp"
+#include "kcache/compile/compiler.hpp"
+#include "kcache/core/namespace.hpp"
+#include "kcache/core/timing.hpp"
+#include "kcache/manifest/manifest.hpp"
+#include "kcache/store/store.hpp"
+#include "kcache/util/clock.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kcache::build {
+
+/// What happened to one kernel. Persisted by name in JSON reports.
+enum class Outcome {
+  hit,             ///< the stored entry is fresh
+  compiled,        ///< there was no entry; compiled and stored
+  stale_replaced,  ///< the entry was stale; recompiled and replaced
+  failed,          ///< compile or validation failed (a stale entry, if any, is kept)
+  refused_write,   ///< compiled, but the store refused the write (warning)
+};
+std::string_view outcome_name(Outcome o);
+
+struct Receipt {
+  std::string kernel;
+  std::string ns;                 ///< namespace name, e.g. "spirv/vulkan1.2"
+  Outcome outcome = Outcome::hit;
+  Key key;
+  PhaseTimes times;
+  std::size_t bytes = 0;          ///< payload size written or found
+  std::string reason;             ///< why it was not a hit: "new", "input changed: include/x.glsl", ...
+  std::optional<Error> error;     ///< for failed and refused_write
+  std::string warnings;           ///< compiler warnings
+  bool kept_stale = false;        ///< failed, and the previous entry was kept
+  bool shared_compile = false;    ///< reused another kernel's identical compile
+};
+
+/// Which 1/N of the kernels to build: kernel K of N (1-based).
+struct Shard {
+  unsigned index = 1;
+  unsigned count = 1;
+};
+/// Parses "K/N" (1 ≤ K ≤ N); invalid_argument otherwise.
+Result<Shard> parse_shard(std::string_view text);
+/// Whether `kernel` belongs to `shard`: by a hash of its name, so the split
+/// is stable under reordering of the manifest.
+bool in_shard(std::string_view kernel, const Shard& shard);
+
+struct BuildOptions {
+  unsigned jobs = 0;              ///< worker threads; 0 = number of cores
+  std::optional<Shard> shard;
+  /// Called on the calling thread as each kernel finishes (progress display).
+  std::function<void(const Receipt&, std::size_t done, std::size_t total)> on_receipt;
+  /// Recorded in built entries' origin ("built by kcache 0.1.0 on host").
+  std::string origin;
+  /// Explain every missing kernel in full (explain.hpp: the same kernel in
+  /// another namespace, the nearest stored variant) instead of "not in NS".
+  /// Costs a scan of a namespace when a kernel with variants is missing.
+  bool explain = false;
+  /// Stamps built entries' created time; never null (tests pin it).
+  const util::Clock* clock = &util::system_clock();
+  /// The compilers as keys see them; never null (tests simulate an upgrade).
+  const compile::Toolchain* toolchain = &compile::Toolchain::installed();
+};
+
+struct BuildResult {
+  std::vector<Receipt> receipts;  ///< in manifest order
+  PhaseTimes totals;              ///< summed over kernels
+  double wall_ms = 0;
+  std::size_t bytes_written = 0;
+  std::size_t count(Outcome o) const;
+  bool any_failed() const { return count(Outcome::failed) > 0; }
+};
+
+/// Records a finished build in the store in one small write transaction
+/// (Store::record_usage): the last-used time of every hit, and a run record
+/// (counts, wall time, bytes written, time per phase) for `kcache stats`.
+/// Call it once per run, after every stage. read_only / store_full as the
+/// store's; the caller treats a failure as a warning.
+Result<void> record_run(store::Store& store, const BuildResult& result, const util::Clock& clock);
+
+/// Builds every kernel of `manifest` (or of its shard) into `store`.
+/// Per-kernel failures are receipts, not errors; the Result fails only when
+/// the store cannot be read at all.
+Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& store, const BuildOptions& options);
+
+}  // namespace kcache::build

@@ -1,0 +1,164 @@
+// The device stage of a vulkan build (contract in device_build.hpp).
+#include "kcache/build/device_stage.hpp"
+
+#include "kcache/build/batch_writer.hpp"
+#include "kcache/device/pipeline_entry.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <map>
+#include <thread>
+
+namespace kcache::build {
+namespace {
+
+using definition::KernelSpec;
+
+/// A kernel whose pipeline must be created.
+struct Item {
+  std::size_t receipt;  ///< into the stage's receipts
+  const KernelSpec* spec;
+  Entry spirv;          ///< the stored SPIR-V entry (its payload goes to the worker)
+  device::PipelineRecipe recipe;
+  bool had_entry;       ///< a previous (stale or refused) entry exists
+};
+
+/// Why a stored vulkan entry with another key is stale, for --explain.
+std::string recipe_change(const Entry& old, const Key& key, const device::PipelineRecipe& now) {
+  if (old.key.id != key.id) return "stale: the kernel's identity changed";
+  auto before = device::read_pipeline_recipe(old);
+  if (!before) return "stale: " + before.error().message;
+  std::vector<std::string> what;
+  if (before->spirv_namespace != now.spirv_namespace || before->spirv_digest != now.spirv_digest)
+    what.emplace_back("SPIR-V module");
+  if (before->entry != now.entry) what.emplace_back("entry point");
+  if (!(before->spec == now.spec)) what.emplace_back("specialization constants");
+  if (what.empty()) what.emplace_back("pipeline recipe");
+  return fmt::format("stale: {} changed", fmt::join(what, ", "));
+}
+
+}  // namespace
+
+std::vector<device::SpecValue> spec_values(const KernelSpec& spec) {
+  std::vector<device::SpecValue> out;
+  for (const auto& c : spec.spec_constants) {
+    std::uint64_t bits = c.bits;
+    if (c.type == "int" && (c.bits & 0x80000000u))
+      bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<std::int32_t>(c.bits)));
+    out.push_back({c.id, bits});
+  }
+  return out;
+}
+
+Result<void> build_device_stage(const manifest::Manifest& manifest, store::Store& store,
+                                const device::DeviceInfo& device, const DeviceBuildOptions& options,
+                                BuildResult& result) {
+  Stopwatch total;
+  PhaseTime wall;
+  std::map<std::string_view, const KernelSpec*> specs;
+  for (const auto& k : manifest.kernels) specs.emplace(k.name, &k);
+  const std::string dev_ns = device.ns.name();
+
+  std::vector<Receipt> receipts;
+  std::vector<Item> items;
+  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
+    for (const Receipt& s : result.receipts) {
+      auto it = specs.find(s.kernel);
+      if (it == specs.end() || it->second->stage != definition::Stage::compute) continue;
+      const KernelSpec& spec = *it->second;
+      Receipt& r = receipts.emplace_back();
+      r.kernel = s.kernel;
+      r.ns = dev_ns;
+      if (s.outcome == Outcome::failed || s.outcome == Outcome::refused_write) {
+        r.outcome = Outcome::failed;
+        r.error = Error{Category::compile_failed, "no SPIR-V module to create the pipeline from (see its SPIR-V stage)"};
+        continue;
+      }
+      Stopwatch watch;
+      auto spirv = reader.get(s.ns, s.kernel);
+      watch.lap(r.times[Phase::lookup]);
+      if (!spirv || !*spirv) {
+        r.outcome = Outcome::failed;
+        r.error = spirv ? Error{Category::not_found, fmt::format("no SPIR-V entry in {}", s.ns)} : spirv.error();
+        continue;
+      }
+      device::PipelineRecipe recipe{s.ns, (*spirv)->payload_digest, spec.entry, spec_values(spec)};
+      r.key = {(*spirv)->key.id, device::recipe_hash(recipe)};
+      watch.lap(r.times[Phase::hash]);
+      auto stored = reader.get(dev_ns, s.kernel);
+      watch.lap(r.times[Phase::lookup]);
+      bool had_entry = false;
+      r.reason = "new";
+      if (!stored) {
+        r.reason = "stored entry unreadable: " + stored.error().message;
+      } else if (*stored) {
+        had_entry = true;
+        if ((*stored)->key != r.key) {
+          r.reason = recipe_change(**stored, r.key, recipe);
+        } else if (auto ok = device::check_blob_against_record((*stored)->payload, device.record()); !ok) {
+          r.reason = "stored blob refused: " + ok.error().message;
+        } else {
+          r.outcome = Outcome::hit;
+          r.reason.clear();
+          r.bytes = (*stored)->payload.size();
+          continue;
+        }
+      }
+      items.push_back({receipts.size() - 1, &spec, std::move(**spirv), std::move(recipe), had_entry});
+    }
+    return {};
+  }));
+
+  const std::size_t total_count = receipts.size();
+  std::size_t done_count = 0;
+  if (options.on_receipt)
+    for (const auto& r : receipts)
+      if ((r.outcome == Outcome::hit && r.reason.empty()) || r.outcome == Outcome::failed)
+        options.on_receipt(r, ++done_count, total_count);
+
+  std::vector<worker::PipelineJob> jobs;
+  jobs.reserve(items.size());
+  for (const Item& item : items)
+    jobs.push_back({item.spec->name, item.spec->target, item.recipe.entry, item.recipe.spec, item.spirv.payload, {}});
+
+  std::size_t stage_bytes = 0;  // added to the build's total at the end
+  BatchWriter writer(store, receipts, stage_bytes);
+  auto written = [&](std::size_t i) {
+    if (options.on_receipt) options.on_receipt(receipts[i], ++done_count, total_count);
+  };
+
+  worker::WorkerOptions worker = options.worker;
+  worker.threads = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  KCACHE_CHECK(worker::run_pipeline_jobs(device, worker::JobMode::build, jobs, worker, [&](std::size_t j, worker::PipelineOutcome&& o) {
+    Item& item = items[j];
+    Receipt& r = receipts[item.receipt];
+    r.times[Phase::pipeline].wall_ms += o.create_ms;
+    r.times[Phase::pipeline].cpu_ms += o.cpu_ms;
+    if (o.error) {
+      r.outcome = Outcome::failed;
+      r.error = std::move(o.error);
+      r.kept_stale = item.had_entry;
+      if (options.on_receipt) options.on_receipt(r, ++done_count, total_count);
+      return;
+    }
+    r.outcome = item.had_entry ? Outcome::stale_replaced : Outcome::compiled;
+    Entry e = device::make_pipeline_entry(item.spirv, item.recipe, device::wrap_blob(device, o.blob),
+                                          options.clock->now(), options.origin);
+    r.bytes = e.payload.size();
+    writer.add(device.ns, item.receipt, std::move(e));
+    if (writer.due()) writer.flush(written);
+  }));
+  writer.flush(written);
+  result.bytes_written += stage_bytes;
+
+  for (auto& r : receipts) {
+    result.totals += r.times;
+    result.receipts.push_back(std::move(r));
+  }
+  total.lap(wall);
+  result.wall_ms += wall.wall_ms;
+  return {};
+}
+
+}  // namespace kcache::build

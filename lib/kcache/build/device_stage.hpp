@@ -1,0 +1,51 @@
+// The device stage of `kcache build --backend vulkan` (docs/architecture.md
+// "Data flow: build"): after the SPIR-V stage has stored every kernel's module, create
+// each compute kernel's pipeline on one device and store its pipeline-cache
+// blob in the device's namespace (entry recipe: device/pipeline_entry.hpp).
+//
+// A kernel is a hit when the device namespace holds an entry whose key is
+// {the SPIR-V entry's key.id, recipe_hash(recipe)} and whose blob passes
+// check_blob_against_record for this device; nothing then reaches a driver.
+// Misses are created in worker processes (pipeline_worker.hpp) on `jobs`
+// threads, so a driver crash fails one kernel. Kernels whose SPIR-V stage
+// failed get a failed receipt here too ("no SPIR-V module"); kernels of other
+// stages than compute have no pipeline and no receipt.
+//
+// Thread-safety: blocks the calling thread; call it from one thread.
+#pragma once
+
+#include "kcache/device/device.hpp"
+#include "kcache/manifest/manifest.hpp"
+#include "kcache/build/build.hpp"
+#include "kcache/worker/pipeline_worker.hpp"
+#include "kcache/store/store.hpp"
+#include "kcache/util/clock.hpp"
+
+namespace kcache::build {
+
+struct DeviceBuildOptions {
+  unsigned jobs = 0;   ///< pipeline-creation threads in the worker; 0 = number of cores
+  std::string origin;  ///< recorded in built entries ("built by kcache 0.1.0 on host")
+  /// Worker command, stall limit and fault injection (worker/pipeline_worker.hpp).
+  worker::WorkerOptions worker;
+  /// Stamps the built entries' created time; never null.
+  const util::Clock* clock = &util::system_clock();
+  /// Called on the calling thread as each kernel's device stage finishes.
+  std::function<void(const Receipt&, std::size_t done, std::size_t total)> on_receipt;
+};
+
+/// Runs the device stage for the kernels of `result` (the SPIR-V stage's
+/// receipts, shard applied) and appends one receipt per compute kernel, in
+/// namespace `device.ns`, to `result` (counts, totals and wall time
+/// included). Per-kernel failures are receipts; the Result fails only when
+/// the store cannot be read or no worker process can be started.
+Result<void> build_device_stage(const manifest::Manifest& manifest, store::Store& store,
+                                const device::DeviceInfo& device, const DeviceBuildOptions& options,
+                                BuildResult& result);
+
+/// The specialization values handed to the driver for a manifest kernel:
+/// each constant's 32 bits, sign-extended for a negative "int" so that it
+/// also fits a 64-bit constant (device::SpecValue's rule).
+std::vector<device::SpecValue> spec_values(const definition::KernelSpec& spec);
+
+}  // namespace kcache::build

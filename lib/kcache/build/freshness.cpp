@@ -1,0 +1,88 @@
+#include "kcache/build/freshness.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace kcache::build {
+
+std::string_view freshness_name(Freshness f) {
+  switch (f) {
+    case Freshness::fresh: return "fresh";
+    case Freshness::stale: return "stale";
+    case Freshness::missing: return "missing";
+  }
+  return "?";
+}
+
+std::vector<Field> toolchain_part(const std::vector<Field>& ir_fields) {
+  std::vector<Field> out;
+  for (const auto& f : ir_fields)
+    if (f.first != "expanded_source") out.push_back(f);
+  return out;
+}
+
+Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain,
+                        const Entry& stored, definition::FileCache& files) {
+  Assessment a;
+  a.state = Freshness::fresh;
+  if (stored.key.id != id.hash) a.changes = definition::diff_fields(stored.id_fields, id.fields);
+  std::vector<Field> current_toolchain{{"key_schema", std::string(definition::k_key_schema)}};
+  current_toolchain.insert(current_toolchain.end(), toolchain.begin(), toolchain.end());
+  for (auto& c : definition::diff_fields(toolchain_part(stored.ir_fields), current_toolchain))
+    a.changes.push_back(std::move(c));
+  for (const auto& input : stored.inputs) {
+    auto file = files.get(input.path);
+    if (!file) a.changes.push_back({"input:" + input.path, input.hash.hex(), "<missing>"});
+    else if ((*file)->hash != input.hash) a.changes.push_back({"input:" + input.path, input.hash.hex(), (*file)->hash.hex()});
+  }
+  if (stored.key.id != id.hash && a.changes.empty()) a.changes.push_back({"id", stored.key.id.hex(), id.hash.hex()});
+  if (!a.changes.empty()) a.state = Freshness::stale;
+  return a;
+}
+
+std::string describe_changes(const std::vector<Change>& changes, std::size_t max) {
+  std::string out;
+  for (std::size_t i = 0; i < changes.size() && i < max; ++i) {
+    const auto& c = changes[i];
+    if (!out.empty()) out += "; ";
+    if (c.name.starts_with("input:"))
+      out += c.new_value == "<missing>" ? fmt::format("{} removed", c.name)
+                                        : fmt::format("{} changed ({}… → {}…)", c.name, c.old_value.substr(0, 8),
+                                                      c.new_value.substr(0, 8));
+    else
+      out += fmt::format("{} {} → {}", c.name, c.old_value, c.new_value);
+  }
+  if (changes.size() > max) out += fmt::format("; and {} more", changes.size() - max);
+  return out;
+}
+
+}  // namespace kcache::build
+
+#include "kcache/compile/compiler.hpp"
+
+namespace kcache::build {
+
+Assessment assess(const definition::KernelSpec& spec, const Entry& stored, definition::FileCache& files,
+                  const compile::Toolchain& toolchain) {
+  auto id = definition::compute_id(spec);
+  const auto& fields = toolchain.fields(spec.optimize);
+  Assessment a = check_direct(id, fields, stored, files);
+  bool only_inputs = std::all_of(a.changes.begin(), a.changes.end(),
+                                 [](const Change& c) { return c.name.starts_with("input:"); });
+  if (a.state != Freshness::stale || !only_inputs) return a;
+  a.direct = false;
+  PhaseTimes ignored;
+  auto def = compile::expand(spec, files, ignored);
+  if (!def) {
+    a.changes.push_back({"expand", "ok", def.error().message});
+    return a;
+  }
+  if (definition::compute_ir(*def, fields).hash == stored.key.ir) {
+    a.state = Freshness::fresh;
+    a.changes.clear();
+  }
+  return a;
+}
+
+}  // namespace kcache::build

@@ -1,0 +1,58 @@
+// Is a stored entry still right for a manifest kernel, and if not, why?
+// Shared by `build` (the warm fast path) and `inspect` (stale marks, --why).
+//
+// Thread-safety: functions are reentrant; FileCache is thread-safe.
+#pragma once
+
+#include "kcache/core/entry.hpp"
+#include "kcache/compile/compiler.hpp"
+#include "kcache/definition/definition.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kcache::build {
+
+enum class Freshness { fresh, stale, missing };
+std::string_view freshness_name(Freshness f);
+
+/// One reason an entry is stale: a field with its stored and current value.
+/// Field names: id fields ("define:T", "entry", "target", ...), toolchain
+/// fields ("glslang", "spirv-tools", "optimizer", "key_schema") and
+/// "input:<path>" for a source or include whose content hash changed.
+using Change = definition::FieldChange;
+
+struct Assessment {
+  Freshness state = Freshness::missing;
+  std::vector<Change> changes;
+  /// True when the verdict needed no preprocessing (ccache's direct mode).
+  bool direct = true;
+};
+
+/// Compares what `stored` recorded with the current kernel without
+/// preprocessing: id fields, toolchain fields and every recorded input's
+/// content hash. fresh means a hit; stale means "expand to be sure" (an
+/// input changed) or definitely stale (an option or the toolchain changed).
+Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain,
+                        const Entry& stored, definition::FileCache& files);
+
+/// The ir fields without the expanded-source hash: what check_direct
+/// compares against the current toolchain.
+std::vector<Field> toolchain_part(const std::vector<Field>& ir_fields);
+
+/// One-line summary of changes: "define:T float → int; input:include/a.glsl changed".
+std::string describe_changes(const std::vector<Change>& changes, std::size_t max = 3);
+
+}  // namespace kcache::build
+
+namespace kcache::build {
+
+/// As check_direct, then, when only inputs changed, expands the kernel to
+/// tell a real change from one the preprocessor erases (comments, unused
+/// macros): fresh if the expanded definition hashes the same. Expansion
+/// errors make the entry stale with an "expand" change naming the error.
+Assessment assess(const definition::KernelSpec& spec, const Entry& stored, definition::FileCache& files,
+                  const compile::Toolchain& toolchain);
+
+}  // namespace kcache::build

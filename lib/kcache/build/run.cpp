@@ -1,0 +1,50 @@
+#include "kcache/build/run.hpp"
+
+#include "kcache/build/device_stage.hpp"
+
+#include <filesystem>
+#include <set>
+
+namespace kcache::build {
+namespace {
+
+Result<std::vector<std::string>> dependencies(const manifest::Manifest& manifest, store::Store& store,
+                                              const BuildResult& result) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::absolute(manifest.root);
+  std::set<std::string> deps{fs::absolute(manifest.path).lexically_normal().string()};
+  for (const auto& spec : manifest.kernels) deps.insert((root / spec.source).lexically_normal().string());
+  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
+    for (const auto& r : result.receipts) {
+      auto entry = reader.get(r.ns, r.kernel);
+      if (!entry || !*entry) continue;  // a failed kernel: its source is listed above
+      for (const auto& input : (*entry)->inputs) deps.insert((root / input.path).lexically_normal().string());
+    }
+    return {};
+  }));
+  return std::vector<std::string>(deps.begin(), deps.end());
+}
+
+}  // namespace
+
+Result<RunResult> run(const manifest::Manifest& manifest, store::Store& store, const RunOptions& options) {
+  RunResult out;
+  out.result = KCACHE_TRY(build(manifest, store, options.build));
+  if (options.device) {
+    DeviceBuildOptions dev;
+    dev.jobs = options.build.jobs;
+    dev.origin = options.build.origin;
+    dev.on_receipt = options.build.on_receipt;
+    dev.clock = options.build.clock;
+    dev.worker = options.worker;
+    KCACHE_CHECK(build_device_stage(manifest, store, *options.device, dev, out.result));
+  }
+  // One small write transaction after every stage.
+  if (options.record_usage)
+    if (auto recorded = record_run(store, out.result, *options.build.clock); !recorded)
+      out.record_warning = std::move(recorded).error();
+  if (options.collect_dependencies) out.dependencies = KCACHE_TRY(dependencies(manifest, store, out.result));
+  return out;
+}
+
+}  // namespace kcache::build

@@ -1,0 +1,48 @@
+// One whole `kcache build`: the SPIR-V stage, the device stage when a device
+// is given, the run record, and the files the build read (for a depfile).
+// The CLI calls this and renders what it returns; nothing here prints.
+//
+// Thread-safety: blocks the calling thread; call it from one thread.
+#pragma once
+
+#include "kcache/build/build.hpp"
+#include "kcache/device/device.hpp"
+#include "kcache/manifest/manifest.hpp"
+#include "kcache/store/store.hpp"
+#include "kcache/worker/pipeline_worker.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kcache::build {
+
+struct RunOptions {
+  BuildOptions build;
+  /// The device of a vulkan build (chosen by the caller before anything
+  /// compiles, so a missing device fails fast); nullopt = SPIR-V only.
+  std::optional<device::DeviceInfo> device;
+  /// The device stage's worker processes.
+  worker::WorkerOptions worker;
+  /// Record hits' last-used times and a run record (`kcache stats`).
+  bool record_usage = true;
+  /// Fill RunResult::dependencies.
+  bool collect_dependencies = false;
+};
+
+struct RunResult {
+  BuildResult result;
+  /// The run record could not be written (losing it loses no compiled work).
+  std::optional<Error> record_warning;
+  /// Absolute, lexically normal, sorted: the manifest, every kernel's source
+  /// and every input file recorded in the entries this run stored or found
+  /// fresh (includes). Empty unless collect_dependencies.
+  std::vector<std::string> dependencies;
+};
+
+/// Runs every stage in order and records the run. Per-kernel failures are
+/// receipts; errors as build() and build_device_stage() (the store cannot be
+/// read, no worker can start).
+Result<RunResult> run(const manifest::Manifest& manifest, store::Store& store, const RunOptions& options);
+
+}  // namespace kcache::build

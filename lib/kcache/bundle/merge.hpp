@@ -1,0 +1,47 @@
+// `kcache merge`: joins bundles of one namespace (shard exports) into one,
+// streaming entries from reader to writer. Thread-safety: each call is
+// independent.
+#pragma once
+
+#include "kcache/bundle/bundle.hpp"
+#include "kcache/bundle/stream.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kcache::bundle {
+
+/// One kernel that two merged bundles disagree on.
+struct MergeConflict {
+  std::string kernel;
+  std::string first_bundle, second_bundle;  ///< labels
+  Key first_key, second_key;
+  bool same_key = false;  ///< same key, different payload: a non-reproducible build
+};
+
+struct MergeResult {
+  Namespace ns;
+  std::size_t inputs = 0;
+  std::size_t entries = 0;     ///< in the merged bundle
+  std::size_t duplicates = 0;  ///< identical entries dropped (same kernel, key and payload)
+  std::vector<MergeConflict> conflicts;  ///< non-empty: nothing was written
+  std::uint64_t bundle_bytes = 0;
+  std::optional<KeyId> signer;
+};
+
+/// Joins bundles of one namespace into `out`, deduplicating by kernel and
+/// key: the same kernel with the same key and payload is kept once (first
+/// bundle wins; its created time and origin stay); the same kernel with
+/// another key, or the same key with another payload, is a conflict, listed
+/// in the result, and then nothing is written. Every input is checked
+/// completely (digests, trailer) while streaming. `created` (unix seconds)
+/// is the merged bundle's creation time. Errors: not_found / corruption /
+/// version_mismatch for an input, fingerprint_mismatch (naming the fields and
+/// the two bundles) when the inputs' namespaces differ, invalid_argument for
+/// no inputs or an fd input (merge reads each input twice).
+Result<MergeResult> merge_bundles(const std::vector<BundleStream>& inputs, const BundleStream& out,
+                                  const WriteOptions& options, std::uint64_t created);
+
+}  // namespace kcache::bundle

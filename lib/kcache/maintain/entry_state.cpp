@@ -1,0 +1,60 @@
+#include "kcache/maintain/entry_state.hpp"
+
+#include "kcache/build/explain.hpp"
+
+namespace kcache::maintain {
+
+std::string_view entry_state_name(EntryState s) {
+  switch (s) {
+    case EntryState::unknown: return "-";
+    case EntryState::fresh: return "fresh";
+    case EntryState::stale: return "stale";
+    case EntryState::orphan: return "orphan";
+  }
+  return "?";
+}
+
+EntryClassifier::EntryClassifier(const manifest::Manifest* manifest, const compile::Toolchain& toolchain)
+    : m_manifest(manifest), m_toolchain(toolchain) {
+  if (!manifest) return;
+  m_files.emplace(manifest->root);
+  for (const auto& k : manifest->kernels) {
+    m_wanted[{spirv_namespace(k.target).name(), k.name}] = &k;
+    m_by_name.emplace(k.name, &k);
+  }
+}
+
+const definition::KernelSpec* EntryClassifier::wanted(const std::string& ns, const std::string& kernel) const {
+  auto it = m_wanted.find({ns, kernel});
+  return it == m_wanted.end() ? nullptr : it->second;
+}
+
+Classification EntryClassifier::classify(const Namespace& ns, const Entry& entry) {
+  Classification c;
+  auto toolchain = build::toolchain_changes(entry, m_toolchain);
+  c.toolchain_stale = !toolchain.empty();
+  if (!m_manifest) {
+    if (c.toolchain_stale) {
+      c.state = EntryState::stale;
+      c.changes = std::move(toolchain);
+    }
+    return c;
+  }
+  if (!m_by_name.contains(entry.kernel)) {
+    c.state = EntryState::orphan;
+    return c;
+  }
+  // A device namespace: the manifest names its kernels but not the device.
+  if (ns.backend != "spirv") return c;
+  const definition::KernelSpec* spec = wanted(ns.name(), entry.kernel);
+  if (!spec) {
+    c.state = EntryState::orphan;  // built for a target the manifest no longer uses for it
+    return c;
+  }
+  auto a = build::assess(*spec, entry, *m_files, m_toolchain);
+  c.state = a.state == build::Freshness::fresh ? EntryState::fresh : EntryState::stale;
+  if (c.state == EntryState::stale) c.changes = build::essential_changes(std::move(a.changes));
+  return c;
+}
+
+}  // namespace kcache::maintain

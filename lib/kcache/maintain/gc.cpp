@@ -1,0 +1,63 @@
+#include "kcache/maintain/gc.hpp"
+
+#include "kcache/maintain/entry_state.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+namespace kcache::maintain {
+
+Result<std::vector<store::GcCandidate>> gc_candidates(store::Store& store, const manifest::Manifest* manifest,
+                                                     const compile::Toolchain& toolchain) {
+  EntryClassifier classifier(manifest, toolchain);
+  std::vector<store::GcCandidate> out;
+  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
+    for (const auto& info : KCACHE_TRY(reader.namespaces())) {
+      std::string ns = info.ns.name();
+      KCACHE_CHECK(reader.scan_facts(ns, [&](Entry&& e, const store::EntryFacts& facts) {
+        store::GcCandidate c;
+        c.ns = ns;
+        c.kernel = e.kernel;
+        c.key = e.key;
+        c.created = facts.usage && facts.usage->written ? facts.usage->written : e.created;
+        c.last_used = facts.usage ? facts.usage->last_used : e.created;
+        c.bytes = facts.record_bytes;
+        auto state = classifier.classify(info.ns, e);
+        c.orphan = state.state == EntryState::orphan;
+        c.stale = state.state == EntryState::stale || state.toolchain_stale;
+        // Protected: what a build of the manifest would hit, and the device
+        // entries of its kernels (the manifest cannot say for which device).
+        c.fresh = state.state == EntryState::fresh || (manifest && state.state == EntryState::unknown);
+        out.push_back(std::move(c));
+        return true;
+      }));
+    }
+    return {};
+  }));
+  return out;
+}
+
+Result<store::RemoveSummary> apply_gc(store::Store& store, std::span<const store::GcCandidate> candidates,
+                                      const store::GcPlan& plan) {
+  std::map<std::string, std::vector<store::RemoveItem>> by_ns;
+  for (const auto& v : plan.remove) {
+    const auto& c = candidates[v.index];
+    by_ns[c.ns].push_back({c.kernel, c.key});
+  }
+  store::RemoveSummary total;
+  for (const auto& [ns, items] : by_ns) {
+    auto done = store.remove_unchanged(ns, items);
+    if (!done)
+      return tl::unexpected(std::move(done).error().context(
+          fmt::format("gc stopped after removing {} entries (namespace {} unchanged)", total.removed, ns)));
+    total.removed += done->removed;
+    total.changed += done->changed;
+    total.absent += done->absent;
+    total.record_bytes += done->record_bytes;
+  }
+  return total;
+}
+
+}  // namespace kcache::maintain

@@ -1,0 +1,152 @@
+#include "kcache/maintain/inspect.hpp"
+
+#include "kcache/device/device.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace kcache::maintain {
+
+Result<StoreReport> inspect_store(store::Store& store, const manifest::Manifest* manifest,
+                                 const compile::Toolchain& toolchain) {
+  StoreReport report;
+  report.with_manifest = manifest != nullptr;
+  EntryClassifier classifier(manifest, toolchain);
+  std::set<std::pair<std::string, std::string>> seen;
+
+  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
+    report.namespaces = KCACHE_TRY(reader.namespaces());
+    for (const auto& info : report.namespaces) {
+      std::string ns = info.ns.name();
+      NamespaceSummary summary;
+      summary.ns = ns;
+      KCACHE_CHECK(reader.scan_facts(ns, [&](Entry&& e, const store::EntryFacts& facts) {
+        EntryRow row{ns, e.kernel, e.key, e.payload.size(), e.created, e.origin_kind, e.origin_detail};
+        row.record_bytes = facts.record_bytes;
+        if (facts.usage) row.written = facts.usage->written, row.last_used = facts.usage->last_used;
+        ++summary.entries;
+        summary.record_bytes += facts.record_bytes;
+        summary.payload_bytes += e.payload.size();
+        summary.oldest = summary.entries == 1 ? e.created : std::min(summary.oldest, e.created);
+        summary.newest = std::max(summary.newest, e.created);
+        summary.last_used = std::max(summary.last_used, row.last_used);
+        auto origin = std::find_if(summary.origins.begin(), summary.origins.end(), [&](const OriginSummary& o) {
+          return o.kind == e.origin_kind && o.detail == e.origin_detail;
+        });
+        if (origin == summary.origins.end())
+          origin = summary.origins.insert(summary.origins.end(), OriginSummary{e.origin_kind, e.origin_detail});
+        ++origin->entries;
+        origin->latest_written = std::max(origin->latest_written, row.written);
+        auto c = classifier.classify(info.ns, e);
+        row.state = c.state;
+        row.changes = std::move(c.changes);
+        if (c.state == EntryState::fresh || c.state == EntryState::stale) seen.insert({ns, e.kernel});
+        report.entries.push_back(std::move(row));
+        return true;
+      }));
+      report.summaries.push_back(std::move(summary));
+    }
+    return {};
+  }));
+  for (const auto& [key, spec] : classifier.wanted())
+    if (!seen.count(key)) report.missing.push_back(key);
+  return report;
+}
+
+void mark_foreign(StoreReport& report, const manifest::Manifest* manifest,
+                  const Result<std::vector<FingerprintRecord>>& local_devices) {
+  std::set<std::string> targets;
+  if (manifest)
+    for (const auto& k : manifest->kernels) targets.insert(spirv_namespace(k.target).name());
+  for (std::size_t i = 0; i < report.namespaces.size() && i < report.summaries.size(); ++i) {
+    const Namespace& ns = report.namespaces[i].ns;
+    NamespaceSummary& summary = report.summaries[i];
+    if (ns.backend == "spirv") {
+      if (manifest && !targets.count(ns.name())) {
+        summary.foreign = true;
+        summary.foreign_reason = fmt::format("no kernel of {} targets {}", manifest->path.string(), ns.fingerprint);
+      }
+    } else if (!local_devices) {
+      summary.foreign = true;
+      summary.foreign_reason = "no local device to match: " + local_devices.error().message;
+    } else if (std::find(local_devices->begin(), local_devices->end(), ns.record) == local_devices->end()) {
+      summary.foreign = true;
+      summary.foreign_reason = "its fingerprint matches none of this machine's devices";
+    }
+  }
+}
+
+Result<std::vector<FingerprintRecord>> local_device_records() {
+  return device::list_devices().map([](const std::vector<device::DeviceInfo>& devices) {
+    std::vector<FingerprintRecord> records;
+    for (const auto& d : devices) records.push_back(d.record());
+    return records;
+  });
+}
+
+void apply_filter(StoreReport& report, const InspectFilter& filter) {
+  if (!filter.any()) return;
+  std::set<std::string> foreign;
+  for (const auto& s : report.summaries)
+    if (s.foreign) foreign.insert(s.ns);
+  std::erase_if(report.entries, [&](const EntryRow& e) {
+    return !((filter.stale && e.state == EntryState::stale) || (filter.orphans && e.state == EntryState::orphan) ||
+             (filter.foreign && foreign.count(e.ns)));
+  });
+  if (filter.foreign && !filter.stale && !filter.orphans) {
+    for (std::size_t i = report.namespaces.size(); i-- > 0;)
+      if (!foreign.count(report.namespaces[i].ns.name())) {
+        report.namespaces.erase(report.namespaces.begin() + static_cast<std::ptrdiff_t>(i));
+        if (i < report.summaries.size()) report.summaries.erase(report.summaries.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+  }
+  report.missing.clear();
+}
+
+Result<KernelReport> inspect_kernel(store::Store& store, const std::string& kernel, const manifest::Manifest* manifest,
+                                    const compile::Toolchain& toolchain) {
+  KernelReport out;
+  out.kernel = kernel;
+  const definition::KernelSpec* spec = nullptr;
+  if (manifest) {
+    out.manifest_path = manifest->path.string();
+    for (const auto& k : manifest->kernels)
+      if (k.name == kernel) spec = &k;
+  }
+  out.in_manifest = spec != nullptr;
+  std::optional<definition::FileCache> files;
+  if (manifest) files.emplace(manifest->root);
+  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
+    for (const auto& info : KCACHE_TRY(reader.namespaces()))
+      if (auto e = KCACHE_TRY(reader.get(info.ns.name(), kernel))) {
+        auto changes = build::toolchain_changes(*e, toolchain);
+        out.stored.push_back({info.ns.name(), std::move(*e), std::move(changes)});
+      }
+    if (spec) {
+      build::Explainer explainer(reader, *files, toolchain);
+      out.explanation = KCACHE_TRY(explainer.explain(*spec));
+    }
+    return {};
+  }));
+  if (out.stored.empty() && !spec)
+    return fail(Category::not_found, "kernel '{}' is neither in the store{}", kernel,
+                manifest ? fmt::format(" nor in {}", manifest->path.string())
+                         : " nor in a manifest (pass --manifest to compare with one)");
+  return out;
+}
+
+Result<std::vector<build::Explanation>> explain_manifest(store::Store& store, const manifest::Manifest& manifest,
+                                                         const compile::Toolchain& toolchain) {
+  definition::FileCache files(manifest.root);
+  std::vector<build::Explanation> all;
+  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
+    build::Explainer explainer(reader, files, toolchain);
+    for (const auto& spec : manifest.kernels) all.push_back(KCACHE_TRY(explainer.explain(spec)));
+    return {};
+  }));
+  return all;
+}
+
+}  // namespace kcache::maintain

@@ -1,0 +1,41 @@
+#include "kcache/maintain/stats.hpp"
+
+#include <algorithm>
+#include <deque>
+
+namespace kcache::maintain {
+
+Result<RunTotals> run_totals(store::Store& store, std::size_t last) {
+  RunTotals t;
+  std::deque<store::RunRecord> window;
+  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
+    return reader.runs([&](store::RunRecord&& run) {
+      ++t.logged;
+      window.push_back(std::move(run));
+      if (last && window.size() > last) window.pop_front();
+      return true;
+    });
+  }));
+  for (auto& run : window) {
+    if (!t.runs++) t.first = run.time;
+    t.last = run.time;
+    t.kernels += run.kernels;
+    t.hits += run.hits;
+    t.compiled += run.compiled;
+    t.stale_replaced += run.stale_replaced;
+    t.failed += run.failed;
+    t.refused_write += run.refused_write;
+    t.wall_us += run.wall_us;
+    t.bytes_written += run.bytes_written;
+    for (const auto& p : run.phases) {
+      auto it = std::find_if(t.phases.begin(), t.phases.end(), [&](const auto& q) { return q.name == p.name; });
+      if (it == t.phases.end()) it = t.phases.insert(t.phases.end(), {p.name, 0, 0});
+      it->wall_us += p.wall_us;
+      it->cpu_us += p.cpu_us;
+    }
+    t.recent.push_back(std::move(run));
+  }
+  return t;
+}
+
+}  // namespace kcache::maintain

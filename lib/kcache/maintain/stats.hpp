@@ -1,0 +1,31 @@
+// `kcache stats`: totals over a store's run log. Data only; report/ renders it.
+// Thread-safety: run_totals reads the store in one snapshot.
+#pragma once
+
+#include "kcache/store/store.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace kcache::maintain {
+
+/// Sums over the most recent runs of the run log.
+struct RunTotals {
+  std::size_t runs = 0;       ///< runs summed
+  std::size_t logged = 0;     ///< runs in the log
+  std::uint64_t first = 0;    ///< time of the oldest run summed
+  std::uint64_t last = 0;     ///< time of the newest
+  std::uint64_t kernels = 0, hits = 0, compiled = 0, stale_replaced = 0, failed = 0, refused_write = 0;
+  std::uint64_t wall_us = 0, bytes_written = 0;
+  std::vector<store::PhaseRecord> phases;  ///< summed, in first-seen order
+  std::vector<store::RunRecord> recent;    ///< the runs summed, oldest first
+  /// Lookups that did not hit (kernels − hits).
+  std::uint64_t misses() const { return kernels - hits; }
+};
+
+/// Totals of the newest `last` runs (0 = every run in the log). Errors: the
+/// store's read errors; corruption naming a damaged run record.
+Result<RunTotals> run_totals(store::Store& store, std::size_t last);
+
+}  // namespace kcache::maintain

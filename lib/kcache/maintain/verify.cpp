@@ -1,0 +1,222 @@
+// `kcache verify` (contracts in verify.hpp).
+#include "kcache/maintain/verify.hpp"
+
+#include "kcache/compile/compiler.hpp"
+#include "kcache/core/timing.hpp"
+#include "kcache/definition/kernel_spec.hpp"
+#include "kcache/device/pipeline_entry.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace kcache::maintain {
+namespace {
+
+/// The SPIR-V module a vulkan entry was built from, checked against its
+/// recipe: present, same digest, same kernel identity.
+Result<Entry> recipe_module(store::Reader& reader, const Entry& e, const device::PipelineRecipe& recipe) {
+  auto parsed = KCACHE_TRY(parse_namespace_name(recipe.spirv_namespace));
+  if (parsed.first != "spirv")
+    return fail(Category::corruption, "its recipe names {}, not a spirv namespace", recipe.spirv_namespace);
+  auto module = KCACHE_TRY(reader.get(recipe.spirv_namespace, e.kernel));
+  if (!module)
+    return fail(Category::not_found, "its SPIR-V module is not in {}; rebuild it with `kcache build --backend vulkan`",
+                recipe.spirv_namespace);
+  if (module->payload_digest != recipe.spirv_digest)
+    return fail(Category::corruption,
+                "its SPIR-V module in {} has changed since the blob was built (digest {} ≠ recipe {}); rebuild it",
+                recipe.spirv_namespace, module->payload_digest.hex().substr(0, 16),
+                recipe.spirv_digest.hex().substr(0, 16));
+  if (module->key.id != e.key.id)
+    return fail(Category::corruption, "its key.id differs from its SPIR-V module's: they are not the same kernel");
+  return std::move(*module);
+}
+
+Result<void> check_spirv_entry(const Entry& e, const Namespace& ns) {
+  if (e.payload_kind != PayloadKind::spirv)
+    return fail(Category::corruption, "payload kind {} in a spirv namespace", static_cast<int>(e.payload_kind));
+  auto words = KCACHE_TRY(compile::spirv_words(e.payload));
+  return compile::validate(words, ns.fingerprint);
+}
+
+Result<void> check_vulkan_entry(store::Reader& reader, const Entry& e, const Namespace& ns) {
+  if (e.payload_kind != PayloadKind::pipeline_cache)
+    return fail(Category::corruption, "payload kind {} in a vulkan namespace", static_cast<int>(e.payload_kind));
+  auto recipe = KCACHE_TRY(device::read_pipeline_recipe(e));
+  KCACHE_CHECK(device::check_blob_against_record(e.payload, ns.record));
+  KCACHE_CHECK(recipe_module(reader, e, recipe));
+  return {};
+}
+
+/// The namespace's record must produce its name: otherwise its entries are
+/// filed under a fingerprint that is not theirs.
+Result<void> check_namespace(const Namespace& ns) {
+  if (ns.backend == "spirv") {
+    if (!definition::is_known_target(ns.fingerprint))
+      return fail(Category::corruption, "unknown SPIR-V target '{}'", ns.fingerprint);
+    if (ns.record != spirv_namespace(ns.fingerprint).record)
+      return fail(Category::corruption, "its fingerprint record is not {{target = {}}}", ns.fingerprint);
+    return {};
+  }
+  if (ns.backend == "vulkan") {
+    auto expected = vulkan_namespace(ns.record);
+    if (expected.fingerprint != ns.fingerprint)
+      return fail(Category::corruption, "its fingerprint record hashes to {}, not to its name", expected.fingerprint);
+    return {};
+  }
+  return fail(Category::corruption, "unknown backend '{}'", ns.backend);
+}
+
+}  // namespace
+
+Result<StoreCheck> check_store(store::Store& store) {
+  Stopwatch watch;
+  PhaseTime wall;
+  StoreCheck out;
+  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
+    auto namespaces = KCACHE_TRY(reader.namespaces());
+    for (const auto& info : namespaces) {
+      const Namespace& ns = info.ns;
+      ++out.namespaces;
+      if (auto ok = check_namespace(ns); !ok) {
+        out.problems.push_back({ns.name(), "", ok.error()});
+        continue;
+      }
+      std::vector<Entry> entries;
+      auto scanned = reader.scan(ns.name(), [&](Entry&& e) {
+        entries.push_back(std::move(e));
+        return true;
+      });
+      if (!scanned) {
+        Error e = scanned.error();
+        e.message += "; the rest of this namespace was not checked";
+        out.problems.push_back({ns.name(), "", std::move(e)});
+      }
+      for (const Entry& e : entries) {
+        ++out.entries;
+        auto ok = ns.backend == "spirv" ? check_spirv_entry(e, ns) : check_vulkan_entry(reader, e, ns);
+        if (!ok) out.problems.push_back({ns.name(), e.kernel, ok.error()});
+      }
+    }
+    return {};
+  }));
+  watch.lap(wall);
+  out.wall_ms = wall.wall_ms;
+  return out;
+}
+
+std::string_view verify_status_name(VerifyStatus s) {
+  switch (s) {
+    case VerifyStatus::hit: return "hit";
+    case VerifyStatus::miss: return "miss";
+    case VerifyStatus::timed: return "timed";
+    case VerifyStatus::refused: return "refused";
+    case VerifyStatus::failure: return "failure";
+  }
+  return "failure";
+}
+
+std::size_t DeviceVerify::count(VerifyStatus s) const {
+  return static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [s](const VerifyRow& r) { return r.status == s; }));
+}
+
+Result<DeviceVerify> verify_device(store::Store& store, const device::DeviceInfo& device,
+                                   const VerifyOptions& options) {
+  Stopwatch watch;
+  PhaseTime wall;
+  DeviceVerify out;
+  out.ns = device.ns;
+  out.timed = options.timed || !device.fail_on_compile_required;
+  const std::string ns_name = device.ns.name();
+
+  struct Item {
+    std::size_t row;
+    Entry module;
+    device::PipelineRecipe recipe;
+    std::vector<std::uint8_t> wrapped;
+    std::string target;
+  };
+  std::vector<Item> items;
+  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
+    auto namespaces = KCACHE_TRY(reader.namespaces());
+    if (std::none_of(namespaces.begin(), namespaces.end(), [&](const auto& i) { return i.ns.name() == ns_name; }))
+      return fail(Category::not_found,
+                  "the store holds no pipelines for device '{}' (namespace {}); build them with `kcache build "
+                  "--backend vulkan --device {}`",
+                  device.name, ns_name, device.fingerprint());
+    std::vector<Entry> entries;
+    KCACHE_CHECK(reader.scan(ns_name, [&](Entry&& e) {
+      entries.push_back(std::move(e));
+      return true;
+    }));
+    for (Entry& e : entries) {
+      VerifyRow& row = out.rows.emplace_back();
+      row.kernel = e.kernel;
+      auto prepared = [&]() -> Result<Item> {
+        if (e.payload_kind != PayloadKind::pipeline_cache)
+          return fail(Category::corruption, "not a pipeline-cache entry");
+        auto recipe = KCACHE_TRY(device::read_pipeline_recipe(e));
+        // Wrapper, full fingerprint and Vulkan header against this device,
+        // before anything is sent towards a driver.
+        KCACHE_CHECK(device::unwrap_blob(e.payload, device));
+        auto module = KCACHE_TRY(recipe_module(reader, e, recipe));
+        std::string target = KCACHE_TRY(parse_namespace_name(recipe.spirv_namespace)).second;
+        return Item{out.rows.size() - 1, std::move(module), std::move(recipe), std::move(e.payload), std::move(target)};
+      }();
+      if (!prepared) {
+        row.status = VerifyStatus::refused;
+        row.category = prepared.error().category;
+        row.message = prepared.error().message;
+        continue;
+      }
+      items.push_back(std::move(*prepared));
+    }
+    return {};
+  }));
+
+  std::vector<worker::PipelineJob> jobs;
+  for (const Item& item : items)
+    jobs.push_back({out.rows[item.row].kernel, item.target, item.recipe.entry, item.recipe.spec, item.module.payload,
+                    item.wrapped});
+  out.sent_to_driver = jobs.size();
+  worker::WorkerOptions worker = options.worker;
+  worker.threads = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  worker.timed = options.timed;
+  KCACHE_CHECK(worker::run_pipeline_jobs(device, worker::JobMode::verify, jobs, worker, [&](std::size_t j, worker::PipelineOutcome&& o) {
+    VerifyRow& row = out.rows[items[j].row];
+    if (o.error) {
+      // The worker's own checks refuse before the driver; anything else failed in or after it.
+      const bool before_driver = !o.crashed && (o.error->category == Category::fingerprint_mismatch ||
+                                                o.error->category == Category::validation_failed ||
+                                                o.error->category == Category::validator_unsupported ||
+                                                o.error->category == Category::corruption);
+      row.status = before_driver ? VerifyStatus::refused : VerifyStatus::failure;
+      row.category = o.error->category;
+      row.message = o.error->message;
+      return;
+    }
+    switch (o.verify.outcome) {
+      case device::VerifyOutcome::hit: row.status = VerifyStatus::hit; break;
+      case device::VerifyOutcome::miss: row.status = VerifyStatus::miss; break;
+      case device::VerifyOutcome::timed: row.status = VerifyStatus::timed; break;
+      case device::VerifyOutcome::failure: row.status = VerifyStatus::failure; break;
+    }
+    row.create_ms = o.verify.create_ms;
+    row.empty_cache_ms = o.verify.empty_cache_ms;
+    row.blob_refused = o.verify.blob_refused;
+    row.message = o.verify.message;
+  }));
+  watch.lap(wall);
+  out.wall_ms = wall.wall_ms;
+  return out;
+}
+
+bool has_problems(const DeviceVerify& v) {
+  return std::any_of(v.rows.begin(), v.rows.end(), [](const auto& r) {
+    return r.status == VerifyStatus::refused || r.status == VerifyStatus::failure || r.blob_refused;
+  });
+}
+
+}  // namespace kcache::maintain

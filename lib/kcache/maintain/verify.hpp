@@ -1,0 +1,96 @@
+// `kcache verify`: prove a store is intact, and that its pipeline-cache
+// blobs serve a device.
+//
+// check_store walks every entry of every namespace without any device:
+// record and payload digests (decode), the namespace's fingerprint record
+// against its name, SPIR-V modules through spirv-val for their target, and
+// vulkan entries' recipes, their SPIR-V module (present, same digest, same
+// kernel identity) and their blob (wrapper, fingerprint, Vulkan header)
+// against the namespace's record. A record that cannot be decoded ends the
+// walk of its namespace (the store's cursor scan stops there); the problem
+// names it.
+//
+// verify_device re-creates every pipeline of one device's namespace from its
+// blob in worker processes (pipeline_worker.hpp). Every blob is checked
+// against the device here before it is sent, and again in the worker right
+// before the driver; a blob that fails is refused and never reaches a driver.
+//
+// Thread-safety: both block the calling thread; call them from one thread.
+#pragma once
+
+#include "kcache/device/device.hpp"
+#include "kcache/worker/pipeline_worker.hpp"
+#include "kcache/store/store.hpp"
+
+#include <string>
+#include <vector>
+
+namespace kcache::maintain {
+
+/// One problem with a stored entry (or with a namespace when `kernel` is empty).
+struct Problem {
+  std::string ns;
+  std::string kernel;
+  Error error;
+};
+
+struct StoreCheck {
+  std::size_t namespaces = 0;
+  std::size_t entries = 0;  ///< entries checked
+  std::vector<Problem> problems;
+  double wall_ms = 0;
+};
+
+/// Checks every entry of every namespace (see the file comment). Problems
+/// are data; the Result fails only when the store cannot be read at all.
+Result<StoreCheck> check_store(store::Store& store);
+
+/// What became of one stored pipeline. Persisted by name in JSON reports.
+enum class VerifyStatus {
+  hit,      ///< created from the blob with FAIL_ON_PIPELINE_COMPILE_REQUIRED
+  miss,     ///< the driver would have had to compile
+  timed,    ///< no hit/miss answer available: created with and without the blob
+  refused,  ///< the blob or its module failed a check: nothing reached the driver
+  failure,  ///< pipeline creation failed, or the worker crashed on it
+};
+std::string_view verify_status_name(VerifyStatus s);
+
+struct VerifyRow {
+  std::string kernel;
+  VerifyStatus status = VerifyStatus::failure;
+  double create_ms = -1;       ///< creation with the blob; -1 when not created
+  double empty_cache_ms = -1;  ///< timed: creation with an empty cache; else -1
+  bool blob_refused = false;   ///< the driver refused the checked blob; an empty cache was used
+  std::string message;         ///< why, for refused/failure/blob_refused
+  std::optional<Category> category;  ///< refused/failure: the error's category
+};
+
+struct DeviceVerify {
+  Namespace ns;               ///< the device's namespace
+  bool timed = false;         ///< rows are timed: no hit/miss answers were asked for
+  std::vector<VerifyRow> rows;  ///< in kernel-name order
+  std::size_t sent_to_driver = 0;  ///< blobs that passed the checks and went to a worker
+  double wall_ms = 0;
+  std::size_t count(VerifyStatus s) const;
+};
+
+struct VerifyOptions {
+  unsigned jobs = 0;   ///< worker threads; 0 = number of cores
+  /// Measure creation with and without each blob instead of asking for
+  /// hits (as on a device without pipelineCreationCacheControl).
+  bool timed = false;
+  worker::WorkerOptions worker;
+};
+
+/// Re-creates every pipeline stored for `device` (see the file comment).
+/// not_found when the store holds no namespace for the device; io_error when
+/// no worker can be started; per-pipeline results are rows.
+Result<DeviceVerify> verify_device(store::Store& store, const device::DeviceInfo& device,
+                                   const VerifyOptions& options);
+
+/// Whether verify found a problem: a refused blob, a failure, or a blob the
+/// driver refused. Misses are not problems (the driver recompiles; that is
+/// a finding, reported in the counts).
+bool has_problems(const DeviceVerify& verify);
+
+}  // namespace kcache::maintain

@@ -1,0 +1,167 @@
+#include "kcache/report/inspect_report.hpp"
+
+#include "kcache/report/render_internal.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+namespace kcache::report {
+
+namespace internal {
+
+nlohmann::json changes_json(const std::vector<build::Change>& changes) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : changes)
+    out.push_back({{"field", c.name},
+                   {"kind", build::change_kind_name(build::change_kind(c.name))},
+                   {"stored", c.old_value},
+                   {"current", c.new_value}});
+  return out;
+}
+
+}  // namespace internal
+
+namespace {
+
+using internal::changes_json;
+using nlohmann::json;
+
+std::string changes_text(const std::vector<build::Change>& changes, std::string_view indent) {
+  std::string out;
+  for (const auto& c : changes)
+    out += fmt::format("{}{}: stored {} → current {}\n", indent, c.name, c.old_value, c.new_value);
+  return out;
+}
+
+json explanation_json(const build::Explanation& e) {
+  json j = {{"kernel", e.kernel},
+            {"namespace", e.ns},
+            {"state", build::freshness_name(e.state)},
+            {"summary", build::describe(e, 1000)},
+            {"changes", changes_json(e.changes)},
+            {"elsewhere", e.elsewhere}};
+  j["compared"] = e.compared_ns.empty() ? json(nullptr)
+                                        : json{{"namespace", e.compared_ns}, {"kernel", e.compared_kernel}};
+  return j;
+}
+
+std::string explanation_text(const build::Explanation& e) {
+  std::string out;
+  switch (e.state) {
+    case build::Freshness::fresh: out += fmt::format("{}: fresh in {}\n", e.kernel, e.ns); break;
+    case build::Freshness::stale:
+      out += fmt::format("{}: stale in {}; these inputs differ from the stored entry:\n", e.kernel, e.ns);
+      break;
+    case build::Freshness::missing:
+      out += fmt::format("{}: not in store (namespace {})\n", e.kernel, e.ns);
+      if (e.compared_ns.empty())
+        out += "  the store has no entry of this kernel or of its variants in any namespace: it was never built here\n";
+      else if (e.compared_kernel == e.kernel)
+        out += fmt::format("  {} has an entry of this kernel; it differs in:\n", e.compared_ns);
+      else
+        out += fmt::format("  nearest stored variant: {}{}; it differs in:\n", e.compared_kernel,
+                           e.compared_ns == e.ns ? "" : " in " + e.compared_ns);
+      break;
+  }
+  out += changes_text(e.changes, "    ");
+  if (e.state != build::Freshness::missing && !e.elsewhere.empty())
+    out += fmt::format("  also stored in: {}\n", fmt::join(e.elsewhere, ", "));
+  return out;
+}
+
+std::string_view origin_name(OriginKind k) { return k == OriginKind::built ? "built" : "imported"; }
+
+}  // namespace
+
+std::string kernel_text(const maintain::KernelReport& report, bool why_only) {
+  std::string text;
+  for (const auto& [ns, e, toolchain] : report.stored) {
+    if (!why_only) {
+      text += fmt::format("{} in {}\n  id {}\n  ir {}\n  {} bytes, origin: {} ({})\n", report.kernel, ns,
+                          e.key.id.hex(), e.key.ir.hex(), e.payload.size(), origin_name(e.origin_kind),
+                          e.origin_detail);
+      text += "  inputs:\n";
+      for (const auto& in : e.inputs) text += fmt::format("    {}  {}\n", in.hash.hex().substr(0, 16), in.path);
+      text += "  identity:\n";
+      for (const auto& [k, v] : e.id_fields) text += fmt::format("    {} = {}\n", k, v);
+      text += "  toolchain:\n";
+      for (const auto& [k, v] : e.ir_fields) text += fmt::format("    {} = {}\n", k, v);
+    } else if (!report.in_manifest) {
+      // Without the kernel in a manifest, an entry can still be known stale:
+      // another toolchain built it, so it can never hit here again.
+      if (!toolchain.empty())
+        text += fmt::format("{} in {}: stale: built by another toolchain; it can never hit here again:\n{}",
+                            report.kernel, ns, changes_text(toolchain, "    "));
+      else
+        text += fmt::format("{} in {}: the toolchain matches; pass --manifest to compare its inputs and options\n",
+                            report.kernel, ns);
+    }
+  }
+  if (!report.manifest_path.empty() && !report.in_manifest)
+    text += fmt::format("{} is not in {}: its entries are orphans (kcache gc --orphans removes them)\n", report.kernel,
+                        report.manifest_path);
+  if (report.explanation) {
+    if (!why_only) text += "\n";
+    text += explanation_text(*report.explanation);
+  }
+  return text;
+}
+
+std::string kernel_json(const maintain::KernelReport& report, bool why_only) {
+  json out = {{"schema", "kcache.inspect-kernel/1"}, {"kernel", report.kernel}, {"entries", json::array()}};
+  for (const auto& [ns, e, toolchain] : report.stored) {
+    if (!why_only) {
+      json j = {{"namespace", ns},
+                {"id", e.key.id.hex()},
+                {"ir", e.key.ir.hex()},
+                {"bytes", e.payload.size()},
+                {"created", e.created},
+                {"origin", origin_name(e.origin_kind)},
+                {"origin_detail", e.origin_detail}};
+      j["identity"] = json::object();
+      for (const auto& [k, v] : e.id_fields) j["identity"][k] = v;
+      j["toolchain"] = json::object();
+      for (const auto& [k, v] : e.ir_fields) j["toolchain"][k] = v;
+      j["inputs"] = json::array();
+      for (const auto& in : e.inputs) j["inputs"].push_back({{"path", in.path}, {"hash", in.hash.hex()}});
+      out["entries"].push_back(std::move(j));
+    } else if (!report.in_manifest) {
+      out["entries"].push_back({{"namespace", ns},
+                                {"state", toolchain.empty() ? "unknown" : "stale"},
+                                {"changes", changes_json(toolchain)}});
+    }
+  }
+  if (!report.manifest_path.empty() && !report.in_manifest) out["state"] = "orphan";
+  if (report.explanation) out["why"] = explanation_json(*report.explanation);
+  return out.dump(2) + "\n";
+}
+
+std::string why_text(const std::vector<build::Explanation>& all) {
+  std::string text;
+  std::size_t fresh = 0;
+  for (const auto& e : all) {
+    if (e.state == build::Freshness::fresh) ++fresh;
+    else text += fmt::format("{}: {}\n", e.kernel, build::describe(e));
+  }
+  return text + fmt::format("{} of {} kernels fresh; {} would be rebuilt\n", fresh, all.size(), all.size() - fresh);
+}
+
+std::string why_json(const std::vector<build::Explanation>& all) {
+  json out = {{"schema", "kcache.why/1"}, {"kernels", json::array()}};
+  std::size_t fresh = 0;
+  for (const auto& e : all) {
+    if (e.state == build::Freshness::fresh) ++fresh;
+    else out["kernels"].push_back(explanation_json(e));
+  }
+  out["fresh"] = fresh;
+  out["total"] = all.size();
+  return out.dump(2) + "\n";
+}
+
+std::string no_foreign_text(bool with_manifest) {
+  return fmt::format("no foreign namespaces: every namespace matches a local device{}\n",
+                     with_manifest ? " or a target the manifest uses" : " (spirv namespaces are portable)");
+}
+
+}  // namespace kcache::report

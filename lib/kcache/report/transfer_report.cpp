@@ -1,0 +1,170 @@
+// Reports of export, import, merge and bundle inspection (contracts in
+// transfer_report.hpp).
+#include "kcache/report/transfer_report.hpp"
+
+#include "kcache/util/text.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace kcache::report {
+namespace {
+
+using nlohmann::json;
+
+using util::human_bytes;
+
+std::string_view kind_name(PayloadKind k) { return k == PayloadKind::spirv ? "spirv" : "pipeline-cache"; }
+
+json key_or_null(const std::optional<bundle::KeyId>& key) { return key ? json(key->hex()) : json(); }
+
+}  // namespace
+
+std::string export_text(const transfer::ExportResult& result, std::string_view output_label) {
+  std::string out = fmt::format("exported {} entries of {} ({} of modules, {} of records) to {}", result.entries,
+                                result.ns.name(), human_bytes(result.payload_bytes), human_bytes(result.record_bytes),
+                                output_label);
+  if (result.bundle_bytes)
+    out += fmt::format(": {} (records/bundle {:.1f}x)", human_bytes(result.bundle_bytes),
+                       static_cast<double>(result.record_bytes) / static_cast<double>(result.bundle_bytes));
+  out += fmt::format("\n{}\n", result.signer ? "signed by key " + result.signer->hex() : std::string("unsigned"));
+  return out;
+}
+
+std::string export_json(const transfer::ExportResult& result, std::string_view output) {
+  json j = {{"namespace", result.ns.name()}, {"entries", result.entries},
+            {"record_bytes", result.record_bytes}, {"payload_bytes", result.payload_bytes},
+            {"output", std::string(output)}, {"bundle_bytes", result.bundle_bytes},
+            {"signed", result.signer.has_value()}, {"signer", key_or_null(result.signer)}};
+  return j.dump(2) + "\n";
+}
+
+std::string import_text(const transfer::ImportResult& result, std::string_view bundle_label) {
+  const auto& r = result;
+  const auto& h = r.header;
+  std::string out = fmt::format(
+      "{} {}: {} entries of {}, {}; fingerprint matches {}\n", r.dry_run ? "checked" : "imported", bundle_label,
+      h.index.size(), h.ns.name(),
+      r.signer ? "signed by trusted key " + r.signer->hex()
+      : h.signature ? "signed by key " + h.signature->key_id.hex() + " (no --trust given: not checked against any)"
+                    : std::string("unsigned"),
+      r.target);
+  out += fmt::format("{}imported {}, already present {}, replaced (stale) {}, refused {}{}\n",
+                     r.dry_run ? "dry run, would have: " : "", r.imported, r.already_present, r.replaced,
+                     r.refused.size(), r.dry_run ? " — nothing written" : "");
+  return out;
+}
+
+std::string import_json(const transfer::ImportResult& result, std::string_view bundle) {
+  const auto& r = result;
+  const auto& h = r.header;
+  json j = {{"bundle", std::string(bundle)}, {"namespace", h.ns.name()}, {"entries", h.index.size()},
+            {"target", r.target}, {"signed", h.signature.has_value()}, {"signer", key_or_null(r.signer)},
+            {"dry_run", r.dry_run}, {"written", r.written},
+            {"counts", {{"imported", r.imported}, {"already_present", r.already_present},
+                        {"replaced", r.replaced}, {"refused", r.refused.size()}}},
+            {"refused", json::array()}};
+  for (const auto& x : r.refused)
+    j["refused"].push_back({{"kernel", x.kernel}, {"category", category_name(x.error.category)}, {"message", x.error.message}});
+  return j.dump(2) + "\n";
+}
+
+std::string import_refusals_text(const transfer::ImportResult& result) {
+  std::string out;
+  for (const auto& x : result.refused) out += fmt::format("kcache: refused entry '{}': {}\n", x.kernel, x.error.message);
+  return out;
+}
+
+std::string merge_text(const bundle::MergeResult& result, std::string_view output_label) {
+  const auto& r = result;
+  if (!r.conflicts.empty()) return {};
+  return fmt::format("merged {} bundles of {}: {} entries, {} duplicates dropped → {}{}\n", r.inputs, r.ns.name(),
+                     r.entries, r.duplicates, output_label,
+                     r.bundle_bytes ? fmt::format(" ({})", human_bytes(r.bundle_bytes)) : "");
+}
+
+std::string merge_json(const bundle::MergeResult& result, std::string_view output) {
+  const auto& r = result;
+  json j = {{"namespace", r.ns.name()}, {"inputs", r.inputs}, {"entries", r.entries},
+            {"duplicates", r.duplicates}, {"written", r.conflicts.empty()},
+            {"output", std::string(output)}, {"bundle_bytes", r.bundle_bytes},
+            {"signer", key_or_null(r.signer)}, {"conflicts", json::array()}};
+  for (const auto& c : r.conflicts)
+    j["conflicts"].push_back({{"kernel", c.kernel}, {"first", c.first_bundle}, {"second", c.second_bundle},
+                              {"first_key", c.first_key.id.hex() + "/" + c.first_key.ir.hex()},
+                              {"second_key", c.second_key.id.hex() + "/" + c.second_key.ir.hex()},
+                              {"same_key", c.same_key}});
+  return j.dump(2) + "\n";
+}
+
+std::string merge_conflicts_text(const bundle::MergeResult& result) {
+  if (result.conflicts.empty()) return {};
+  std::string out;
+  for (const auto& c : result.conflicts) {
+    if (c.same_key)
+      out += fmt::format("kcache: conflict: kernel '{}' has key {} in both {} and {} but different module bytes "
+                         "(a non-reproducible build?)\n",
+                         c.kernel, c.first_key.ir.hex().substr(0, 16), c.first_bundle, c.second_bundle);
+    else
+      out += fmt::format("kcache: conflict: kernel '{}' is ir {} in {} but ir {} in {} (built from different "
+                         "sources or toolchains)\n",
+                         c.kernel, c.first_key.ir.hex().substr(0, 16), c.first_bundle,
+                         c.second_key.ir.hex().substr(0, 16), c.second_bundle);
+  }
+  out += fmt::format("kcache: error: {} conflicting kernels; nothing written. Rebuild them from one source, or leave "
+                     "out the stale bundle\n",
+                     result.conflicts.size());
+  return out;
+}
+
+std::string bundle_text(const bundle::BundleSummary& summary, std::string_view bundle_label) {
+  const auto& h = summary.header;
+  std::string text = fmt::format("{}: kcache bundle, format version {}, created {} (unix)\n", bundle_label,
+                                 h.format_version, h.created);
+  text += fmt::format("  namespace {}\n  fingerprint record:\n", h.ns.name());
+  for (const auto& [k, v] : h.ns.record.fields) text += fmt::format("    {} = {}\n", k, v);
+  text += "  tools:";
+  for (const auto& [k, v] : h.tool_versions) text += fmt::format(" {} {};", k, v);
+  text += fmt::format("\n  compression: zstd level {}, window 2^{}, long-distance {}, {} block(s)\n",
+                      h.compression.level, h.compression.window_log, h.compression.long_distance ? "on" : "off",
+                      h.block_entry_counts.size());
+  text += h.signature ? fmt::format("  signed by key {} (valid for that key; `import --trust KEY.pub` decides "
+                                    "whether it is trusted)\n",
+                                    h.signature->key_id.hex())
+                      : std::string("  unsigned\n");
+  text += fmt::format("  {} entries: {} of modules, {} of records, {} bundle\n", h.index.size(),
+                      human_bytes(h.total_payload_bytes()), human_bytes(h.total_record_bytes()),
+                      human_bytes(summary.bundle_bytes));
+  for (const auto& e : h.index)
+    text += fmt::format("    {:<14} {:>9}  {}  {}\n", kind_name(e.payload_kind), e.payload_size,
+                        e.key.ir.hex().substr(0, 16), e.kernel);
+  if (!summary.error) text += "  integrity: ok (every entry and the whole-file digest check out)\n";
+  return text;
+}
+
+std::string bundle_json(const bundle::BundleSummary& summary, std::string_view bundle) {
+  const auto& h = summary.header;
+  json j = {{"bundle", std::string(bundle)}, {"format_version", h.format_version}, {"created", h.created},
+            {"namespace", h.ns.name()}, {"backend", h.ns.backend}, {"fingerprint", h.ns.fingerprint},
+            {"fingerprint_record", json::object()}, {"tool_versions", json::object()},
+            {"compression", {{"codec", "zstd"}, {"level", h.compression.level},
+                             {"window_log", h.compression.window_log},
+                             {"long_distance", h.compression.long_distance},
+                             {"block_bytes", h.compression.block_bytes},
+                             {"blocks", h.block_entry_counts.size()}}},
+            {"signed", h.signature.has_value()},
+            {"signer", h.signature ? json(h.signature->key_id.hex()) : json()},
+            {"record_bytes", h.total_record_bytes()}, {"payload_bytes", h.total_payload_bytes()},
+            {"bundle_bytes", summary.bundle_bytes}, {"entries", json::array()},
+            {"ok", !summary.error.has_value()}};
+  for (const auto& [k, v] : h.ns.record.fields) j["fingerprint_record"][k] = v;
+  for (const auto& [k, v] : h.tool_versions) j["tool_versions"][k] = v;
+  for (const auto& e : h.index)
+    j["entries"].push_back({{"kernel", e.kernel}, {"id", e.key.id.hex()}, {"ir", e.key.ir.hex()},
+                            {"kind", kind_name(e.payload_kind)}, {"bytes", e.payload_size},
+                            {"record_bytes", e.record_size}, {"digest", e.digest.hex()}});
+  if (summary.error) j["error"] = summary.error->message;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace kcache::report

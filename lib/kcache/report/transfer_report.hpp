@@ -1,0 +1,60 @@
+// Reports of moving entries between machines: `kcache export`, `import`,
+// `merge` and `inspect FILE.kcb`, as text and JSON. The library renders to
+// strings; the CLI decides where they go (stderr when the bundle itself goes
+// to stdout). Every string ends with a newline, or is empty.
+//
+// Thread-safety: pure functions over their arguments.
+#pragma once
+
+#include "kcache/bundle/inspect.hpp"
+#include "kcache/bundle/merge.hpp"
+#include "kcache/transfer/transfer.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace kcache::report {
+
+/// What an export wrote: entries, namespace, module and record bytes, the
+/// destination (`output_label`: a path, or "stdout"), the bundle size and
+/// compression ratio when known, then the signer or "unsigned".
+std::string export_text(const transfer::ExportResult& result, std::string_view output_label);
+/// The same as JSON: namespace, entries, byte counts, `output` (the -o
+/// argument as given, "-" for stdout), signed and signer.
+std::string export_json(const transfer::ExportResult& result, std::string_view output);
+
+/// Two lines on an import (or a dry run): what was checked against which
+/// target and how it is signed, then the counts per action. `bundle_label`
+/// names the input (bundle::BundleStream::label()).
+std::string import_text(const transfer::ImportResult& result, std::string_view bundle_label);
+/// The same as JSON: `bundle` (the argument as given, "-" for stdin), the
+/// head's facts, the counts and every refused entry with its category.
+std::string import_json(const transfer::ImportResult& result, std::string_view bundle);
+/// One "kcache: refused entry 'KERNEL': MESSAGE" line per refused entry, for
+/// stderr; empty when none was refused.
+std::string import_refusals_text(const transfer::ImportResult& result);
+
+/// One line on a merge without conflicts: inputs, namespace, entries,
+/// duplicates dropped, the destination (`output_label`: a path, or "stdout")
+/// and the bundle size when known. Empty when there were conflicts (nothing
+/// was written; see merge_conflicts_text).
+std::string merge_text(const bundle::MergeResult& result, std::string_view output_label);
+/// The whole merge result as JSON, conflicts included with both keys;
+/// `output` is the -o argument as given.
+std::string merge_json(const bundle::MergeResult& result, std::string_view output);
+/// For stderr: one "kcache: conflict: ..." line per conflict, naming the
+/// kernel, the short IR keys and both bundles, then a closing "kcache: error:"
+/// line with the count and what to do. Empty when there were none.
+std::string merge_conflicts_text(const bundle::MergeResult& result);
+
+/// A bundle's head for `kcache inspect FILE.kcb`: format version, creation
+/// time, namespace and fingerprint record, tools, compression, signature,
+/// sizes, one line per entry, and "integrity: ok" when every entry and the
+/// whole-file digest checked out. `bundle_label` names the input.
+std::string bundle_text(const bundle::BundleSummary& summary, std::string_view bundle_label);
+/// The same as JSON, with every index entry in full (ids, digests, sizes),
+/// `ok`, and `error` (the failure's message) when the check failed; `bundle`
+/// is the path argument as given.
+std::string bundle_json(const bundle::BundleSummary& summary, std::string_view bundle);
+
+}  // namespace kcache::report

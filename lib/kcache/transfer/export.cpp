@@ -1,0 +1,91 @@
+#include "kcache/transfer/transfer.hpp"
+
+#include "kcache/compile/compiler.hpp"
+#include "kcache/util/glob.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace kcache::transfer {
+namespace {
+
+std::string list_names(const std::vector<store::NamespaceInfo>& namespaces) {
+  std::string out;
+  for (const auto& info : namespaces)
+    out += fmt::format("{}{} ({} entries)", out.empty() ? "" : ", ", info.ns.name(), info.entries);
+  return out.empty() ? "none" : out;
+}
+
+Result<Namespace> choose_namespace(const ExportSelection& sel, const std::vector<store::NamespaceInfo>& namespaces,
+                                   const std::string& store_label) {
+  if (sel.backend.empty() != sel.fingerprint.empty())
+    return fail(Category::invalid_argument, "--backend and --fingerprint go together (or use --namespace {}/{})",
+                sel.backend.empty() ? "BACKEND" : sel.backend, sel.fingerprint.empty() ? "FP" : sel.fingerprint);
+  std::string wanted = !sel.ns_name.empty() ? sel.ns_name : sel.backend.empty() ? "" : sel.backend + "/" + sel.fingerprint;
+  if (!wanted.empty()) {
+    KCACHE_CHECK(parse_namespace_name(wanted));
+    for (const auto& info : namespaces)
+      if (info.ns.name() == wanted) return info.ns;
+    return fail(Category::not_found, "{} has no namespace '{}'; it holds: {}", store_label, wanted,
+                list_names(namespaces));
+  }
+  if (namespaces.size() == 1) return namespaces.front().ns;
+  if (namespaces.empty()) return fail(Category::not_found, "{} holds no namespaces: nothing to export", store_label);
+  return fail(Category::invalid_argument, "{} holds {} namespaces; choose one with --namespace: {}", store_label,
+              namespaces.size(), list_names(namespaces));
+}
+
+bool selected(const ExportSelection& sel, std::string_view kernel) {
+  if (sel.kernel_globs.empty()) return true;
+  return std::any_of(sel.kernel_globs.begin(), sel.kernel_globs.end(),
+                     [&](const std::string& g) { return util::match_glob(g, kernel); });
+}
+
+}  // namespace
+
+std::vector<Field> bundle_tool_versions() {
+  const auto& v = compile::Toolchain::installed().versions();
+  return {{"kcache", KCACHE_VERSION}, {"glslang", v.glslang}, {"spirv-tools", v.spirv_tools}};
+}
+
+Result<ExportResult> export_bundle(store::Store& store, const ExportSelection& selection, const BundleStream& out,
+                                   const ExportOptions& options) {
+  ExportResult result;
+  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
+    auto namespaces = KCACHE_TRY(reader.namespaces());
+    result.ns = KCACHE_TRY(choose_namespace(selection, namespaces, "the store"));
+    bundle::BundleHeader header;
+    header.ns = result.ns;
+    header.tool_versions = bundle_tool_versions();
+    header.created = options.created;
+    std::string ns_name = result.ns.name();
+    // Pass 1 indexes (one entry decoded at a time); pass 2 fetches each entry
+    // again as the writer asks for it. Both run in this one snapshot, so a
+    // concurrent build cannot change an entry between the passes.
+    KCACHE_CHECK(reader.scan(ns_name, [&](Entry&& e) {
+      if (selected(selection, e.kernel)) header.index.push_back(bundle::index_entry(e));
+      return true;
+    }));
+    if (header.index.empty() && !selection.kernel_globs.empty())
+      return fail(Category::not_found, "no entry of {} matches --kernel {}", ns_name,
+                  fmt::join(selection.kernel_globs, " --kernel "));
+    for (const auto& ie : header.index) {
+      result.record_bytes += ie.record_size;
+      result.payload_bytes += ie.payload_size;
+    }
+    result.entries = header.index.size();
+    bundle::EntrySource source = [&](std::size_t i) -> Result<Entry> {
+      auto e = KCACHE_TRY(reader.get(ns_name, header.index[i].kernel));
+      if (!e) return fail(Category::corruption, "entry '{}' vanished from its snapshot", header.index[i].kernel);
+      return std::move(*e);
+    };
+    return bundle::write_stream(out, header, source, options.write);
+  }));
+  if (options.write.sign) result.signer = bundle::key_id(options.write.sign->public_key);
+  result.bundle_bytes = bundle::written_size(out);
+  return result;
+}
+
+}  // namespace kcache::transfer

@@ -1,0 +1,177 @@
+#include "kcache/transfer/transfer.hpp"
+
+#include "kcache/compile/compiler.hpp"
+#include "kcache/device/device.hpp"
+#include "kcache/device/pipeline_entry.hpp"
+#include "kcache/util/ordered_parallel_map.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace kcache::transfer {
+namespace {
+
+/// The record a bundle must match and a description of where it came from.
+struct Target {
+  FingerprintRecord record;
+  std::string text;
+};
+
+Result<Target> resolve_target(store::Store& store, const Namespace& bundle_ns, const ImportTarget& t) {
+  if (bundle_ns.backend == "spirv") {
+    if (t.device)
+      return fail(Category::invalid_argument,
+                  "--device applies to vulkan bundles; this bundle is {} (portable SPIR-V): use --fingerprint "
+                  "TARGET_ENV to require a target environment",
+                  bundle_ns.name());
+    // SPIR-V is portable: without an explicit target, the bundle's own
+    // target environment is what every module is validated against.
+    if (!t.fingerprint) return Target{bundle_ns.record, fmt::format("its own target {}", bundle_ns.fingerprint)};
+    return Target{spirv_namespace(*t.fingerprint).record, fmt::format("--fingerprint {}", *t.fingerprint)};
+  }
+  if (t.fingerprint) {
+    if (*t.fingerprint == bundle_ns.fingerprint)
+      return Target{bundle_ns.record, fmt::format("--fingerprint {}", *t.fingerprint)};
+    // The store may know the full record of the wanted namespace: then every
+    // differing field can be named, not just the fingerprint id.
+    std::optional<Namespace> known;
+    KCACHE_CHECK(store.read([&](store::Reader& r) -> Result<void> {
+      for (auto& info : KCACHE_TRY(r.namespaces()))
+        if (info.ns.backend == bundle_ns.backend && info.ns.fingerprint == *t.fingerprint) known = info.ns;
+      return {};
+    }));
+    if (known) return Target{known->record, fmt::format("namespace {} of the store", known->name())};
+    FingerprintRecord only_id{{{"fingerprint", *t.fingerprint}}};
+    FingerprintRecord bundle_id{{{"fingerprint", bundle_ns.fingerprint}}};
+    return fail(Category::fingerprint_mismatch, "bundle namespace {} does not match the target: {}", bundle_ns.name(),
+                describe_differences(diff_fingerprints(bundle_id, only_id), "bundle", "target"));
+  }
+  auto dev = device::select_device_or_default(t.device.value_or(""));
+  if (!dev) {
+    auto e = std::move(dev).error();
+    if (e.category == Category::device_unavailable)
+      e.message = fmt::format("cannot check vulkan bundle {} against this machine: {} (or pass --fingerprint FP "
+                              "to import for a known fingerprint)",
+                              bundle_ns.name(), e.message);
+    return tl::unexpected(std::move(e));
+  }
+  return Target{dev->record(), fmt::format("device '{}' ({})", dev->name, dev->fingerprint())};
+}
+
+/// What every entry must pass before it may be written (docs/design.md "Bundles":
+/// every SPIR-V module through the validator, every pipeline-cache header).
+Result<void> validate_entry(const Entry& e, const Namespace& bundle_ns, const FingerprintRecord& target) {
+  if (bundle_ns.backend == "spirv") {
+    if (e.payload_kind != PayloadKind::spirv)
+      return fail(Category::validation_failed, "a pipeline-cache blob in a spirv namespace");
+    auto words = KCACHE_TRY(compile::spirv_words(e.payload));
+    return compile::validate(words, bundle_ns.fingerprint);
+  }
+  if (e.payload_kind != PayloadKind::pipeline_cache)
+    return fail(Category::validation_failed, "a SPIR-V module in a vulkan namespace (expected a pipeline-cache blob)");
+  return device::check_blob_against_record(e.payload, target);
+}
+
+ImportAction classify(const Entry& incoming, const std::optional<Entry>& stored) {
+  if (!stored) return ImportAction::imported;
+  if (stored->key == incoming.key && stored->payload_digest == incoming.payload_digest &&
+      stored->inputs == incoming.inputs)
+    return ImportAction::already_present;
+  return ImportAction::replaced;
+}
+
+}  // namespace
+
+std::string_view import_action_name(ImportAction a) {
+  switch (a) {
+    case ImportAction::imported: return "imported";
+    case ImportAction::already_present: return "already_present";
+    case ImportAction::replaced: return "replaced";
+    case ImportAction::refused: return "refused";
+  }
+  return "?";
+}
+
+Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, const ImportOptions& options) {
+  auto reader = KCACHE_TRY(bundle::open_stream(in, options.limits));
+  ImportResult result;
+  result.header = reader.header();
+  result.dry_run = options.dry_run;
+  const Namespace& ns = result.header.ns;
+  // Everything that needs only the head comes first: a foreign or untrusted
+  // bundle is refused before a byte of payload is decompressed.
+  auto target = KCACHE_TRY(resolve_target(store, ns, options.target));
+  result.target = target.text;
+  if (auto diffs = diff_fingerprints(ns.record, target.record); !diffs.empty())
+    return fail(Category::fingerprint_mismatch, "{} ({}) does not match {}: {}", in.label(), ns.name(), target.text,
+                describe_differences(diffs, "bundle", "target"));
+  if (!options.trusted.empty())
+    result.signer = KCACHE_TRY(bundle::in_context(bundle::verify_signature(result.header, options.trusted), in.label()));
+
+  std::string origin = in.fd >= 0 ? in.label() : "bundle " + in.path.filename().string();
+  // Reads, checks and validates the next entry; invalid entries are
+  // recorded and skipped, so every refusal is listed, not just the first.
+  auto read = [&]() -> Result<std::optional<Entry>> {
+    auto e = KCACHE_TRY(bundle::in_context(reader.next(), in.label()));
+    if (!e) KCACHE_CHECK(bundle::in_context(reader.finish(), in.label()));
+    return e;
+  };
+  util::OrderedParallelMap<Entry, Result<void>> window(
+      options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency()),
+      [&](const Entry& e) { return validate_entry(e, ns, target.record); });
+  auto next_valid = [&]() -> Result<std::optional<Entry>> {
+    for (;;) {
+      auto checked = KCACHE_TRY(window.next(read));
+      if (!checked) return std::optional<Entry>{};
+      if (!checked->result) {
+        result.refused.push_back({checked->item.kernel, std::move(checked->result).error()});
+        continue;
+      }
+      checked->item.origin_kind = OriginKind::imported;
+      checked->item.origin_detail = origin;
+      return std::optional<Entry>{std::move(checked->item)};
+    }
+  };
+
+  if (options.dry_run) {
+    KCACHE_CHECK(store.read([&](store::Reader& r) -> Result<void> {
+      while (auto e = KCACHE_TRY(next_valid())) {
+        switch (classify(*e, KCACHE_TRY(r.get(ns.name(), e->kernel)))) {
+          case ImportAction::imported: ++result.imported; break;
+          case ImportAction::already_present: ++result.already_present; break;
+          default: ++result.replaced; break;
+        }
+      }
+      return {};
+    }));
+    return result;
+  }
+
+  // The write: one transaction fed one entry at a time. A refusal found
+  // anywhere (or damage found by finish() at the very end) aborts it.
+  static constexpr std::string_view k_refused = "entries refused";
+  auto stream = [&]() -> Result<std::optional<Entry>> {
+    auto e = KCACHE_TRY(next_valid());
+    if (!e && !result.refused.empty()) return fail(Category::validation_failed, "{}", k_refused);
+    if (!result.refused.empty()) {
+      // Keep validating the rest to list every refusal, but write no more.
+      while (KCACHE_TRY(next_valid())) {}
+      return fail(Category::validation_failed, "{}", k_refused);
+    }
+    return e;
+  };
+  auto summary = store.put_stream(ns, stream);
+  if (!summary) {
+    if (!result.refused.empty() && summary.error().message == k_refused) return result;
+    return tl::unexpected(std::move(summary).error());
+  }
+  result.imported = summary->written;
+  result.replaced = summary->replaced;
+  result.already_present = summary->already_present;
+  result.written = summary->written + summary->replaced > 0;
+  return result;
+}
+
+}  // namespace kcache::transfer

@@ -1,0 +1,132 @@
+// Moving namespaces between stores through bundles (docs/architecture.md
+// "Data flow: import"): export a namespace of a store to a bundle, import a
+// bundle into a store. The bundle module knows the bytes (and merges bundles);
+// this module knows the policy: what to select, which fingerprint a bundle
+// must match, what every entry must pass before anything is written.
+//
+// Memory: every operation streams one entry at a time (export reads its
+// entries inside one read snapshot, import writes them through
+// Store::put_stream inside one write transaction). What LMDB itself holds for
+// an open write transaction (its dirty pages, about the bytes imported) is
+// the store's; lib/kcache/bundle/FORMAT.md "Memory" states the bound.
+//
+// Nothing here prints. Thread-safety: each call is independent; a Store may
+// be shared as store.hpp allows.
+#pragma once
+
+#include "kcache/bundle/bundle.hpp"
+#include "kcache/bundle/stream.hpp"
+#include "kcache/util/error.hpp"
+#include "kcache/core/namespace.hpp"
+#include "kcache/store/store.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kcache::transfer {
+
+using bundle::BundleStream;
+
+/// Which entries an export takes.
+struct ExportSelection {
+  std::string ns_name;      ///< "spirv/vulkan1.2"; empty = by backend and fingerprint
+  std::string backend;      ///< with `fingerprint`, an alternative to ns_name
+  std::string fingerprint;
+  std::vector<std::string> kernel_globs;  ///< empty = every entry; else entries matching any
+};
+
+struct ExportResult {
+  Namespace ns;
+  std::size_t entries = 0;
+  std::uint64_t record_bytes = 0;   ///< uncompressed entry records
+  std::uint64_t payload_bytes = 0;  ///< the artifacts alone
+  std::uint64_t bundle_bytes = 0;   ///< size of the written bundle (0 when written to an fd)
+  std::optional<bundle::KeyId> signer;
+};
+
+/// The tool versions a bundle written here records: kcache, glslang, SPIRV-Tools.
+std::vector<Field> bundle_tool_versions();
+
+struct ExportOptions {
+  bundle::WriteOptions write;
+  std::uint64_t created = 0;  ///< unix seconds recorded as the bundle's creation time
+};
+
+/// Writes the selected entries of `store` as a bundle to `out` (a path is
+/// written atomically; an fd incrementally). The namespace is ns_name, or
+/// backend/fingerprint, or the store's only namespace. Errors: invalid_argument
+/// when no selector is given and the store holds several namespaces (the
+/// message lists them) or the selector is half given; not_found for an
+/// unknown namespace or globs that match nothing (listing what exists);
+/// store and I/O errors unchanged. Reads one snapshot, one entry at a time.
+Result<ExportResult> export_bundle(store::Store& store, const ExportSelection& selection, const BundleStream& out,
+                                   const ExportOptions& options);
+
+/// What an import compares a bundle's fingerprint with.
+struct ImportTarget {
+  /// spirv: the target environment ("vulkan1.2"). vulkan: the fingerprint id
+  /// (16 hex digits); when the store already holds that namespace its full
+  /// record is compared field by field.
+  std::optional<std::string> fingerprint;
+  /// vulkan only: the device (select_device_or_default; "" = default). Used
+  /// for vulkan bundles when `fingerprint` is not given.
+  std::optional<std::string> device;
+};
+
+/// How one bundle entry fares.
+enum class ImportAction {
+  imported,         ///< new to the store
+  already_present,  ///< the store has the same key and payload
+  replaced,         ///< the store had another key or payload under that name (stale)
+  refused,          ///< failed validation: nothing of the bundle is written
+};
+std::string_view import_action_name(ImportAction a);
+
+struct RefusedEntry {
+  std::string kernel;
+  Error error;  ///< what the validator or blob check said
+};
+
+struct ImportResult {
+  bundle::BundleHeader header;  ///< the checked head, index included
+  std::string target;           ///< what the fingerprint was compared with, in words
+  std::optional<bundle::KeyId> signer;  ///< set when trust was given and the signature verified
+  std::size_t imported = 0;
+  std::size_t already_present = 0;
+  std::size_t replaced = 0;
+  std::vector<RefusedEntry> refused;  ///< non-empty: nothing was written
+  bool dry_run = false;
+  bool written = false;  ///< a transaction committed (false for dry runs, refusals and no-op imports)
+};
+
+struct ImportOptions {
+  ImportTarget target;
+  /// When non-empty, the bundle must be signed by one of these keys
+  /// (checked from the head, before any entry is decompressed).
+  std::vector<bundle::PublicKey> trusted;
+  bool dry_run = false;  ///< check and count everything, write nothing
+  bundle::ReadLimits limits;
+  /// Validator threads (0 = all cores); entries are read on the calling thread.
+  unsigned jobs = 0;
+};
+
+/// Checks a bundle completely and writes it into `store` in one transaction,
+/// or writes nothing. Order: head (format, sizes, limits, head digest), then
+/// fingerprint against the target, then the signature when `trusted` is
+/// given, then every entry as it streams (index digest, record checks, SPIR-V
+/// through spirv-val for the bundle's target, pipeline-cache blobs against
+/// the target record), then the whole-file digest; only then the commit.
+/// Imported entries get origin "imported" with the bundle's label.
+/// Errors: corruption / version_mismatch (damaged or foreign bytes, bad or
+/// untrusted signature), fingerprint_mismatch naming every differing field
+/// with both values, device_unavailable (vulkan bundle, no --fingerprint, no
+/// device), invalid_argument (--device for a spirv bundle), store errors.
+/// Entries that fail validation are not an error: they are listed in
+/// `refused` (all of them, not just the first) and nothing is written.
+Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, const ImportOptions& options);
+
+}  // namespace kcache::transfer

@@ -1,0 +1,110 @@
+// Applies a function to a stream of items on worker threads while the caller
+// keeps producing them, and hands results back in input order. At most
+// `window` items are in flight, so memory stays bounded whatever the stream's
+// length. Used where reading must stay on one thread (a decompressing bundle
+// reader) but the per-item work (spirv-val) is CPU-bound.
+//
+// Thread-safety: next() is called from one thread; `fn` runs on the workers.
+#pragma once
+
+#include "kcache/util/error.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace kcache::util {
+
+template <typename In, typename Out>
+class OrderedParallelMap {
+ public:
+  /// One item with the result `fn` gave it.
+  struct Mapped {
+    In item;
+    Out result;
+  };
+  /// `fn` must not touch the item's other holders: it gets a const view of
+  /// the item while the caller's thread keeps reading further ones.
+  using Fn = std::function<Out(const In&)>;
+  /// Produces the next item, nullopt at the end, or an error that next() returns at once.
+  using Produce = std::function<Result<std::optional<In>>()>;
+
+  OrderedParallelMap(unsigned threads, Fn fn) : m_fn(std::move(fn)), m_window(4 * std::max(1u, threads)) {
+    for (unsigned t = 0; t < std::max(1u, threads); ++t)
+      m_workers.emplace_back([this](std::stop_token stop) { work(stop); });
+  }
+  ~OrderedParallelMap() {
+    {
+      // Under the lock, so no worker is between its predicate and its wait.
+      std::lock_guard lock(m_mutex);
+      for (auto& w : m_workers) w.request_stop();
+    }
+    m_wake.notify_all();
+  }
+  OrderedParallelMap(const OrderedParallelMap&) = delete;
+  OrderedParallelMap& operator=(const OrderedParallelMap&) = delete;
+
+  /// The next item in input order with its result; nullopt when `produce`
+  /// has no more. Keeps the window full before waiting.
+  Result<std::optional<Mapped>> next(const Produce& produce) {
+    while (!m_exhausted && m_slots.size() < m_window) {
+      auto item = KCACHE_TRY(produce());
+      if (!item) {
+        m_exhausted = true;
+        break;
+      }
+      auto slot = std::make_shared<Slot>(std::move(*item));
+      m_slots.push_back(slot);
+      std::lock_guard lock(m_mutex);
+      m_todo.push_back(slot);
+      m_wake.notify_one();
+    }
+    if (m_slots.empty()) return std::optional<Mapped>{};
+    auto slot = m_slots.front();
+    m_slots.pop_front();
+    std::unique_lock lock(m_mutex);
+    m_done.wait(lock, [&] { return slot->result.has_value(); });
+    return std::optional<Mapped>{Mapped{std::move(slot->item), std::move(*slot->result)}};
+  }
+
+ private:
+  struct Slot {
+    explicit Slot(In&& i) : item(std::move(i)) {}
+    In item;
+    std::optional<Out> result;  ///< set by a worker under m_mutex
+  };
+
+  void work(std::stop_token stop) {
+    for (;;) {
+      std::shared_ptr<Slot> slot;
+      {
+        std::unique_lock lock(m_mutex);
+        m_wake.wait(lock, [&] { return stop.stop_requested() || !m_todo.empty(); });
+        if (m_todo.empty()) return;
+        slot = std::move(m_todo.front());
+        m_todo.pop_front();
+      }
+      Out result = m_fn(slot->item);
+      std::lock_guard lock(m_mutex);
+      slot->result.emplace(std::move(result));
+      m_done.notify_all();
+    }
+  }
+
+  Fn m_fn;
+  std::size_t m_window;
+  bool m_exhausted = false;
+  std::deque<std::shared_ptr<Slot>> m_slots;  // in flight, input order (caller's thread only)
+  std::mutex m_mutex;
+  std::condition_variable m_wake, m_done;
+  std::deque<std::shared_ptr<Slot>> m_todo;  // guarded by m_mutex
+  std::vector<std::jthread> m_workers;       // last: joined before the rest is destroyed
+};
+
+}  // namespace kcache::util

@@ -1,0 +1,172 @@
+// Why-stale explanations (pipeline/explain.hpp) over the memory store:
+// one edit gives one reason; a missing kernel is explained by its nearest
+// stored relative (another namespace, another variant, another device).
+#include "kcache/manifest/manifest.hpp"
+#include "kcache/build/build.hpp"
+#include "kcache/build/explain.hpp"
+
+#include "test_support.hpp"
+
+namespace kcache::build {
+namespace {
+
+const char* k_shader =
+    "#version 450\nlayout(local_size_x = 1) in;\n"
+    "layout(std430, binding = 0) buffer B { uint d[]; };\nvoid main() { d[0] = VALUE; }\n";
+
+struct Project {
+  test::TempDir dir;
+  std::unique_ptr<store::Store> store = store::make_memory_store();
+
+  manifest::Manifest manifest(const std::string& toml) {
+    auto m = manifest::parse_manifest(toml, "kcache.toml", dir.path());
+    REQUIRE_MESSAGE(m.has_value(), m.error().message);
+    return std::move(*m);
+  }
+  void build(const std::string& toml) {
+    auto m = manifest(toml);
+    auto r = build::build(m, *store, {});
+    REQUIRE_MESSAGE(r.has_value(), r.error().message);
+    REQUIRE(!r->any_failed());
+  }
+  Explanation explain(const std::string& toml, const std::string& kernel, std::optional<Namespace> wanted = {}) {
+    auto m = manifest(toml);
+    definition::FileCache files(m.root);
+    std::optional<Explanation> out;
+    auto r = store->read([&](store::Reader& reader) -> Result<void> {
+      Explainer explainer(reader, files, compile::Toolchain::installed());
+      for (const auto& spec : m.kernels)
+        if (spec.name == kernel) out = KCACHE_TRY(explainer.explain(spec, wanted));
+      return {};
+    });
+    REQUIRE_MESSAGE(r.has_value(), r.error().message);
+    REQUIRE(out.has_value());
+    return *out;
+  }
+};
+
+std::string names(const std::vector<Change>& changes) {
+  std::string out;
+  for (const auto& c : changes) out += (out.empty() ? "" : ",") + c.name;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("one manifest edit gives exactly one reason") {
+  Project p;
+  p.dir.write("k.comp", k_shader);
+  const std::string base = "[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\noptimize = \"performance\"\n"
+                           "defines = { VALUE = 1 }\n";
+  p.build(base);
+  CHECK(p.explain(base, "k").state == Freshness::fresh);
+
+  auto e = p.explain("[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\noptimize = \"size\"\ndefines = { VALUE = 1 }\n", "k");
+  CHECK(e.state == Freshness::stale);
+  CHECK(names(e.changes) == "optimize");  // the recipe field follows the level: not a second reason
+  CHECK(e.changes[0].old_value == "performance");
+  CHECK(e.changes[0].new_value == "size");
+
+  e = p.explain("[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\noptimize = \"performance\"\ndefines = { VALUE = 2 }\n",
+                "k");
+  CHECK(names(e.changes) == "define:VALUE");
+
+  // A target change moves the kernel to another namespace: missing there,
+  // explained by the entry in the old one.
+  e = p.explain(base + "target = \"vulkan1.3\"\n", "k");
+  CHECK(e.state == Freshness::missing);
+  CHECK(e.ns == "spirv/vulkan1.3");
+  CHECK(e.compared_ns == "spirv/vulkan1.2");
+  CHECK(names(e.changes) == "target");
+  CHECK(describe(e).find("spirv/vulkan1.2 has it: target vulkan1.2 → vulkan1.3") != std::string::npos);
+
+  p.dir.write("k.comp", std::string(k_shader) + "uint unused_helper() { return 7u; }\n");
+  e = p.explain(base, "k");
+  CHECK(e.state == Freshness::stale);
+  CHECK(names(e.changes) == "input:k.comp");
+  CHECK(change_kind(e.changes[0].name) == ChangeKind::input);
+}
+
+TEST_CASE("a changed variant value is explained by the nearest stored variant") {
+  Project p;
+  p.dir.write("k.comp", k_shader);
+  p.build("[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\n[kernel.variants]\nVALUE = [1, 2]\nW = [4]\n");
+  auto e = p.explain("[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\n[kernel.variants]\nVALUE = [1, 3]\nW = [4]\n",
+                     "k[VALUE=3,W=4]");
+  CHECK(e.state == Freshness::missing);
+  CHECK(e.compared_kernel == "k[VALUE=1,W=4]");  // ties go to the first by name
+  CHECK(names(e.changes) == "variant:VALUE");
+  CHECK(e.changes[0].new_value == "3");
+
+  auto none = p.explain("[[kernel]]\nname = \"other\"\nsource = \"k.comp\"\ndefines = { VALUE = 1 }\n", "other");
+  CHECK(none.state == Freshness::missing);
+  CHECK(none.compared_ns.empty());
+  CHECK(describe(none).starts_with("not in spirv/vulkan1.2 (no entry"));
+}
+
+TEST_CASE("a device namespace explains a changed fingerprint field by name") {
+  Project p;
+  p.dir.write("k.comp", k_shader);
+  const std::string toml = "[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\ndefines = { VALUE = 1 }\n";
+  p.build(toml);
+  // A pipeline-cache entry stored for one driver version; the device now
+  // reports another.
+  Entry spirv;
+  REQUIRE(p.store->read([&](store::Reader& r) -> Result<void> {
+    spirv = KCACHE_TRY(r.get("spirv/vulkan1.2", "k")).value();
+    return {};
+  }));
+  FingerprintRecord old_record{{{"vendorID", "0x10de"}, {"driverVersion", "575.64"}}};
+  FingerprintRecord new_record{{{"vendorID", "0x10de"}, {"driverVersion", "580.159"}}};
+  Entry blob = spirv;
+  blob.payload_kind = PayloadKind::pipeline_cache;
+  blob.ir_fields = {{"pipeline_scheme", "1"}};
+  blob.payload.assign(64, 1);
+  seal_payload(blob);
+  REQUIRE(p.store->put(vulkan_namespace(old_record), std::vector<Entry>{blob}));
+
+  auto e = p.explain(toml, "k", vulkan_namespace(new_record));
+  CHECK(e.state == Freshness::missing);
+  CHECK(e.compared_ns == vulkan_namespace(old_record).name());
+  REQUIRE(names(e.changes) == "fingerprint:driverVersion");
+  CHECK(e.changes[0].old_value == "575.64");
+  CHECK(e.changes[0].new_value == "580.159");
+  CHECK(change_kind(e.changes[0].name) == ChangeKind::fingerprint);
+
+  // The same device: fresh, and no toolchain fields are expected of a blob.
+  CHECK(p.explain(toml, "k", vulkan_namespace(old_record)).state == Freshness::fresh);
+  CHECK(toolchain_changes(blob, compile::Toolchain::installed()).empty());
+}
+
+TEST_CASE("essential_changes keeps independent reasons") {
+  std::vector<Change> in = {{"variant:T", "a", "b"}, {"define:T", "a", "b"}, {"define:U", "1", "2"},
+                            {"name", "k[T=a]", "k[T=b]"}, {"optimizer", "x (size)", "y (size)"}};
+  CHECK(names(essential_changes(in)) == "variant:T,define:U,optimizer");
+}
+
+TEST_CASE("record_run logs the run and touches the hits") {
+  Project p;
+  p.dir.write("k.comp", k_shader);
+  const std::string toml = "[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\ndefines = { VALUE = 1 }\n";
+  auto m = p.manifest(toml);
+  auto first = build(m, *p.store, {});
+  REQUIRE(first);
+  REQUIRE(record_run(*p.store, *first, util::system_clock()));
+  auto second = build(m, *p.store, {});
+  REQUIRE(second);
+  REQUIRE(record_run(*p.store, *second, util::system_clock()));
+  std::vector<store::RunRecord> runs;
+  REQUIRE(p.store->read([&](store::Reader& r) {
+    return r.runs([&](store::RunRecord&& run) {
+      runs.push_back(std::move(run));
+      return true;
+    });
+  }));
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[0].compiled == 1);
+  CHECK(runs[1].hits == 1);
+  CHECK(runs[1].command == "build");
+  CHECK(runs[0].phases.size() == k_phase_count);
+}
+
+}  // namespace kcache::build
