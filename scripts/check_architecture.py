@@ -102,7 +102,7 @@ def main() -> int:
     def check(path: pathlib.Path, module: str, allowed: set[str]) -> None:
         rel = path.relative_to(ROOT)
         for inc in INCLUDE.findall(path.read_text(errors="replace")):
-            if False:
+            if inc.startswith("nlohmann/") and module != "report":
                 errors.append(f"{rel}: includes {inc}; only lib/kcache/report renders JSON")
             m = re.match(r"kcache/(\w+)/(.+)", inc)
             if not m:

@@ -295,7 +295,8 @@ int main(int argc, char** argv) {
   kcache_device dev;
   kcache_device_from_vulkan(pd, vkGetPhysicalDeviceProperties2, &dev);
   VkPhysicalDeviceVulkan13Features v13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
-  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, api >= VK_API_VERSION_1_3 ? &v13 : nullptr};
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                               api >= VK_API_VERSION_1_3 ? &v13 : nullptr};
   vkGetPhysicalDeviceFeatures2(pd, &f2);
   const bool probe = v13.pipelineCreationCacheControl == VK_TRUE;
 
@@ -339,7 +340,8 @@ int main(int argc, char** argv) {
       std::fputs("kcache-example: vkCreateDevice failed\n", stderr);
       return 3;
     }
-    for (const auto& k : kernels) warm.push_back(create(gpu.device, k, k.pipeline_cache(), probe && k.blob_status() == KCACHE_BLOB_SERVED));
+    for (const auto& k : kernels)
+      warm.push_back(create(gpu.device, k, k.pipeline_cache(), probe && k.blob_status() == KCACHE_BLOB_SERVED));
   }
 
   double cold_ms = 0, warm_ms = 0;
@@ -359,7 +361,10 @@ int main(int argc, char** argv) {
       }
     cold_ms += cold[i].ms;
     warm_ms += warm[i].ms;
-    const char* how = !has_blob ? "no blob" : warm[i].made == Made::hit ? "hit" : warm[i].made == Made::miss ? "miss" : "blob";
+    const char* how = !has_blob                    ? "no blob"
+                      : warm[i].made == Made::hit  ? "hit"
+                      : warm[i].made == Made::miss ? "miss"
+                                                   : "blob";
     std::printf("  %-44.*s cold %9.3f ms  warm %9.3f ms  %s\n", static_cast<int>(k.name().size()), k.name().data(),
                 cold[i].ms, warm[i].ms, how);
     // A refusal is worth a line each; an absent blob is said once below.
@@ -367,8 +372,7 @@ int main(int argc, char** argv) {
       std::printf("      (%.*s)\n", static_cast<int>(k.blob_reason().size()), k.blob_reason().data());
     if (k.blob_status() == KCACHE_BLOB_ABSENT && absent_note.empty()) absent_note = k.blob_reason();
   }
-  if (!absent_note.empty())
-    std::printf("kernels without a blob: e.g. %s\n", absent_note.c_str());
+  if (!absent_note.empty()) std::printf("kernels without a blob: e.g. %s\n", absent_note.c_str());
   std::printf("total: %zu kernels, %zu blobs served, %zu hits, %zu misses; cold %.3f ms, warm %.3f ms, %.1fx\n",
               kernels.size(), served, hits, misses, cold_ms, warm_ms, warm_ms > 0 ? cold_ms / warm_ms : 0.0);
   vkDestroyInstance(instance, nullptr);

@@ -15,9 +15,18 @@ bundle::BundleStream bundle_stream(const std::string& arg, bool output) {
   return s;
 }
 
+Result<bundle::BundleStream> output_stream(const std::string& arg) {
+  if (arg.empty())
+    return fail(Category::invalid_argument, "say where the bundle goes: -o FILE.kcb, or -o - for stdout");
+  if (arg == "-" && ::isatty(STDOUT_FILENO))
+    return fail(Category::invalid_argument, "refusing to write a binary bundle to a terminal; pipe it or use -o FILE");
+  return bundle_stream(arg, true);
+}
+
 void ignore_sigpipe() { std::signal(SIGPIPE, SIG_IGN); }
 
-Result<bundle::WriteOptions> write_options(int level, const std::string& sign_file, std::optional<bundle::KeyPair>& key) {
+Result<bundle::WriteOptions> write_options(int level, const std::string& sign_file,
+                                           std::optional<bundle::KeyPair>& key) {
   bundle::WriteOptions options;
   if (level != 0) {
     if (level < 1 || level > 19)

@@ -84,7 +84,8 @@ std::string top_level_footer() {
 }
 
 void StoreOptions::add_to(CLI::App& cmd) {
-  cmd.add_option("--store", dir, "store directory (default: $KCACHE_STORE, else $XDG_CACHE_HOME/kcache, else ~/.cache/kcache)");
+  cmd.add_option("--store", dir,
+                 "store directory (default: $KCACHE_STORE, else $XDG_CACHE_HOME/kcache, else ~/.cache/kcache)");
   cmd.add_flag("--read-only", read_only, "open the store without writing anything (also for read-only media)");
 }
 
@@ -111,8 +112,7 @@ static Result<std::uint64_t> map_size_from_env() {
 }
 
 Result<std::unique_ptr<store::Store>> StoreOptions::open(bool need_write) const {
-  if (need_write && read_only)
-    return fail(Category::read_only, "this command writes to the store; drop --read-only");
+  if (need_write && read_only) return fail(Category::read_only, "this command writes to the store; drop --read-only");
   store::OpenOptions options;
   options.read_only = read_only || !need_write;
   options.clock = &clock();
@@ -165,8 +165,8 @@ Result<worker::WorkerOptions> worker_options() {
 
 std::string version_text() {
   const auto& v = compile::Toolchain::installed().versions();
-  return fmt::format("kcache {}\nglslang {}\nSPIRV-Tools {}\nLMDB {}\n{}\n", KCACHE_VERSION, v.glslang,
-                     v.spirv_tools, store::lmdb_version(), bundle::library_versions());
+  return fmt::format("kcache {}\nglslang {}\nSPIRV-Tools {}\nLMDB {}\n{}\n", KCACHE_VERSION, v.glslang, v.spirv_tools,
+                     store::lmdb_version(), bundle::library_versions());
 }
 
 }  // namespace kcache::cli

@@ -3,10 +3,10 @@
 // a register_<verb>() function; main.cpp only forwards.
 #pragma once
 
-#include "kcache/util/error.hpp"
 #include "kcache/compile/compiler.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/util/clock.hpp"
+#include "kcache/util/error.hpp"
 #include "kcache/worker/pipeline_worker.hpp"
 
 #include <CLI/CLI.hpp>
@@ -21,14 +21,14 @@ namespace kcache::cli {
 /// Exit codes (README "Exit codes"); stable, scripts branch on them.
 enum ExitCode : int {
   k_exit_ok = 0,
-  k_exit_failed = 1,          ///< some kernels failed, or verify found problems
-  k_exit_usage = 2,           ///< bad command line or manifest
-  k_exit_not_found = 3,       ///< a named kernel, namespace or file does not exist
-  k_exit_store = 4,           ///< the store cannot be opened, read or written
-  k_exit_fingerprint = 5,     ///< a bundle's fingerprint does not match the target
-  k_exit_bad_bundle = 6,      ///< a bundle or stored record failed integrity checks
-  k_exit_no_device = 7,       ///< no Vulkan loader or device
-  k_exit_internal = 70,       ///< a bug: an unexpected exception
+  k_exit_failed = 1,       ///< some kernels failed, or verify found problems
+  k_exit_usage = 2,        ///< bad command line or manifest
+  k_exit_not_found = 3,    ///< a named kernel, namespace or file does not exist
+  k_exit_store = 4,        ///< the store cannot be opened, read or written
+  k_exit_fingerprint = 5,  ///< a bundle's fingerprint does not match the target
+  k_exit_bad_bundle = 6,   ///< a bundle or stored record failed integrity checks
+  k_exit_no_device = 7,    ///< no Vulkan loader or device
+  k_exit_internal = 70,    ///< a bug: an unexpected exception
 };
 
 /// The exit code for an error category.
@@ -74,7 +74,7 @@ Result<worker::WorkerOptions> worker_options();
 
 /// Options every store-using subcommand shares.
 struct StoreOptions {
-  std::string dir;       ///< --store; empty = default_store_dir()
+  std::string dir;  ///< --store; empty = default_store_dir()
   bool read_only = false;
   /// Adds --store and --read-only to `cmd`.
   void add_to(CLI::App& cmd);
@@ -98,6 +98,7 @@ void register_export(CLI::App& app, Action& action);
 void register_import(CLI::App& app, Action& action);
 void register_merge(CLI::App& app, Action& action);
 void register_keygen(CLI::App& app, Action& action);
+void register_manifest(CLI::App& app, Action& action);
 /// `kcache inspect FILE.kcb` (inspect_bundle.cpp): prints a bundle's head and
 /// entries (JSON with `json`), then checks every entry; returns the exit code.
 int run_inspect_bundle(const std::string& path, bool json);

@@ -20,19 +20,16 @@ struct ExportArgs {
 };
 
 int run_export(const ExportArgs& args) {
-  if (args.output.empty())
-    return report_error({Category::invalid_argument, "say where the bundle goes: -o FILE.kcb, or -o - for stdout"});
-  bool to_stdout = args.output == "-";
-  if (to_stdout && ::isatty(STDOUT_FILENO))
-    return report_error({Category::invalid_argument, "refusing to write a binary bundle to a terminal; pipe it or use -o FILE"});
+  auto out = output_stream(args.output);
+  if (!out) return report_error(out.error());
+  bool to_stdout = out->fd >= 0;
   std::optional<bundle::KeyPair> key;
   auto options = write_options(args.level, args.sign, key);
   if (!options) return report_error(options.error());
   auto store = args.store.open(false);
   if (!store) return report_error(store.error());
   ignore_sigpipe();
-  auto result = transfer::export_bundle(**store, args.selection, bundle_stream(args.output, true),
-                                        {*options, clock().now()});
+  auto result = transfer::export_bundle(**store, args.selection, *out, {*options, clock().now()});
   if (!result) return report_error(result.error());
   // The bundle owns stdout when it goes there; the report then goes to stderr.
   fmt::print(to_stdout ? stderr : stdout, "{}",
@@ -56,13 +53,17 @@ void register_export(CLI::App& app, Action& action) {
       "  kcache export --namespace spirv/vulkan1.2 -o shaders.kcb\n"
       "  kcache export --kernel 'matmul[*' --sign ci.key -o - | ssh host kcache import -");
   args->store.add_to(*cmd);
-  cmd->add_option("--namespace", args->selection.ns_name, "namespace to export, e.g. spirv/vulkan1.2 (`kcache inspect` lists them)");
-  cmd->add_option("--backend", args->selection.backend, "backend of the namespace (spirv or vulkan), with --fingerprint");
-  cmd->add_option("--fingerprint", args->selection.fingerprint, "fingerprint of the namespace (a target env, or a device fingerprint id)");
+  cmd->add_option("--namespace", args->selection.ns_name,
+                  "namespace to export, e.g. spirv/vulkan1.2 (`kcache inspect` lists them)");
+  cmd->add_option("--backend", args->selection.backend,
+                  "backend of the namespace (spirv or vulkan), with --fingerprint");
+  cmd->add_option("--fingerprint", args->selection.fingerprint,
+                  "fingerprint of the namespace (a target env, or a device fingerprint id)");
   cmd->add_option("--kernel", args->selection.kernel_globs,
                   "export only kernels matching GLOB (* and ?; brackets are literal); repeatable");
   cmd->add_option("-o,--output", args->output, "bundle file to write (atomically), or - for stdout");
-  cmd->add_option("--level", args->level, "zstd level 1..19 (default 9: near level 19's size at a fraction of its time)");
+  cmd->add_option("--level", args->level,
+                  "zstd level 1..19 (default 9: near level 19's size at a fraction of its time)");
   cmd->add_option("--sign", args->sign, "sign with this secret key file (from `kcache keygen`)");
   cmd->add_flag("--json", args->json, "print the result as JSON (on stderr when the bundle goes to stdout)");
   cmd->callback([args, &action] { action = [args] { return run_export(*args); }; });

@@ -1,8 +1,8 @@
 // kcache gc: remove entries by rule; kcache compact: give freed space back.
 #include "cli.hpp"
 
-#include "kcache/manifest/manifest.hpp"
 #include "kcache/maintain/gc.hpp"
+#include "kcache/manifest/manifest.hpp"
 #include "kcache/report/lifecycle.hpp"
 #include "kcache/store/gc.hpp"
 
@@ -47,8 +47,8 @@ int run_gc(const GcArgs& args) {
                          "say what to remove: --stale, --orphans --manifest M, --older-than D, --unused-for D "
                          "or --max-size S (see kcache gc --help)"});
   if (rules.orphans && args.manifest.empty())
-    return report_error({Category::invalid_argument,
-                         "--orphans removes entries a manifest no longer has: add --manifest kcache.toml"});
+    return report_error(
+        {Category::invalid_argument, "--orphans removes entries a manifest no longer has: add --manifest kcache.toml"});
 
   std::optional<manifest::Manifest> manifest;
   if (!args.manifest.empty()) {
@@ -100,8 +100,7 @@ int run_compact(const CompactArgs& args) {
   if (args.json)
     fmt::print("{{\n  \"schema\": \"kcache.compact/1\",\n  \"bytes_before\": {},\n  \"bytes_after\": {}\n}}\n",
                result->bytes_before, result->bytes_after);
-  else
-    fmt::print("{}", report::compact_text(*result));
+  else fmt::print("{}", report::compact_text(*result));
   return k_exit_ok;
 }
 

@@ -23,7 +23,7 @@ int run_get(const GetArgs& args) {
   if (!store) return report_error(store.error());
   std::vector<Entry> found;
   auto read = (*store)->read([&](store::Reader& reader) -> Result<void> {
-    auto namespaces = KCACHE_TRY(reader.namespaces());
+    auto namespaces = KCACHE_TRY(reader.namespace_records());
     for (const auto& info : namespaces) {
       if (!args.ns.empty() && info.ns.name() != args.ns) continue;
       auto e = KCACHE_TRY(reader.get(info.ns.name(), args.kernel));
@@ -33,18 +33,19 @@ int run_get(const GetArgs& args) {
   });
   if (!read) return report_error(read.error());
   if (found.empty())
-    return report_error({Category::not_found, fmt::format("no kernel '{}' in store {}{} — `kcache inspect` lists "
-                                                          "what it holds",
-                                                          args.kernel, args.store.path(),
-                                                          args.ns.empty() ? "" : " namespace " + args.ns)});
+    return report_error({Category::not_found,
+                         fmt::format("no kernel '{}' in store {}{} — `kcache inspect` lists "
+                                     "what it holds",
+                                     args.kernel, args.store.path(), args.ns.empty() ? "" : " namespace " + args.ns)});
   if (found.size() > 1)
-    return report_error({Category::invalid_argument,
-                         fmt::format("kernel '{}' is in {} namespaces; choose one with --namespace", args.kernel,
-                                     found.size())});
+    return report_error(
+        {Category::invalid_argument,
+         fmt::format("kernel '{}' is in {} namespaces; choose one with --namespace", args.kernel, found.size())});
   const auto& payload = found.front().payload;
   if (args.output.empty() || args.output == "-") {
     if (args.output.empty() && ::isatty(STDOUT_FILENO))
-      return report_error({Category::invalid_argument, "refusing to write a binary module to a terminal; use -o FILE or -o -"});
+      return report_error(
+          {Category::invalid_argument, "refusing to write a binary module to a terminal; use -o FILE or -o -"});
     if (std::fwrite(payload.data(), 1, payload.size(), stdout) != payload.size() || std::fflush(stdout) != 0)
       return report_error({Category::io_error, "cannot write to stdout"});
     return k_exit_ok;

@@ -27,7 +27,8 @@ struct ImportArgs {
 
 int run_import(const ImportArgs& args) {
   if (args.input == "-" && ::isatty(STDIN_FILENO))
-    return report_error({Category::invalid_argument, "reading a bundle from a terminal: pipe one in, or name a FILE.kcb"});
+    return report_error(
+        {Category::invalid_argument, "reading a bundle from a terminal: pipe one in, or name a FILE.kcb"});
   transfer::ImportOptions options;
   options.dry_run = args.dry_run;
   options.jobs = args.jobs;
@@ -54,16 +55,17 @@ int run_import(const ImportArgs& args) {
   fmt::print("{}", args.json ? report::import_json(r, args.input) : report::import_text(r, in.label()));
   if (r.refused.empty()) return k_exit_ok;
   fmt::print(stderr, "{}", report::import_refusals_text(r));
-  return report_error({Category::corruption,
-                       fmt::format("{} of {} entries of {} failed validation; nothing was imported", r.refused.size(),
-                                   r.header.index.size(), in.label())});
+  return report_error(
+      {Category::corruption, fmt::format("{} of {} entries of {} failed validation; nothing was imported",
+                                         r.refused.size(), r.header.index.size(), in.label())});
 }
 
 }  // namespace
 
 void register_import(CLI::App& app, Action& action) {
   auto args = std::make_shared<ImportArgs>();
-  auto* cmd = app.add_subcommand("import", "Check a bundle completely, then write all of it into the store, or nothing.");
+  auto* cmd =
+      app.add_subcommand("import", "Check a bundle completely, then write all of it into the store, or nothing.");
   cmd->description(
       "Import a bundle made by `kcache export` or `kcache merge`. Before anything is written:\n"
       "the head (format version, sizes against limits, digest), the fingerprint against the\n"

@@ -39,8 +39,8 @@ int run_inspect(const InspectArgs& args) {
   if (!manifest) return report_error(manifest.error());
   const manifest::Manifest* m = *manifest ? &**manifest : nullptr;
   if (args.filter.orphans && !m)
-    return report_error({Category::invalid_argument,
-                         "--orphans lists entries the manifest no longer has: add --manifest kcache.toml"});
+    return report_error(
+        {Category::invalid_argument, "--orphans lists entries the manifest no longer has: add --manifest kcache.toml"});
   if (args.target.empty() && args.why && !m)
     return report_error({Category::invalid_argument,
                          "--why compares the store with a manifest: add --manifest kcache.toml (or name a KERNEL)"});

@@ -4,8 +4,8 @@
 #include "kcache/bundle/bundle.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,7 +25,8 @@ Result<void> write_key_file(const std::string& path, const std::string& text, mo
   if (force) ::unlink(path.c_str());
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) {
-    if (errno == EEXIST) return fail(Category::invalid_argument, "{} exists; choose another -o NAME or add --force", path);
+    if (errno == EEXIST)
+      return fail(Category::invalid_argument, "{} exists; choose another -o NAME or add --force", path);
     return fail(Category::io_error, "cannot create {}: {}", path, std::strerror(errno));
   }
   bool ok = ::fchmod(fd, mode) == 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
@@ -46,15 +47,18 @@ int run_keygen(const KeygenArgs& args) {
   if (!args.force)
     for (const auto& p : {secret, pub})
       if (::access(p.c_str(), F_OK) == 0)
-        return report_error({Category::invalid_argument, fmt::format("{} exists; choose another -o NAME or add --force", p)});
-  if (auto w = write_key_file(secret, bundle::encode_secret_key(*pair), 0600, args.force); !w) return report_error(w.error());
+        return report_error(
+            {Category::invalid_argument, fmt::format("{} exists; choose another -o NAME or add --force", p)});
+  if (auto w = write_key_file(secret, bundle::encode_secret_key(*pair), 0600, args.force); !w)
+    return report_error(w.error());
   if (auto w = write_key_file(pub, bundle::encode_public_key(pair->public_key), 0644, args.force); !w) {
     ::unlink(secret.c_str());
     return report_error(w.error());
   }
-  fmt::print("key id {}\n{}  secret key (mode 0600): keep it private, e.g. a CI secret; `kcache export --sign {}`\n"
-             "{}  public key: give it to importers; `kcache import --trust {}`\n",
-             bundle::key_id(pair->public_key).hex(), secret, secret, pub, pub);
+  fmt::print(
+      "key id {}\n{}  secret key (mode 0600): keep it private, e.g. a CI secret; `kcache export --sign {}`\n"
+      "{}  public key: give it to importers; `kcache import --trust {}`\n",
+      bundle::key_id(pair->public_key).hex(), secret, secret, pub, pub);
   return k_exit_ok;
 }
 

@@ -20,9 +20,9 @@ struct MergeArgs {
 };
 
 int run_merge(const MergeArgs& args) {
-  bool to_stdout = args.output == "-";
-  if (to_stdout && ::isatty(STDOUT_FILENO))
-    return report_error({Category::invalid_argument, "refusing to write a binary bundle to a terminal; pipe it or use -o FILE"});
+  auto out = output_stream(args.output);
+  if (!out) return report_error(out.error());
+  bool to_stdout = out->fd >= 0;
   std::optional<bundle::KeyPair> key;
   auto options = write_options(args.level, args.sign, key);
   if (!options) return report_error(options.error());
@@ -32,12 +32,13 @@ int run_merge(const MergeArgs& args) {
     inputs.push_back(bundle_stream(in, false));
   }
   ignore_sigpipe();
-  auto result = bundle::merge_bundles(inputs, bundle_stream(args.output, true), *options, clock().now());
+  auto result = bundle::merge_bundles(inputs, *out, *options, clock().now());
   if (!result) return report_error(result.error());
   const auto& r = *result;
   // The bundle owns stdout when it goes there; the report then goes to stderr.
-  fmt::print(to_stdout ? stderr : stdout, "{}",
-             args.json ? report::merge_json(r, args.output) : report::merge_text(r, to_stdout ? "stdout" : args.output));
+  fmt::print(
+      to_stdout ? stderr : stdout, "{}",
+      args.json ? report::merge_json(r, args.output) : report::merge_text(r, to_stdout ? "stdout" : args.output));
   if (r.conflicts.empty()) return k_exit_ok;
   fmt::print(stderr, "{}", report::merge_conflicts_text(r));
   return k_exit_failed;

@@ -84,10 +84,12 @@ void register_verify(CLI::App& app, Action& action) {
       "Software devices such as lavapipe keep no compiled code in their caches: misses there\n"
       "are expected.");
   args->store.add_to(*cmd);
-  cmd->add_option("--device", args->device, "re-create the pipelines stored for this device (index, name or fingerprint id)")
+  cmd->add_option("--device", args->device,
+                  "re-create the pipelines stored for this device (index, name or fingerprint id)")
       ->each([args](const std::string&) { args->device_given = true; });
   cmd->add_option("-j,--jobs", args->jobs, "pipeline-creation threads (default: $KCACHE_JOBS, else all cores)");
-  cmd->add_flag("--timed", args->timed, "with --device: time creation with and without each blob instead of asking for hits");
+  cmd->add_flag("--timed", args->timed,
+                "with --device: time creation with and without each blob instead of asking for hits");
   cmd->add_flag("--require-hits", args->require_hits, "with --device: exit 1 if any pipeline is a miss");
   cmd->add_flag("--all", args->all, "with --device: list every pipeline, hits included");
   cmd->add_flag("--json", args->json, "print the result as JSON (schema kcache.verify/1)");

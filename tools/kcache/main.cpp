@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
       "compiled twice. `kcache inspect` shows what a store holds and why an entry is stale.",
       "kcache"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", [] { return version_text(); }, "print kcache's and its libraries' versions");
+  app.set_version_flag(
+      "--version", [] { return version_text(); }, "print kcache's and its libraries' versions");
   app.footer("Run `kcache SUBCOMMAND --help` for a subcommand's options. Exit codes: see README.");
   Action action;
   register_build(app, action);
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   register_import(app, action);
   register_merge(app, action);
   register_keygen(app, action);
+  register_manifest(app, action);
   register_pipeline_worker(app, action);
   // Set after the subcommands are registered: they keep the short footer.
   app.footer(top_level_footer());

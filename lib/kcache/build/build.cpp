@@ -2,10 +2,10 @@
 
 #include "kcache/build/batch_writer.hpp"
 
-#include "kcache/compile/compiler.hpp"
-#include "kcache/util/file.hpp"
 #include "kcache/build/explain.hpp"
 #include "kcache/build/freshness.hpp"
+#include "kcache/compile/compiler.hpp"
+#include "kcache/util/file.hpp"
 #include "kcache/util/hash.hpp"
 
 #include <algorithm>
@@ -25,7 +25,7 @@ using definition::KernelSpec;
 
 /// A kernel the fast path could not settle.
 struct Job {
-  std::size_t index;                  ///< into the receipts
+  std::size_t index;  ///< into the receipts
   definition::HashedFields id;
   std::optional<Entry> stored;
   std::string reason;
@@ -240,8 +240,7 @@ Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& stor
   for (const auto& r : result.receipts)
     if (r.outcome == Outcome::hit && r.reason.empty() && options.on_receipt)
       options.on_receipt(r, ++done_count, specs.size());
-  if (!options.on_receipt)
-    done_count = specs.size() - jobs.size();
+  if (!options.on_receipt) done_count = specs.size() - jobs.size();
 
   // Workers: expand + compile; results go to `queue`, written by this thread.
   std::mutex mutex;

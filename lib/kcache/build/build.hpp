@@ -13,13 +13,13 @@
 // Thread-safety: build() uses its own threads; call it from one thread.
 #pragma once
 
-#include "kcache/util/error.hpp"
 #include "kcache/compile/compiler.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/core/timing.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/util/clock.hpp"
+#include "kcache/util/error.hpp"
 
 #include <functional>
 #include <optional>
@@ -40,16 +40,16 @@ std::string_view outcome_name(Outcome o);
 
 struct Receipt {
   std::string kernel;
-  std::string ns;                 ///< namespace name, e.g. "spirv/vulkan1.2"
+  std::string ns;  ///< namespace name, e.g. "spirv/vulkan1.2"
   Outcome outcome = Outcome::hit;
   Key key;
   PhaseTimes times;
-  std::size_t bytes = 0;          ///< payload size written or found
-  std::string reason;             ///< why it was not a hit: "new", "input changed: include/x.glsl", ...
-  std::optional<Error> error;     ///< for failed and refused_write
-  std::string warnings;           ///< compiler warnings
-  bool kept_stale = false;        ///< failed, and the previous entry was kept
-  bool shared_compile = false;    ///< reused another kernel's identical compile
+  std::size_t bytes = 0;        ///< payload size written or found
+  std::string reason;           ///< why it was not a hit: "new", "input changed: include/x.glsl", ...
+  std::optional<Error> error;   ///< for failed and refused_write
+  std::string warnings;         ///< compiler warnings
+  bool kept_stale = false;      ///< failed, and the previous entry was kept
+  bool shared_compile = false;  ///< reused another kernel's identical compile
 };
 
 /// Which 1/N of the kernels to build: kernel K of N (1-based).
@@ -64,7 +64,7 @@ Result<Shard> parse_shard(std::string_view text);
 bool in_shard(std::string_view kernel, const Shard& shard);
 
 struct BuildOptions {
-  unsigned jobs = 0;              ///< worker threads; 0 = number of cores
+  unsigned jobs = 0;  ///< worker threads; 0 = number of cores
   std::optional<Shard> shard;
   /// Called on the calling thread as each kernel finishes (progress display).
   std::function<void(const Receipt&, std::size_t done, std::size_t total)> on_receipt;

@@ -19,9 +19,9 @@ using definition::KernelSpec;
 struct Item {
   std::size_t receipt;  ///< into the stage's receipts
   const KernelSpec* spec;
-  Entry spirv;          ///< the stored SPIR-V entry (its payload goes to the worker)
+  Entry spirv;  ///< the stored SPIR-V entry (its payload goes to the worker)
   device::PipelineRecipe recipe;
-  bool had_entry;       ///< a previous (stale or refused) entry exists
+  bool had_entry;  ///< a previous (stale or refused) entry exists
 };
 
 /// Why a stored vulkan entry with another key is stale, for --explain.
@@ -72,7 +72,8 @@ Result<void> build_device_stage(const manifest::Manifest& manifest, store::Store
       r.ns = dev_ns;
       if (s.outcome == Outcome::failed || s.outcome == Outcome::refused_write) {
         r.outcome = Outcome::failed;
-        r.error = Error{Category::compile_failed, "no SPIR-V module to create the pipeline from (see its SPIR-V stage)"};
+        r.error =
+            Error{Category::compile_failed, "no SPIR-V module to create the pipeline from (see its SPIR-V stage)"};
         continue;
       }
       Stopwatch watch;
@@ -130,25 +131,26 @@ Result<void> build_device_stage(const manifest::Manifest& manifest, store::Store
 
   worker::WorkerOptions worker = options.worker;
   worker.threads = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
-  KCACHE_CHECK(worker::run_pipeline_jobs(device, worker::JobMode::build, jobs, worker, [&](std::size_t j, worker::PipelineOutcome&& o) {
-    Item& item = items[j];
-    Receipt& r = receipts[item.receipt];
-    r.times[Phase::pipeline].wall_ms += o.create_ms;
-    r.times[Phase::pipeline].cpu_ms += o.cpu_ms;
-    if (o.error) {
-      r.outcome = Outcome::failed;
-      r.error = std::move(o.error);
-      r.kept_stale = item.had_entry;
-      if (options.on_receipt) options.on_receipt(r, ++done_count, total_count);
-      return;
-    }
-    r.outcome = item.had_entry ? Outcome::stale_replaced : Outcome::compiled;
-    Entry e = device::make_pipeline_entry(item.spirv, item.recipe, device::wrap_blob(device, o.blob),
-                                          options.clock->now(), options.origin);
-    r.bytes = e.payload.size();
-    writer.add(device.ns, item.receipt, std::move(e));
-    if (writer.due()) writer.flush(written);
-  }));
+  KCACHE_CHECK(worker::run_pipeline_jobs(
+      device, worker::JobMode::build, jobs, worker, [&](std::size_t j, worker::PipelineOutcome&& o) {
+        Item& item = items[j];
+        Receipt& r = receipts[item.receipt];
+        r.times[Phase::pipeline].wall_ms += o.create_ms;
+        r.times[Phase::pipeline].cpu_ms += o.cpu_ms;
+        if (o.error) {
+          r.outcome = Outcome::failed;
+          r.error = std::move(o.error);
+          r.kept_stale = item.had_entry;
+          if (options.on_receipt) options.on_receipt(r, ++done_count, total_count);
+          return;
+        }
+        r.outcome = item.had_entry ? Outcome::stale_replaced : Outcome::compiled;
+        Entry e = device::make_pipeline_entry(item.spirv, item.recipe, device::wrap_blob(device, o.blob),
+                                              options.clock->now(), options.origin);
+        r.bytes = e.payload.size();
+        writer.add(device.ns, item.receipt, std::move(e));
+        if (writer.due()) writer.flush(written);
+      }));
   writer.flush(written);
   result.bytes_written += stage_bytes;
 

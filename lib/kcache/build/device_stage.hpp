@@ -14,12 +14,12 @@
 // Thread-safety: blocks the calling thread; call it from one thread.
 #pragma once
 
+#include "kcache/build/build.hpp"
 #include "kcache/device/device.hpp"
 #include "kcache/manifest/manifest.hpp"
-#include "kcache/build/build.hpp"
-#include "kcache/worker/pipeline_worker.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/util/clock.hpp"
+#include "kcache/worker/pipeline_worker.hpp"
 
 namespace kcache::build {
 

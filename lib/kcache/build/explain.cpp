@@ -72,8 +72,8 @@ std::vector<Change> essential_changes(std::vector<Change> changes) {
     return nullptr;
   };
   bool optimize_changed = changed("optimize") != nullptr;
-  bool variant_changed = std::any_of(changes.begin(), changes.end(),
-                                     [](const Change& c) { return c.name.starts_with("variant:"); });
+  bool variant_changed =
+      std::any_of(changes.begin(), changes.end(), [](const Change& c) { return c.name.starts_with("variant:"); });
   std::vector<Change> out;
   for (const auto& c : changes) {
     // The recipe field names the level it is for ("… (size)"): a level change
@@ -103,11 +103,11 @@ std::vector<Change> toolchain_changes(const Entry& stored, const compile::Toolch
 std::string describe(const Explanation& e, std::size_t max) {
   switch (e.state) {
     case Freshness::fresh: return "fresh";
-    case Freshness::stale:
-      return e.changes.empty() ? "stale" : "stale: " + describe_changes(e.changes, max);
+    case Freshness::stale: return e.changes.empty() ? "stale" : "stale: " + describe_changes(e.changes, max);
     case Freshness::missing: break;
   }
-  if (e.compared_ns.empty()) return fmt::format("not in {} (no entry of this kernel or its variants in the store)", e.ns);
+  if (e.compared_ns.empty())
+    return fmt::format("not in {} (no entry of this kernel or its variants in the store)", e.ns);
   std::string what = e.changes.empty() ? "no recorded input differs" : describe_changes(e.changes, max);
   if (e.compared_kernel == e.kernel) return fmt::format("not in {}; {} has it: {}", e.ns, e.compared_ns, what);
   std::string where = e.compared_ns == e.ns ? "" : " in " + e.compared_ns;
@@ -117,8 +117,8 @@ std::string describe(const Explanation& e, std::size_t max) {
 Explainer::Explainer(store::Reader& reader, definition::FileCache& files, const compile::Toolchain& toolchain)
     : m_reader(reader), m_files(files), m_toolchain(toolchain) {}
 
-Result<const std::vector<store::NamespaceInfo>*> Explainer::namespaces() {
-  if (!m_namespaces) m_namespaces = KCACHE_TRY(m_reader.namespaces());
+Result<const std::vector<store::NamespaceRecord>*> Explainer::namespaces() {
+  if (!m_namespaces) m_namespaces = KCACHE_TRY(m_reader.namespace_records());
   return &*m_namespaces;
 }
 
@@ -162,7 +162,8 @@ Result<Explanation> Explainer::explain(const definition::KernelSpec& spec, const
   e.ns = wanted.name();
 
   auto compare = [&](const Entry& stored) {
-    if (stored.payload_kind == PayloadKind::spirv) return essential_changes(assess(spec, stored, m_files, m_toolchain).changes);
+    if (stored.payload_kind == PayloadKind::spirv)
+      return essential_changes(assess(spec, stored, m_files, m_toolchain).changes);
     // A pipeline-cache entry records the SPIR-V entry's identity and inputs
     // but a pipeline recipe instead of a toolchain (device/pipeline_entry.hpp).
     auto id = definition::compute_id(spec);
@@ -171,7 +172,8 @@ Result<Explanation> Explainer::explain(const definition::KernelSpec& spec, const
     for (const auto& input : stored.inputs) {
       auto file = m_files.get(input.path);
       if (!file) changes.push_back({"input:" + input.path, input.hash.hex(), "<missing>"});
-      else if ((*file)->hash != input.hash) changes.push_back({"input:" + input.path, input.hash.hex(), (*file)->hash.hex()});
+      else if ((*file)->hash != input.hash)
+        changes.push_back({"input:" + input.path, input.hash.hex(), (*file)->hash.hex()});
     }
     return essential_changes(std::move(changes));
   };
@@ -219,7 +221,8 @@ Result<Explanation> Explainer::explain(const definition::KernelSpec& spec, const
     if (!stored) continue;
     auto changes = namespace_changes(other, wanted);
     for (auto& c : compare(*stored)) changes.push_back(std::move(c));
-    bool other_backend = std::any_of(changes.begin(), changes.end(), [](const Change& c) { return c.name == "backend"; });
+    bool other_backend =
+        std::any_of(changes.begin(), changes.end(), [](const Change& c) { return c.name == "backend"; });
     std::size_t score = changes.size() + (other_backend ? 1000 : 0);
     if (!best || score < best->first) {
       best.emplace(score, std::move(changes));

@@ -15,9 +15,9 @@
 // store's read() callback that handed the Reader out, on that thread.
 #pragma once
 
+#include "kcache/build/freshness.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/definition/definition.hpp"
-#include "kcache/build/freshness.hpp"
 #include "kcache/store/store.hpp"
 
 #include <map>
@@ -97,14 +97,14 @@ class Explainer {
   Result<Explanation> explain(const definition::KernelSpec& spec, const std::optional<Namespace>& wanted = {});
 
  private:
-  Result<const std::vector<store::NamespaceInfo>*> namespaces();
+  Result<const std::vector<store::NamespaceRecord>*> namespaces();
   Result<const std::multimap<std::string, Entry>*> by_base_name(const std::string& ns);
   std::vector<Change> namespace_changes(const std::string& stored_ns, const Namespace& wanted);
 
   store::Reader& m_reader;
   definition::FileCache& m_files;
   const compile::Toolchain& m_toolchain;
-  std::optional<std::vector<store::NamespaceInfo>> m_namespaces;
+  std::optional<std::vector<store::NamespaceRecord>> m_namespaces;
   std::map<std::string, std::multimap<std::string, Entry>> m_siblings;
 };
 

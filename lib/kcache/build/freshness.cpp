@@ -22,8 +22,8 @@ std::vector<Field> toolchain_part(const std::vector<Field>& ir_fields) {
   return out;
 }
 
-Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain,
-                        const Entry& stored, definition::FileCache& files) {
+Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain, const Entry& stored,
+                        definition::FileCache& files) {
   Assessment a;
   a.state = Freshness::fresh;
   if (stored.key.id != id.hash) a.changes = definition::diff_fields(stored.id_fields, id.fields);
@@ -34,7 +34,8 @@ Assessment check_direct(const definition::HashedFields& id, const std::vector<Fi
   for (const auto& input : stored.inputs) {
     auto file = files.get(input.path);
     if (!file) a.changes.push_back({"input:" + input.path, input.hash.hex(), "<missing>"});
-    else if ((*file)->hash != input.hash) a.changes.push_back({"input:" + input.path, input.hash.hex(), (*file)->hash.hex()});
+    else if ((*file)->hash != input.hash)
+      a.changes.push_back({"input:" + input.path, input.hash.hex(), (*file)->hash.hex()});
   }
   if (stored.key.id != id.hash && a.changes.empty()) a.changes.push_back({"id", stored.key.id.hex(), id.hash.hex()});
   if (!a.changes.empty()) a.state = Freshness::stale;
@@ -47,11 +48,10 @@ std::string describe_changes(const std::vector<Change>& changes, std::size_t max
     const auto& c = changes[i];
     if (!out.empty()) out += "; ";
     if (c.name.starts_with("input:"))
-      out += c.new_value == "<missing>" ? fmt::format("{} removed", c.name)
-                                        : fmt::format("{} changed ({}… → {}…)", c.name, c.old_value.substr(0, 8),
-                                                      c.new_value.substr(0, 8));
-    else
-      out += fmt::format("{} {} → {}", c.name, c.old_value, c.new_value);
+      out += c.new_value == "<missing>"
+                 ? fmt::format("{} removed", c.name)
+                 : fmt::format("{} changed ({}… → {}…)", c.name, c.old_value.substr(0, 8), c.new_value.substr(0, 8));
+    else out += fmt::format("{} {} → {}", c.name, c.old_value, c.new_value);
   }
   if (changes.size() > max) out += fmt::format("; and {} more", changes.size() - max);
   return out;
@@ -68,8 +68,8 @@ Assessment assess(const definition::KernelSpec& spec, const Entry& stored, defin
   auto id = definition::compute_id(spec);
   const auto& fields = toolchain.fields(spec.optimize);
   Assessment a = check_direct(id, fields, stored, files);
-  bool only_inputs = std::all_of(a.changes.begin(), a.changes.end(),
-                                 [](const Change& c) { return c.name.starts_with("input:"); });
+  bool only_inputs =
+      std::all_of(a.changes.begin(), a.changes.end(), [](const Change& c) { return c.name.starts_with("input:"); });
   if (a.state != Freshness::stale || !only_inputs) return a;
   a.direct = false;
   PhaseTimes ignored;

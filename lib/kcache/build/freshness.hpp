@@ -4,8 +4,8 @@
 // Thread-safety: functions are reentrant; FileCache is thread-safe.
 #pragma once
 
-#include "kcache/core/entry.hpp"
 #include "kcache/compile/compiler.hpp"
+#include "kcache/core/entry.hpp"
 #include "kcache/definition/definition.hpp"
 
 #include <optional>
@@ -34,8 +34,8 @@ struct Assessment {
 /// preprocessing: id fields, toolchain fields and every recorded input's
 /// content hash. fresh means a hit; stale means "expand to be sure" (an
 /// input changed) or definitely stale (an option or the toolchain changed).
-Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain,
-                        const Entry& stored, definition::FileCache& files);
+Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain, const Entry& stored,
+                        definition::FileCache& files);
 
 /// The ir fields without the expanded-source hash: what check_direct
 /// compares against the current toolchain.

@@ -40,8 +40,8 @@
 #pragma once
 
 #include "kcache/core/entry.hpp"
-#include "kcache/util/error.hpp"
 #include "kcache/core/namespace.hpp"
+#include "kcache/util/error.hpp"
 
 #include <array>
 #include <cstddef>
@@ -142,8 +142,8 @@ struct KeyPair {
 
 /// The signature block of a signed bundle.
 struct SignatureInfo {
-  KeyId key_id;           ///< key_id(public_key); checked by the reader
-  PublicKey public_key;   ///< the signer's key, as the bundle claims it
+  KeyId key_id;                              ///< key_id(public_key); checked by the reader
+  PublicKey public_key;                      ///< the signer's key, as the bundle claims it
   std::array<std::uint8_t, 64> signature{};  ///< Ed25519 over signed_manifest()
   bool operator==(const SignatureInfo&) const = default;
 };
@@ -156,10 +156,10 @@ struct SignatureInfo {
 /// Reader: fills every field from the file, after checking them all.
 struct BundleHeader {
   std::uint16_t format_version = k_format_version;
-  Namespace ns;                     ///< backend, short fingerprint, full record
-  std::vector<Field> tool_versions; ///< e.g. ("kcache","0.1.0"), ("glslang","15.1.0")
-  std::uint64_t created = 0;        ///< unix seconds when the bundle was written
-  std::vector<IndexEntry> index;    ///< one per entry, in payload order
+  Namespace ns;                      ///< backend, short fingerprint, full record
+  std::vector<Field> tool_versions;  ///< e.g. ("kcache","0.1.0"), ("glslang","15.1.0")
+  std::uint64_t created = 0;         ///< unix seconds when the bundle was written
+  std::vector<IndexEntry> index;     ///< one per entry, in payload order
   Compression compression;
   std::vector<std::uint32_t> block_entry_counts;  ///< entries per zstd frame, in order
   std::optional<SignatureInfo> signature;
@@ -234,9 +234,9 @@ Result<void> write_bundle_file(const std::filesystem::path& path, const BundleHe
 struct ReadLimits {
   std::uint64_t max_header_bytes = 128u << 20;  ///< header body incl. index
   std::uint64_t max_entries = 1'000'000;
-  std::uint64_t max_total_bytes = 16ull << 30;  ///< sum of record sizes
+  std::uint64_t max_total_bytes = 16ull << 30;                        ///< sum of record sizes
   std::uint64_t max_record_bytes = k_max_payload_bytes + (1u << 20);  ///< one record
-  int window_log_max = k_max_window_log;        ///< zstd window cap (ZSTD_d_windowLogMax)
+  int window_log_max = k_max_window_log;                              ///< zstd window cap (ZSTD_d_windowLogMax)
 };
 
 /// Reads a bundle as a stream. open() reads and checks the whole head

@@ -38,8 +38,6 @@ inline constexpr std::uint32_t k_max_block_bytes = 1u << 30;
 inline constexpr std::uint64_t k_min_record_size = 4 + 2 + 4 + 16 + 16 + 4 + 4 + 4 + 1 + 4 + 16 + 8 + 1 + 4 + 16;
 inline constexpr char k_manifest_domain[] = "kcache bundle manifest";
 
-/// Appends a field list: u32 count, then key and value strings.
-void put_fields(util::ByteWriter& w, const std::vector<Field>& fields);
 /// Appends what names a bundle's content: backend, fingerprint, fingerprint
 /// record, tool versions. Shared by the head and the signed manifest.
 void put_identity(util::ByteWriter& w, const BundleHeader& h);

@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 #include <functional>
+#include <memory>
 
 namespace kcache::bundle {
 
@@ -33,8 +33,8 @@ Digest256 digest_bytes(std::span<const std::uint8_t> data) {
 
 IndexEntry index_entry(const Entry& entry) {
   auto record = encode_entry(entry);
-  return IndexEntry{entry.kernel, entry.key, entry.payload_kind, entry.payload.size(), record.size(),
-                    digest_bytes(record)};
+  return IndexEntry{entry.kernel,         entry.key,     entry.payload_kind,
+                    entry.payload.size(), record.size(), digest_bytes(record)};
 }
 
 std::uint64_t BundleHeader::total_record_bytes() const {
@@ -93,14 +93,6 @@ bool sodium_ready() {
   return ok;
 }
 
-void put_fields(ByteWriter& w, const std::vector<Field>& fields) {
-  w.u32(static_cast<std::uint32_t>(fields.size()));
-  for (const auto& [k, v] : fields) {
-    w.str(k);
-    w.str(v);
-  }
-}
-
 void put_identity(ByteWriter& w, const BundleHeader& h) {
   w.str(h.ns.backend);
   w.str(h.ns.fingerprint);
@@ -119,21 +111,6 @@ void put_index_entry(ByteWriter& w, const IndexEntry& e) {
 }
 
 namespace {
-
-bool get_fields(ByteReader& r, std::vector<Field>& out) {
-  auto n = r.u32();
-  // Each field takes at least 8 bytes, so a count the remaining bytes cannot
-  // hold is refused before reserving anything.
-  if (!n || *n > k_max_fields || std::uint64_t{*n} * 8 > r.remaining()) return false;
-  out.reserve(*n);
-  for (std::uint32_t i = 0; i < *n; ++i) {
-    auto k = r.str(k_max_string);
-    auto v = r.str(k_max_string);
-    if (!k || !v) return false;
-    out.emplace_back(std::move(*k), std::move(*v));
-  }
-  return true;
-}
 
 template <std::size_t N>
 bool get_array(ByteReader& r, std::array<std::uint8_t, N>& out) {
@@ -208,8 +185,8 @@ Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std:
   h.created = *created;
   h.ns.backend = std::move(*backend);
   h.ns.fingerprint = std::move(*fingerprint);
-  if (!get_fields(r, h.ns.record.fields)) return bad_header("bad fingerprint record");
-  if (!get_fields(r, h.tool_versions)) return bad_header("bad tool version list");
+  if (!get_fields(r, h.ns.record.fields, k_max_fields, k_max_string)) return bad_header("bad fingerprint record");
+  if (!get_fields(r, h.tool_versions, k_max_fields, k_max_string)) return bad_header("bad tool version list");
 
   auto codec = r.u8();
   auto level = r.u32();
@@ -270,8 +247,7 @@ Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std:
       return bad_header(fmt::format("entry sizes exceed the declared total of {} bytes", *total));
     h.index.push_back(std::move(e));
   }
-  if (sum != *total)
-    return bad_header(fmt::format("entry sizes total {} bytes, header declares {}", sum, *total));
+  if (sum != *total) return bad_header(fmt::format("entry sizes total {} bytes, header declares {}", sum, *total));
   if (r.remaining() != 0) return bad_header(fmt::format("{} unexpected bytes after the index", r.remaining()));
   KCACHE_CHECK(check_header(h));
   return h;

@@ -11,7 +11,8 @@ Result<MergeResult> merge_bundles(const std::vector<BundleStream>& inputs, const
                                   const WriteOptions& options, std::uint64_t created) {
   if (inputs.empty()) return fail(Category::invalid_argument, "merge needs at least one input bundle");
   for (const auto& in : inputs)
-    if (in.fd >= 0) return fail(Category::invalid_argument, "merge reads its inputs twice: give files, not {}", in.label());
+    if (in.fd >= 0)
+      return fail(Category::invalid_argument, "merge reads its inputs twice: give files, not {}", in.label());
   MergeResult result;
   result.inputs = inputs.size();
 
@@ -33,7 +34,8 @@ Result<MergeResult> merge_bundles(const std::vector<BundleStream>& inputs, const
     const auto& h = heads.back();
     if (b > 0 && !(h.ns == heads.front().ns)) {
       auto diffs = diff_fingerprints(heads.front().ns.record, h.ns.record);
-      if (h.ns.backend != heads.front().ns.backend) diffs.insert(diffs.begin(), {"backend", heads.front().ns.backend, h.ns.backend});
+      if (h.ns.backend != heads.front().ns.backend)
+        diffs.insert(diffs.begin(), {"backend", heads.front().ns.backend, h.ns.backend});
       return fail(Category::fingerprint_mismatch, "cannot merge {} ({}) with {} ({}): {}", inputs[0].label(),
                   heads.front().ns.name(), inputs[b].label(), h.ns.name(), describe_differences(diffs));
     }
@@ -46,7 +48,8 @@ Result<MergeResult> merge_bundles(const std::vector<BundleStream>& inputs, const
       }
       const auto& kept = heads[it->second.bundle].index[it->second.position];
       if (kept.key != ie.key) {
-        result.conflicts.push_back({ie.kernel, inputs[it->second.bundle].label(), inputs[b].label(), kept.key, ie.key, false});
+        result.conflicts.push_back(
+            {ie.kernel, inputs[it->second.bundle].label(), inputs[b].label(), kept.key, ie.key, false});
       } else if (kept.digest == ie.digest) {
         ++result.duplicates;
       } else {

@@ -24,8 +24,8 @@ struct MergeConflict {
 struct MergeResult {
   Namespace ns;
   std::size_t inputs = 0;
-  std::size_t entries = 0;     ///< in the merged bundle
-  std::size_t duplicates = 0;  ///< identical entries dropped (same kernel, key and payload)
+  std::size_t entries = 0;               ///< in the merged bundle
+  std::size_t duplicates = 0;            ///< identical entries dropped (same kernel, key and payload)
   std::vector<MergeConflict> conflicts;  ///< non-empty: nothing was written
   std::uint64_t bundle_bytes = 0;
   std::optional<KeyId> signer;

@@ -10,12 +10,12 @@
 
 #include <zstd.h>
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <istream>
-#include <unistd.h>
 
 namespace kcache::bundle {
 namespace {
@@ -129,8 +129,7 @@ struct BundleReader::Impl {
   bool finished = false;
 
   std::string entry_name(std::size_t i) const {
-    return fmt::format("entry {} of {} (kernel '{}')", i + 1, header.index.size(),
-                       printable(header.index[i].kernel));
+    return fmt::format("entry {} of {} (kernel '{}')", i + 1, header.index.size(), printable(header.index[i].kernel));
   }
 
   /// Makes at least `want` unconsumed bytes available unless input ends
@@ -190,8 +189,9 @@ Result<void> BundleReader::Impl::read_head() {
   if (got >= 6) {
     auto version = le16(head.data() + 4);
     if (version < k_min_format_version || version > k_max_format_version)
-      return fail(Category::version_mismatch, "bundle format version {} is not supported: this kcache reads versions {}..{}{}",
-                  version, k_min_format_version, k_max_format_version,
+      return fail(Category::version_mismatch,
+                  "bundle format version {} is not supported: this kcache reads versions {}..{}{}", version,
+                  k_min_format_version, k_max_format_version,
                   version > k_max_format_version ? " (the bundle was written by a newer kcache)" : "");
   }
   if (got < internal::k_preamble_size)
@@ -219,14 +219,14 @@ Result<void> BundleReader::Impl::read_head() {
   // damaged header reads as damage, not as whatever its flipped bits say.
   Digest256 stored_digest;
   std::memcpy(stored_digest.bytes.data(), stored.data(), stored_digest.bytes.size());
-  if (digest_bytes(head) != stored_digest)
-    return corrupt("bundle header digest mismatch: the header is damaged");
+  if (digest_bytes(head) != stored_digest) return corrupt("bundle header digest mismatch: the header is damaged");
 
   std::span<const std::uint8_t> body(head.data() + internal::k_preamble_size, header_size);
   header = KCACHE_TRY(internal::decode_header_body(body, version, limits));
   if (is_signed) {
     const std::uint8_t* s = head.data() + internal::k_preamble_size + header_size;
-    if (s[0] != internal::k_signature_ed25519) return corrupt(fmt::format("bundle signature algorithm {} is unknown", s[0]));
+    if (s[0] != internal::k_signature_ed25519)
+      return corrupt(fmt::format("bundle signature algorithm {} is unknown", s[0]));
     SignatureInfo sig;
     std::memcpy(sig.key_id.bytes.data(), s + 1, 8);
     std::memcpy(sig.public_key.bytes.data(), s + 9, 32);
@@ -288,8 +288,8 @@ Result<void> BundleReader::Impl::end_frame() {
     auto r = ZSTD_decompressStream(dctx.get(), &dst, &src);
     consume(src.pos);
     if (ZSTD_isError(r))
-      return corrupt(fmt::format("bundle block {} does not decompress after its last entry: {}", block + 1,
-                                 ZSTD_getErrorName(r)));
+      return corrupt(
+          fmt::format("bundle block {} does not decompress after its last entry: {}", block + 1, ZSTD_getErrorName(r)));
     if (dst.pos > 0)
       return corrupt(fmt::format("bundle block {} decompresses to more than its declared {} bytes", block + 1,
                                  block_sizes[block]));
@@ -330,8 +330,8 @@ Result<std::optional<Entry>> BundleReader::Impl::next() {
     if (r == 0) {
       frame_done = true;
       if (dst.pos < size)
-        return corrupt(fmt::format("bundle block {} ends inside {}: its data is shorter than the index says",
-                                   block + 1, entry_name(i)));
+        return corrupt(fmt::format("bundle block {} ends inside {}: its data is shorter than the index says", block + 1,
+                                   entry_name(i)));
       break;
     }
     if (src.pos == 0 && dst.pos == before) {
@@ -374,7 +374,8 @@ Result<void> BundleReader::Impl::finish() {
     return corrupt(fmt::format("bundle trailer missing after the last {}: found other bytes at offset {}",
                                block_sizes.empty() ? "header" : "block", trailer_at));
   if (le64(t.data() + 4) != trailer_at)
-    return corrupt(fmt::format("bundle trailer records offset {} but sits at offset {}", le64(t.data() + 4), trailer_at));
+    return corrupt(
+        fmt::format("bundle trailer records offset {} but sits at offset {}", le64(t.data() + 4), trailer_at));
   const Digest256 computed = file_hash.peek();
   std::vector<std::uint8_t> stored;
   if (KCACHE_TRY(read_into(stored, internal::k_digest_size, /*hash=*/false)) < internal::k_digest_size)

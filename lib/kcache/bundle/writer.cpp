@@ -9,12 +9,12 @@
 
 #include <zstd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
-#include <ostream>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
+#include <ostream>
 
 namespace kcache::bundle {
 namespace {

@@ -209,8 +209,8 @@ Result<Definition> expand(const KernelSpec& spec, FileCache& files, PhaseTimes& 
   glslang::TShader shader(to_glslang(spec.stage));
   configure(shader, spec, *main, input);
   ProjectIncluder includer(spec.include_dirs, open);
-  bool ok = shader.preprocess(GetDefaultResources(), 100, ENoProfile, false, false, messages_for(spec),
-                              &def.expanded, includer);
+  bool ok = shader.preprocess(GetDefaultResources(), 100, ENoProfile, false, false, messages_for(spec), &def.expanded,
+                              includer);
   watch.lap(times[Phase::expand]);
   if (read_error) return tl::unexpected(*read_error);
   if (!ok) return fail(Category::compile_failed, "{}", clean_log(shader.getInfoLog()));

@@ -6,10 +6,10 @@
 // glslang's process-wide state is initialised once, on first use.
 #pragma once
 
-#include "kcache/util/error.hpp"
 #include "kcache/core/timing.hpp"
 #include "kcache/definition/definition.hpp"
 #include "kcache/definition/kernel_spec.hpp"
+#include "kcache/util/error.hpp"
 
 #include <cstdint>
 #include <span>

@@ -23,6 +23,12 @@ std::optional<Hash128> get_hash(util::ByteReader& r) {
   return h;
 }
 
+tl::unexpected<Error> corrupt(std::string_view what) {
+  return fail(Category::corruption, "entry record is corrupt: {}", what);
+}
+
+}  // namespace
+
 void put_fields(util::ByteWriter& w, const std::vector<Field>& fields) {
   w.u32(static_cast<std::uint32_t>(fields.size()));
   for (const auto& [k, v] : fields) {
@@ -31,24 +37,20 @@ void put_fields(util::ByteWriter& w, const std::vector<Field>& fields) {
   }
 }
 
-bool get_fields(util::ByteReader& r, std::vector<Field>& out) {
+bool get_fields(util::ByteReader& r, std::vector<Field>& out, std::uint32_t max_fields, std::size_t max_string) {
   auto n = r.u32();
-  if (!n || *n > k_max_fields) return false;
+  // Each field takes at least 8 bytes (two empty strings), so a count the
+  // remaining bytes cannot hold is refused before anything is reserved.
+  if (!n || *n > max_fields || std::uint64_t{*n} * 8 > r.remaining()) return false;
   out.reserve(*n);
   for (std::uint32_t i = 0; i < *n; ++i) {
-    auto k = r.str(k_max_string);
-    auto v = r.str(k_max_string);
+    auto k = r.str(max_string);
+    auto v = r.str(max_string);
     if (!k || !v) return false;
     out.emplace_back(std::move(*k), std::move(*v));
   }
   return true;
 }
-
-tl::unexpected<Error> corrupt(std::string_view what) {
-  return fail(Category::corruption, "entry record is corrupt: {}", what);
-}
-
-}  // namespace
 
 void seal_payload(Entry& entry) { entry.payload_digest = util::hash_bytes(entry.payload); }
 
@@ -83,8 +85,8 @@ Result<Entry> decode_entry(std::span<const std::uint8_t> bytes) {
   r.raw(4);
   auto version = r.u16();
   if (*version < k_entry_min_version || *version > k_entry_max_version)
-    return fail(Category::version_mismatch, "entry record version {} is outside the supported range {}..{}",
-                *version, k_entry_min_version, k_entry_max_version);
+    return fail(Category::version_mismatch, "entry record version {} is outside the supported range {}..{}", *version,
+                k_entry_min_version, k_entry_max_version);
   Hash128 stored;
   std::memcpy(stored.bytes.data(), bytes.data() + bytes.size() - 16, 16);
   if (util::hash_bytes(bytes.first(bytes.size() - 16)) != stored) return corrupt("record digest mismatch");
@@ -96,7 +98,9 @@ Result<Entry> decode_entry(std::span<const std::uint8_t> bytes) {
   if (!kernel || !id || !ir) return corrupt("truncated key");
   e.kernel = std::move(*kernel);
   e.key = {*id, *ir};
-  if (!get_fields(r, e.id_fields) || !get_fields(r, e.ir_fields)) return corrupt("bad field list");
+  if (!get_fields(r, e.id_fields, k_max_fields, k_max_string) ||
+      !get_fields(r, e.ir_fields, k_max_fields, k_max_string))
+    return corrupt("bad field list");
   auto n_inputs = r.u32();
   if (!n_inputs || *n_inputs > k_max_fields) return corrupt("bad input list");
   for (std::uint32_t i = 0; i < *n_inputs; ++i) {

@@ -28,6 +28,8 @@
 // versions k_entry_min_version..k_entry_max_version.
 #pragma once
 
+#include "kcache/util/bytes.hpp"
+
 #include "kcache/util/error.hpp"
 #include "kcache/util/hash.hpp"
 
@@ -57,6 +59,13 @@ struct InputFile {
 
 /// A (name, value) pair recorded for explaining keys.
 using Field = std::pair<std::string, std::string>;
+
+/// Appends a field list as every kcache record encodes one (entry records,
+/// namespace records, bundle heads): u32 count, then (str name, str value).
+void put_fields(util::ByteWriter& w, const std::vector<Field>& fields);
+/// Reads a list put_fields wrote; false when truncated, or over `max_fields`
+/// fields or `max_string` bytes in a string (checked before allocating).
+bool get_fields(util::ByteReader& r, std::vector<Field>& out, std::uint32_t max_fields, std::size_t max_string);
 
 enum class PayloadKind : std::uint8_t { spirv = 1, pipeline_cache = 2 };
 enum class OriginKind : std::uint8_t { built = 1, imported = 2 };

@@ -11,9 +11,7 @@ namespace kcache::definition {
 
 FileCache::FileCache(std::filesystem::path root) : m_root(std::move(root)) {}
 
-std::string FileCache::normalise(const std::filesystem::path& rel) {
-  return rel.lexically_normal().generic_string();
-}
+std::string FileCache::normalise(const std::filesystem::path& rel) { return rel.lexically_normal().generic_string(); }
 
 Result<std::shared_ptr<const SourceFile>> FileCache::get(const std::string& rel) {
   {
@@ -29,8 +27,9 @@ Result<std::shared_ptr<const SourceFile>> FileCache::get(const std::string& rel)
     file->content = std::move(content);
     return std::shared_ptr<const SourceFile>(std::move(file));
   });
-  if (!result) result = tl::unexpected(Error{result.error().category, fmt::format("cannot read {}: {}", rel,
-                                                                                  result.error().message)});
+  if (!result)
+    result =
+        tl::unexpected(Error{result.error().category, fmt::format("cannot read {}: {}", rel, result.error().message)});
   std::lock_guard lock(m_mutex);
   return m_files.emplace(rel, std::move(result)).first->second;
 }
@@ -63,8 +62,7 @@ HashedFields compute_id(const KernelSpec& spec) {
     r.add("include_dir:" + std::to_string(i), spec.include_dirs[i]);
   r.add("target", spec.target);
   r.add("optimize", std::string(optimize_name(spec.optimize)));
-  for (const auto& sc : spec.spec_constants)
-    r.add("spec_constant:" + std::to_string(sc.id), sc.type + ":" + sc.text);
+  for (const auto& sc : spec.spec_constants) r.add("spec_constant:" + std::to_string(sc.id), sc.type + ":" + sc.text);
   return r.finish();
 }
 

@@ -11,8 +11,8 @@
 #pragma once
 
 #include "kcache/core/entry.hpp"
-#include "kcache/util/error.hpp"
 #include "kcache/definition/kernel_spec.hpp"
+#include "kcache/util/error.hpp"
 
 #include <filesystem>
 #include <memory>
@@ -29,7 +29,7 @@ inline constexpr std::string_view k_key_schema = "1";
 
 /// One source file as read during this run.
 struct SourceFile {
-  std::string path;     ///< relative to the project root, '/'-separated
+  std::string path;  ///< relative to the project root, '/'-separated
   std::string content;
   Hash128 hash;
 };
@@ -55,8 +55,8 @@ class FileCache {
 
 /// A kernel after include expansion.
 struct Definition {
-  std::string expanded;                 ///< preprocessed text (defines applied)
-  std::vector<InputFile> inputs;        ///< main source first, then includes in first-read order
+  std::string expanded;           ///< preprocessed text (defines applied)
+  std::vector<InputFile> inputs;  ///< main source first, then includes in first-read order
   /// The bytes that were hashed, so compilation sees exactly them even if a
   /// file changes on disk meanwhile.
   std::vector<std::shared_ptr<const SourceFile>> files;

@@ -43,19 +43,19 @@ struct SpecConstant {
 };
 
 struct KernelSpec {
-  std::string name;                 ///< unique; "base[K=v,...]" for variants
-  std::string base_name;            ///< the manifest's `name`
-  std::vector<Field> variant;       ///< this variant's (key, value), sorted by key
-  std::string source;               ///< relative to the manifest's folder, '/'-separated
+  std::string name;            ///< unique; "base[K=v,...]" for variants
+  std::string base_name;       ///< the manifest's `name`
+  std::vector<Field> variant;  ///< this variant's (key, value), sorted by key
+  std::string source;          ///< relative to the manifest's folder, '/'-separated
   std::string entry = "main";
   Stage stage = Stage::compute;
   Language language = Language::glsl;
-  std::vector<Field> defines;       ///< sorted by name; variant values included
+  std::vector<Field> defines;             ///< sorted by name; variant values included
   std::vector<std::string> include_dirs;  ///< relative to the manifest's folder
   std::string target = std::string(k_default_target);
   Optimize optimize = Optimize::performance;
   std::vector<SpecConstant> spec_constants;  ///< sorted by id
-  int manifest_line = 0;            ///< line of the [[kernel]] in the manifest
+  int manifest_line = 0;                     ///< line of the [[kernel]] in the manifest
 };
 
 }  // namespace kcache::definition

@@ -1,10 +1,9 @@
 // Device: one VkDevice, building and verifying compute pipelines (contracts in
 // device.hpp). Each call owns every Vulkan object it creates (RAII below), so
 // calls from several threads share nothing but the VkDevice.
+#include "kcache/device/capabilities_internal.hpp"
 #include "kcache/device/reflect.hpp"
 #include "kcache/device/vulkan_internal.hpp"
-
-#include <spirv_cross/spirv.h>
 
 #include <fmt/format.h>
 
@@ -14,9 +13,14 @@
 
 namespace kcache::device {
 
+using detail::CapabilityRule;
+using detail::ExtensionRule;
 using detail::FeatureSet;
+using detail::find_feature;
+using detail::max_spirv_version;
 using detail::ModuleInterface;
 using detail::result_name;
+using detail::version_text;
 
 namespace {
 
@@ -48,193 +52,6 @@ using Pipeline = Owned<VkPipeline, &VolkDeviceTable::vkDestroyPipeline>;
 
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
-}
-
-// --- Features kcache enables, and what SPIR-V needs of them ---------------------
-
-struct FeatureField {
-  std::string_view name;
-  VkBool32& (*get)(FeatureSet&);
-};
-#define KCACHE_FEATURE(part, field) \
-  FeatureField { #field, [](FeatureSet& f) -> VkBool32& { return f.part.field; } }
-
-// Enabled whenever supported. Changing this list changes compiled code on
-// some drivers: bump k_device_profile with it. robustBufferAccess stays off.
-const FeatureField k_features[] = {
-    KCACHE_FEATURE(core, shaderFloat64),
-    KCACHE_FEATURE(core, shaderInt64),
-    KCACHE_FEATURE(core, shaderInt16),
-    KCACHE_FEATURE(core, shaderStorageImageExtendedFormats),
-    KCACHE_FEATURE(core, shaderStorageImageReadWithoutFormat),
-    KCACHE_FEATURE(core, shaderStorageImageWriteWithoutFormat),
-    KCACHE_FEATURE(core, shaderUniformBufferArrayDynamicIndexing),
-    KCACHE_FEATURE(core, shaderSampledImageArrayDynamicIndexing),
-    KCACHE_FEATURE(core, shaderStorageBufferArrayDynamicIndexing),
-    KCACHE_FEATURE(core, shaderStorageImageArrayDynamicIndexing),
-    KCACHE_FEATURE(core, shaderImageGatherExtended),
-    KCACHE_FEATURE(core, shaderStorageImageMultisample),
-    KCACHE_FEATURE(core, imageCubeArray),
-    KCACHE_FEATURE(core, shaderResourceMinLod),
-    KCACHE_FEATURE(v11, storageBuffer16BitAccess),
-    KCACHE_FEATURE(v11, uniformAndStorageBuffer16BitAccess),
-    KCACHE_FEATURE(v11, storagePushConstant16),
-    KCACHE_FEATURE(v11, variablePointersStorageBuffer),
-    KCACHE_FEATURE(v11, variablePointers),
-    KCACHE_FEATURE(v12, storageBuffer8BitAccess),
-    KCACHE_FEATURE(v12, uniformAndStorageBuffer8BitAccess),
-    KCACHE_FEATURE(v12, storagePushConstant8),
-    KCACHE_FEATURE(v12, shaderBufferInt64Atomics),
-    KCACHE_FEATURE(v12, shaderSharedInt64Atomics),
-    KCACHE_FEATURE(v12, shaderFloat16),
-    KCACHE_FEATURE(v12, shaderInt8),
-    KCACHE_FEATURE(v12, runtimeDescriptorArray),
-    KCACHE_FEATURE(v12, shaderUniformTexelBufferArrayDynamicIndexing),
-    KCACHE_FEATURE(v12, shaderStorageTexelBufferArrayDynamicIndexing),
-    KCACHE_FEATURE(v12, shaderUniformBufferArrayNonUniformIndexing),
-    KCACHE_FEATURE(v12, shaderSampledImageArrayNonUniformIndexing),
-    KCACHE_FEATURE(v12, shaderStorageBufferArrayNonUniformIndexing),
-    KCACHE_FEATURE(v12, shaderStorageImageArrayNonUniformIndexing),
-    KCACHE_FEATURE(v12, shaderUniformTexelBufferArrayNonUniformIndexing),
-    KCACHE_FEATURE(v12, shaderStorageTexelBufferArrayNonUniformIndexing),
-    KCACHE_FEATURE(v12, scalarBlockLayout),
-    KCACHE_FEATURE(v12, uniformBufferStandardLayout),
-    KCACHE_FEATURE(v12, shaderSubgroupExtendedTypes),
-    KCACHE_FEATURE(v12, vulkanMemoryModel),
-    KCACHE_FEATURE(v12, vulkanMemoryModelDeviceScope),
-    KCACHE_FEATURE(v12, bufferDeviceAddress),
-    KCACHE_FEATURE(v13, pipelineCreationCacheControl),
-    KCACHE_FEATURE(v13, shaderIntegerDotProduct),
-    KCACHE_FEATURE(v13, shaderZeroInitializeWorkgroupMemory),
-    KCACHE_FEATURE(v13, subgroupSizeControl),
-    KCACHE_FEATURE(v13, computeFullSubgroups),
-    KCACHE_FEATURE(v13, maintenance4),
-};
-#undef KCACHE_FEATURE
-
-const FeatureField* find_feature(std::string_view name) {
-  for (const auto& f : k_features)
-    if (f.name == name) return &f;
-  return nullptr;
-}
-
-// What a declared SPIR-V capability needs: an API version, a feature from
-// k_features, or subgroup operations in compute. A capability missing from
-// this table is refused: enabling nothing for it would be invalid usage, and
-// drivers have crashed on that (docs/reliability.md).
-struct CapabilityRule {
-  SpvCapability cap;
-  std::string_view name;
-  std::uint32_t min_api = VK_API_VERSION_1_0;
-  std::string_view feature = {};
-  VkSubgroupFeatureFlags subgroup_ops = 0;
-};
-
-#define KCACHE_CAP(cap, ...) CapabilityRule{SpvCapability##cap, #cap, __VA_ARGS__}
-const CapabilityRule k_capabilities[] = {
-    KCACHE_CAP(Matrix),
-    KCACHE_CAP(Shader),
-    KCACHE_CAP(Sampled1D),
-    KCACHE_CAP(Image1D),
-    KCACHE_CAP(SampledBuffer),
-    KCACHE_CAP(ImageBuffer),
-    KCACHE_CAP(ImageQuery),
-    KCACHE_CAP(DerivativeControl),
-    KCACHE_CAP(Float64, VK_API_VERSION_1_0, "shaderFloat64"),
-    KCACHE_CAP(Int64, VK_API_VERSION_1_0, "shaderInt64"),
-    KCACHE_CAP(Int16, VK_API_VERSION_1_0, "shaderInt16"),
-    KCACHE_CAP(ImageGatherExtended, VK_API_VERSION_1_0, "shaderImageGatherExtended"),
-    KCACHE_CAP(StorageImageMultisample, VK_API_VERSION_1_0, "shaderStorageImageMultisample"),
-    KCACHE_CAP(ImageMSArray, VK_API_VERSION_1_0, "shaderStorageImageMultisample"),
-    KCACHE_CAP(UniformBufferArrayDynamicIndexing, VK_API_VERSION_1_0, "shaderUniformBufferArrayDynamicIndexing"),
-    KCACHE_CAP(SampledImageArrayDynamicIndexing, VK_API_VERSION_1_0, "shaderSampledImageArrayDynamicIndexing"),
-    KCACHE_CAP(StorageBufferArrayDynamicIndexing, VK_API_VERSION_1_0, "shaderStorageBufferArrayDynamicIndexing"),
-    KCACHE_CAP(StorageImageArrayDynamicIndexing, VK_API_VERSION_1_0, "shaderStorageImageArrayDynamicIndexing"),
-    KCACHE_CAP(ImageCubeArray, VK_API_VERSION_1_0, "imageCubeArray"),
-    KCACHE_CAP(SampledCubeArray, VK_API_VERSION_1_0, "imageCubeArray"),
-    KCACHE_CAP(StorageImageExtendedFormats, VK_API_VERSION_1_0, "shaderStorageImageExtendedFormats"),
-    KCACHE_CAP(StorageImageReadWithoutFormat, VK_API_VERSION_1_0, "shaderStorageImageReadWithoutFormat"),
-    KCACHE_CAP(StorageImageWriteWithoutFormat, VK_API_VERSION_1_0, "shaderStorageImageWriteWithoutFormat"),
-    KCACHE_CAP(MinLod, VK_API_VERSION_1_0, "shaderResourceMinLod"),
-    KCACHE_CAP(DeviceGroup, VK_API_VERSION_1_1),
-    KCACHE_CAP(StorageBuffer16BitAccess, VK_API_VERSION_1_1, "storageBuffer16BitAccess"),
-    KCACHE_CAP(UniformAndStorageBuffer16BitAccess, VK_API_VERSION_1_1, "uniformAndStorageBuffer16BitAccess"),
-    KCACHE_CAP(StoragePushConstant16, VK_API_VERSION_1_1, "storagePushConstant16"),
-    KCACHE_CAP(VariablePointersStorageBuffer, VK_API_VERSION_1_1, "variablePointersStorageBuffer"),
-    KCACHE_CAP(VariablePointers, VK_API_VERSION_1_1, "variablePointers"),
-    KCACHE_CAP(GroupNonUniform, VK_API_VERSION_1_1, {}, VK_SUBGROUP_FEATURE_BASIC_BIT),
-    KCACHE_CAP(GroupNonUniformVote, VK_API_VERSION_1_1, {}, VK_SUBGROUP_FEATURE_VOTE_BIT),
-    KCACHE_CAP(GroupNonUniformArithmetic, VK_API_VERSION_1_1, {}, VK_SUBGROUP_FEATURE_ARITHMETIC_BIT),
-    KCACHE_CAP(GroupNonUniformBallot, VK_API_VERSION_1_1, {}, VK_SUBGROUP_FEATURE_BALLOT_BIT),
-    KCACHE_CAP(GroupNonUniformShuffle, VK_API_VERSION_1_1, {}, VK_SUBGROUP_FEATURE_SHUFFLE_BIT),
-    KCACHE_CAP(GroupNonUniformShuffleRelative, VK_API_VERSION_1_1, {}, VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT),
-    KCACHE_CAP(GroupNonUniformClustered, VK_API_VERSION_1_1, {}, VK_SUBGROUP_FEATURE_CLUSTERED_BIT),
-    KCACHE_CAP(GroupNonUniformQuad, VK_API_VERSION_1_1, {}, VK_SUBGROUP_FEATURE_QUAD_BIT),
-    KCACHE_CAP(Float16, VK_API_VERSION_1_2, "shaderFloat16"),
-    KCACHE_CAP(Int8, VK_API_VERSION_1_2, "shaderInt8"),
-    KCACHE_CAP(StorageBuffer8BitAccess, VK_API_VERSION_1_2, "storageBuffer8BitAccess"),
-    KCACHE_CAP(UniformAndStorageBuffer8BitAccess, VK_API_VERSION_1_2, "uniformAndStorageBuffer8BitAccess"),
-    KCACHE_CAP(StoragePushConstant8, VK_API_VERSION_1_2, "storagePushConstant8"),
-    KCACHE_CAP(Int64Atomics, VK_API_VERSION_1_2, "shaderBufferInt64Atomics"),
-    KCACHE_CAP(VulkanMemoryModel, VK_API_VERSION_1_2, "vulkanMemoryModel"),
-    KCACHE_CAP(VulkanMemoryModelDeviceScope, VK_API_VERSION_1_2, "vulkanMemoryModelDeviceScope"),
-    KCACHE_CAP(PhysicalStorageBufferAddresses, VK_API_VERSION_1_2, "bufferDeviceAddress"),
-    KCACHE_CAP(ShaderNonUniform, VK_API_VERSION_1_2),
-    KCACHE_CAP(RuntimeDescriptorArray, VK_API_VERSION_1_2, "runtimeDescriptorArray"),
-    KCACHE_CAP(UniformTexelBufferArrayDynamicIndexing, VK_API_VERSION_1_2,
-               "shaderUniformTexelBufferArrayDynamicIndexing"),
-    KCACHE_CAP(StorageTexelBufferArrayDynamicIndexing, VK_API_VERSION_1_2,
-               "shaderStorageTexelBufferArrayDynamicIndexing"),
-    KCACHE_CAP(UniformBufferArrayNonUniformIndexing, VK_API_VERSION_1_2,
-               "shaderUniformBufferArrayNonUniformIndexing"),
-    KCACHE_CAP(SampledImageArrayNonUniformIndexing, VK_API_VERSION_1_2,
-               "shaderSampledImageArrayNonUniformIndexing"),
-    KCACHE_CAP(StorageBufferArrayNonUniformIndexing, VK_API_VERSION_1_2,
-               "shaderStorageBufferArrayNonUniformIndexing"),
-    KCACHE_CAP(StorageImageArrayNonUniformIndexing, VK_API_VERSION_1_2,
-               "shaderStorageImageArrayNonUniformIndexing"),
-    KCACHE_CAP(UniformTexelBufferArrayNonUniformIndexing, VK_API_VERSION_1_2,
-               "shaderUniformTexelBufferArrayNonUniformIndexing"),
-    KCACHE_CAP(StorageTexelBufferArrayNonUniformIndexing, VK_API_VERSION_1_2,
-               "shaderStorageTexelBufferArrayNonUniformIndexing"),
-    KCACHE_CAP(DotProductInputAll, VK_API_VERSION_1_3, "shaderIntegerDotProduct"),
-    KCACHE_CAP(DotProductInput4x8Bit, VK_API_VERSION_1_3, "shaderIntegerDotProduct"),
-    KCACHE_CAP(DotProductInput4x8BitPacked, VK_API_VERSION_1_3, "shaderIntegerDotProduct"),
-    KCACHE_CAP(DotProduct, VK_API_VERSION_1_3, "shaderIntegerDotProduct"),
-};
-#undef KCACHE_CAP
-
-// SPIR-V extensions and the Vulkan version that made them core (or the
-// device extension that provides them before that).
-struct ExtensionRule {
-  std::string_view name;
-  std::uint32_t core_in;
-  std::string_view device_extension = {};
-};
-const ExtensionRule k_extensions[] = {
-    {"SPV_KHR_storage_buffer_storage_class", VK_API_VERSION_1_1},
-    {"SPV_KHR_16bit_storage", VK_API_VERSION_1_1},
-    {"SPV_KHR_variable_pointers", VK_API_VERSION_1_1},
-    {"SPV_KHR_device_group", VK_API_VERSION_1_1},
-    {"SPV_KHR_8bit_storage", VK_API_VERSION_1_2},
-    {"SPV_KHR_vulkan_memory_model", VK_API_VERSION_1_2},
-    {"SPV_KHR_float_controls", VK_API_VERSION_1_2},
-    {"SPV_KHR_physical_storage_buffer", VK_API_VERSION_1_2},
-    {"SPV_EXT_descriptor_indexing", VK_API_VERSION_1_2},
-    {"SPV_KHR_non_semantic_info", VK_API_VERSION_1_3, "VK_KHR_shader_non_semantic_info"},
-    {"SPV_KHR_integer_dot_product", VK_API_VERSION_1_3},
-    {"SPV_KHR_terminate_invocation", VK_API_VERSION_1_3},
-};
-
-std::uint32_t max_spirv_version(std::uint32_t api) {
-  if (api >= VK_API_VERSION_1_3) return 0x00010600;
-  if (api >= VK_API_VERSION_1_2) return 0x00010500;
-  if (api >= VK_API_VERSION_1_1) return 0x00010300;
-  return 0x00010000;
-}
-
-std::string version_text(std::uint32_t api) {
-  return fmt::format("{}.{}", VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api));
 }
 
 }  // namespace
@@ -290,13 +107,11 @@ Result<void> Device::Impl::check_support(const ModuleInterface& m) const {
 
   if (m.spirv_version > max_spirv_version(api))
     lacks.push_back(fmt::format("SPIR-V {}.{} (Vulkan {} takes up to {}.{})", (m.spirv_version >> 16) & 0xff,
-                                (m.spirv_version >> 8) & 0xff, version_text(api),
-                                (max_spirv_version(api) >> 16) & 0xff, (max_spirv_version(api) >> 8) & 0xff));
+                                (m.spirv_version >> 8) & 0xff, version_text(api), (max_spirv_version(api) >> 16) & 0xff,
+                                (max_spirv_version(api) >> 8) & 0xff));
 
   for (std::uint32_t cap : m.capabilities) {
-    const CapabilityRule* rule = nullptr;
-    for (const auto& r : k_capabilities)
-      if (static_cast<std::uint32_t>(r.cap) == cap) rule = &r;
+    const CapabilityRule* rule = detail::find_capability(cap);
     if (!rule) {
       lacks.push_back(fmt::format("SPIR-V capability {} (kcache does not know which device feature it needs)", cap));
       continue;
@@ -319,9 +134,7 @@ Result<void> Device::Impl::check_support(const ModuleInterface& m) const {
   }
 
   for (const auto& ext : m.extensions) {
-    const ExtensionRule* rule = nullptr;
-    for (const auto& r : k_extensions)
-      if (r.name == ext) rule = &r;
+    const ExtensionRule* rule = detail::find_extension(ext);
     if (!rule)
       lacks.push_back(fmt::format("SPIR-V extension {} (kcache does not know which device extension it needs)", ext));
     else if (api < rule->core_in && !(rule->device_extension.size() && extension_enabled(rule->device_extension)))
@@ -336,16 +149,16 @@ Result<void> Device::Impl::check_support(const ModuleInterface& m) const {
                                 limits.maxPushConstantsSize));
   for (const auto& b : m.bindings)
     if (b.set >= limits.maxBoundDescriptorSets) {
-      lacks.push_back(fmt::format("descriptor set {} (maxBoundDescriptorSets {})", b.set,
-                                  limits.maxBoundDescriptorSets));
+      lacks.push_back(
+          fmt::format("descriptor set {} (maxBoundDescriptorSets {})", b.set, limits.maxBoundDescriptorSets));
       break;
     }
   const auto& ls = m.local_size;
   if (ls[0] && ls[1] && ls[2]) {
     for (int i = 0; i < 3; ++i)
       if (ls[i] > limits.maxComputeWorkGroupSize[i])
-        lacks.push_back(fmt::format("workgroup size {} of {} in dimension {} (maxComputeWorkGroupSize)",
-                                    ls[i], limits.maxComputeWorkGroupSize[i], "xyz"[i]));
+        lacks.push_back(fmt::format("workgroup size {} of {} in dimension {} (maxComputeWorkGroupSize)", ls[i],
+                                    limits.maxComputeWorkGroupSize[i], "xyz"[i]));
     const std::uint64_t total = std::uint64_t{ls[0]} * ls[1] * ls[2];
     if (total > limits.maxComputeWorkGroupInvocations)
       lacks.push_back(fmt::format("{} invocations per workgroup (maxComputeWorkGroupInvocations {})", total,
@@ -362,8 +175,8 @@ Result<std::unique_ptr<Device::Impl::Prepared>> Device::Impl::prepare(std::span<
   auto iface = KCACHE_TRY(detail::reflect_module(spirv, entry, spec));
   KCACHE_CHECK(check_support(iface));
 
-  auto p = std::unique_ptr<Prepared>(new Prepared{std::move(iface), std::string(entry), ShaderModule(vk, device),
-                                                   {}, PipelineLayout(vk, device)});
+  auto p = std::unique_ptr<Prepared>(
+      new Prepared{std::move(iface), std::string(entry), ShaderModule(vk, device), {}, PipelineLayout(vk, device)});
   VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   mi.codeSize = spirv.size_bytes();
   mi.pCode = spirv.data();
@@ -382,10 +195,8 @@ Result<std::unique_ptr<Device::Impl::Prepared>> Device::Impl::prepare(std::span<
     li.bindingCount = static_cast<std::uint32_t>(bindings.size());
     li.pBindings = bindings.data();
     p->set_layouts.emplace_back(vk, device);
-    if (VkResult r = vk.vkCreateDescriptorSetLayout(device, &li, nullptr, p->set_layouts.back().out());
-        r != VK_SUCCESS)
-      return fail(Category::device_unavailable, "vkCreateDescriptorSetLayout (set {}) failed: {}", set,
-                  result_name(r));
+    if (VkResult r = vk.vkCreateDescriptorSetLayout(device, &li, nullptr, p->set_layouts.back().out()); r != VK_SUCCESS)
+      return fail(Category::device_unavailable, "vkCreateDescriptorSetLayout (set {}) failed: {}", set, result_name(r));
     raw_layouts.push_back(p->set_layouts.back().get());
   }
 
@@ -456,11 +267,10 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceInfo& wanted, Options o
   std::uint32_t family = n_families;
   for (std::uint32_t i = 0; i < n_families && family == n_families; ++i)
     if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) family = i;
-  if (family == n_families)
-    return fail(Category::device_unavailable, "device '{}' has no compute queue", pd.info.name);
+  if (family == n_families) return fail(Category::device_unavailable, "device '{}' has no compute queue", pd.info.name);
 
   FeatureSet supported = pd.supported;
-  for (const auto& f : k_features) {
+  for (const auto& f : detail::features_to_enable()) {
     if (f.get(supported) != VK_TRUE) continue;
     f.get(impl->enabled) = VK_TRUE;
     impl->enabled_features.emplace_back(f.name);
@@ -522,13 +332,11 @@ Result<PipelineBlob> Device::build_pipeline(std::span<const std::uint32_t> spirv
   for (;;) {
     std::size_t size = 0;
     VkResult r = d.vk.vkGetPipelineCacheData(d.device, cache.get(), &size, nullptr);
-    if (r != VK_SUCCESS)
-      return fail(Category::device_unavailable, "vkGetPipelineCacheData failed: {}", result_name(r));
+    if (r != VK_SUCCESS) return fail(Category::device_unavailable, "vkGetPipelineCacheData failed: {}", result_name(r));
     out.data.resize(size);
     r = d.vk.vkGetPipelineCacheData(d.device, cache.get(), &size, out.data.data());
     if (r == VK_INCOMPLETE) continue;  // it grew between the calls; ask again
-    if (r != VK_SUCCESS)
-      return fail(Category::device_unavailable, "vkGetPipelineCacheData failed: {}", result_name(r));
+    if (r != VK_SUCCESS) return fail(Category::device_unavailable, "vkGetPipelineCacheData failed: {}", result_name(r));
     out.data.resize(size);
     break;
   }
@@ -536,8 +344,7 @@ Result<PipelineBlob> Device::build_pipeline(std::span<const std::uint32_t> spirv
 }
 
 Result<VerifyResult> Device::verify_pipeline(std::span<const std::uint32_t> spirv, std::string_view entry,
-                                             std::span<const SpecValue> spec,
-                                             std::span<const std::uint8_t> raw_blob) {
+                                             std::span<const SpecValue> spec, std::span<const std::uint8_t> raw_blob) {
   const Impl& d = *m_impl;
   // Before anything touches the driver (docs/reliability.md promise 5).
   KCACHE_CHECK(check_pipeline_cache_header(raw_blob, d.info));
@@ -553,8 +360,8 @@ Result<VerifyResult> Device::verify_pipeline(std::span<const std::uint32_t> spir
     // A driver may refuse a header-valid blob (e.g. a garbled body gives
     // VK_ERROR_UNKNOWN on one driver): carry on with an empty cache.
     out.blob_refused = true;
-    out.message = fmt::format("the driver refused the blob (vkCreatePipelineCache: {}); used an empty cache",
-                              result_name(r));
+    out.message =
+        fmt::format("the driver refused the blob (vkCreatePipelineCache: {}); used an empty cache", result_name(r));
     *cache.out() = VK_NULL_HANDLE;
     VkPipelineCacheCreateInfo empty{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
     if (VkResult r2 = d.vk.vkCreatePipelineCache(d.device, &empty, nullptr, cache.out()); r2 != VK_SUCCESS)

@@ -26,8 +26,8 @@
 // compile module's job); this module only reflects it.
 #pragma once
 
-#include "kcache/util/error.hpp"
 #include "kcache/core/namespace.hpp"
+#include "kcache/util/error.hpp"
 #include "kcache/util/hash.hpp"
 
 #include <array>
@@ -51,17 +51,17 @@ std::string_view device_type_name(DeviceType type);
 /// from list_devices()/select_device(), or built by hand in tests and fuzzers
 /// (then call seal_fingerprint()).
 struct DeviceInfo {
-  std::uint32_t index = 0;           ///< position in the loader's enumeration (may change across boots)
-  std::string name;                  ///< deviceName
+  std::uint32_t index = 0;  ///< position in the loader's enumeration (may change across boots)
+  std::string name;         ///< deviceName
   DeviceType type = DeviceType::other;
   std::uint32_t api_version = 0;     ///< the device's apiVersion (VK_MAKE_API_VERSION encoding)
   std::uint32_t driver_version = 0;  ///< raw, vendor-encoded; see driver_version_text()
   std::uint32_t vendor_id = 0;
   std::uint32_t device_id = 0;
-  std::uint32_t driver_id = 0;       ///< VkDriverId; 0 when the device does not report it
-  std::string driver_name;           ///< VkPhysicalDeviceDriverProperties; "" when not reported
-  std::string driver_info;           ///< e.g. "Mesa 22.3.6 (LLVM 15.0.6)"; "" when not reported
-  Uuid device_uuid{};                ///< VkPhysicalDeviceIDProperties (zero before Vulkan 1.1)
+  std::uint32_t driver_id = 0;  ///< VkDriverId; 0 when the device does not report it
+  std::string driver_name;      ///< VkPhysicalDeviceDriverProperties; "" when not reported
+  std::string driver_info;      ///< e.g. "Mesa 22.3.6 (LLVM 15.0.6)"; "" when not reported
+  Uuid device_uuid{};           ///< VkPhysicalDeviceIDProperties (zero before Vulkan 1.1)
   Uuid driver_uuid{};
   Uuid pipeline_cache_uuid{};
   /// pipelineCreationCacheControl: VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT
@@ -195,8 +195,7 @@ Result<BlobWrapper> parse_blob_wrapper(std::span<const std::uint8_t> wrapped);
 /// parse_blob_wrapper, then the wrapper against `device` (fingerprint_mismatch
 /// naming pointerSize, driverVersion or the fingerprint), then
 /// check_pipeline_cache_header. Returns the raw blob, borrowed from `wrapped`.
-Result<std::span<const std::uint8_t>> unwrap_blob(std::span<const std::uint8_t> wrapped,
-                                                  const DeviceInfo& device);
+Result<std::span<const std::uint8_t>> unwrap_blob(std::span<const std::uint8_t> wrapped, const DeviceInfo& device);
 
 // ---------------------------------------------------------------------------
 // Pipelines
@@ -286,8 +285,7 @@ class Device {
   /// driver that refuses the checked blob (then an empty cache is used) or
   /// fails the pipeline is reported in the result, not as an error.
   Result<VerifyResult> verify_pipeline(std::span<const std::uint32_t> spirv, std::string_view entry,
-                                       std::span<const SpecValue> spec,
-                                       std::span<const std::uint8_t> raw_blob);
+                                       std::span<const SpecValue> spec, std::span<const std::uint8_t> raw_blob);
 
   /// How many VkPipelineCaches were created from non-empty data by this
   /// Device: every one of them passed the header check first. Lets tests

@@ -69,9 +69,7 @@ std::string driver_version_text(std::uint32_t vendor_id, std::uint32_t v) {
 
 std::string DeviceInfo::api_version_text() const { return device::api_version_text(api_version); }
 
-std::string DeviceInfo::driver_version_text() const {
-  return device::driver_version_text(vendor_id, driver_version);
-}
+std::string DeviceInfo::driver_version_text() const { return device::driver_version_text(vendor_id, driver_version); }
 
 FingerprintRecord DeviceInfo::make_fingerprint_record() const {
   // Field names and their order are persisted (in stores and bundles, and via
@@ -101,8 +99,7 @@ Result<DeviceInfo> select_device(std::string_view selector) {
   if (is_decimal(selector)) {
     std::uint64_t index = 0;
     auto [end, ec] = std::from_chars(selector.data(), selector.data() + selector.size(), index);
-    if (ec == std::errc() && end == selector.data() + selector.size() && index < devices.size())
-      return devices[index];
+    if (ec == std::errc() && end == selector.data() + selector.size() && index < devices.size()) return devices[index];
     // Out of range: it may still be a fingerprint prefix made of digits.
   }
 
@@ -115,8 +112,7 @@ Result<DeviceInfo> select_device(std::string_view selector) {
   }
   if (matches.size() == 1) return matches.front();
   if (matches.empty())
-    return fail(Category::not_found, "no Vulkan device matches '{}'; devices:{}", selector,
-                describe_all(devices));
+    return fail(Category::not_found, "no Vulkan device matches '{}'; devices:{}", selector, describe_all(devices));
   return fail(Category::invalid_argument,
               "device selector '{}' is ambiguous; select one of these by index or fingerprint:{}", selector,
               describe_all(matches));

@@ -27,8 +27,8 @@ Result<void> check_pipeline_cache_header(std::span<const std::uint8_t> blob, con
   // u32 vendorID, u32 deviceID, u8[16] pipelineCacheUUID; least significant
   // byte first whatever the host (Vulkan spec, "Pipeline Cache Header").
   if (blob.size() < k_pipeline_cache_header_size)
-    return fail(Category::corruption, "pipeline cache blob truncated: {} bytes, the header alone needs {}",
-                blob.size(), k_pipeline_cache_header_size);
+    return fail(Category::corruption, "pipeline cache blob truncated: {} bytes, the header alone needs {}", blob.size(),
+                k_pipeline_cache_header_size);
   util::ByteReader r(blob);
   const std::uint32_t header_size = *r.u32();
   const std::uint32_t header_version = *r.u32();
@@ -53,8 +53,8 @@ Result<void> check_pipeline_cache_header(std::span<const std::uint8_t> blob, con
   if (device_id != device.device_id)
     differences.push_back(fmt::format("deviceID: blob {:#06x} ≠ device {:#06x}", device_id, device.device_id));
   if (uuid != device.pipeline_cache_uuid)
-    differences.push_back(fmt::format("pipelineCacheUUID: blob {} ≠ device {}", uuid_text(uuid),
-                                      uuid_text(device.pipeline_cache_uuid)));
+    differences.push_back(
+        fmt::format("pipelineCacheUUID: blob {} ≠ device {}", uuid_text(uuid), uuid_text(device.pipeline_cache_uuid)));
   if (!differences.empty())
     return fail(Category::fingerprint_mismatch, "pipeline cache blob is for another device ({})",
                 fmt::join(differences, "; "));
@@ -84,8 +84,8 @@ std::vector<std::uint8_t> wrap_blob(const DeviceInfo& device, std::span<const st
 
 Result<BlobWrapper> parse_blob_wrapper(std::span<const std::uint8_t> wrapped) {
   if (wrapped.size() < k_wrapper_header_size)
-    return fail(Category::corruption, "pipeline blob wrapper truncated: {} bytes, its header needs {}",
-                wrapped.size(), k_wrapper_header_size);
+    return fail(Category::corruption, "pipeline blob wrapper truncated: {} bytes, its header needs {}", wrapped.size(),
+                k_wrapper_header_size);
   util::ByteReader r(wrapped);
   auto magic = *r.raw(4);
   if (!std::equal(magic.begin(), magic.end(), k_wrapper_magic.begin()))
@@ -93,9 +93,8 @@ Result<BlobWrapper> parse_blob_wrapper(std::span<const std::uint8_t> wrapped) {
   BlobWrapper out;
   out.version = *r.u16();
   if (out.version < k_wrapper_min_version || out.version > k_wrapper_max_version)
-    return fail(Category::version_mismatch,
-                "pipeline blob wrapper: version {} is outside the supported range {}..{}", out.version,
-                k_wrapper_min_version, k_wrapper_max_version);
+    return fail(Category::version_mismatch, "pipeline blob wrapper: version {} is outside the supported range {}..{}",
+                out.version, k_wrapper_min_version, k_wrapper_max_version);
   const std::uint16_t flags = *r.u16();
   if (flags != 0) return fail(Category::corruption, "pipeline blob wrapper: reserved flags {:#x} are not 0", flags);
   auto fp = *r.raw(16);
@@ -111,8 +110,8 @@ Result<BlobWrapper> parse_blob_wrapper(std::span<const std::uint8_t> wrapped) {
     return fail(Category::corruption, "pipeline blob wrapper: blob_length {} exceeds the limit {}", length,
                 k_max_payload_bytes);
   if (length != r.remaining())
-    return fail(Category::corruption, "pipeline blob wrapper: blob_length {} but {} bytes follow the header",
-                length, r.remaining());
+    return fail(Category::corruption, "pipeline blob wrapper: blob_length {} but {} bytes follow the header", length,
+                r.remaining());
   out.blob = *r.raw(static_cast<std::size_t>(length));
   if (util::hash_bytes(out.blob) != digest)
     return fail(Category::corruption, "pipeline blob wrapper: blob_digest does not match the blob");
@@ -124,8 +123,8 @@ Result<std::span<const std::uint8_t>> unwrap_blob(std::span<const std::uint8_t> 
   // Specific fields first, so the message says what changed; the record hash
   // then covers everything else (UUIDs, driverInfo, ...).
   if (w.pointer_size != sizeof(void*))
-    return fail(Category::fingerprint_mismatch, "pipeline blob: pointerSize: blob {} ≠ this build {}",
-                w.pointer_size, sizeof(void*));
+    return fail(Category::fingerprint_mismatch, "pipeline blob: pointerSize: blob {} ≠ this build {}", w.pointer_size,
+                sizeof(void*));
   if (w.driver_version != device.driver_version)
     return fail(Category::fingerprint_mismatch, "pipeline blob: driverVersion: blob {} ≠ device {}",
                 driver_version_text(device.vendor_id, w.driver_version), device.driver_version_text());

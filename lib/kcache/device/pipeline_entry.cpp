@@ -106,7 +106,8 @@ Result<PipelineRecipe> read_pipeline_recipe(const Entry& e) {
   for (std::size_t i = std::size(names); i < f.size(); ++i) {
     const auto& [name, value] = f[i];
     SpecValue s;
-    if (!name.starts_with(k_spec_prefix) || !parse_number(std::string_view(name).substr(k_spec_prefix.size()), s.id, 10))
+    if (!name.starts_with(k_spec_prefix) ||
+        !parse_number(std::string_view(name).substr(k_spec_prefix.size()), s.id, 10))
       return bad_recipe(e, fmt::format("unknown pipeline recipe field '{}'", name));
     if (value.size() != 16 || !parse_number(std::string_view(value), s.bits, 16))
       return bad_recipe(e, fmt::format("{} = '{}' is not 16 hex digits", name, value));
@@ -114,8 +115,7 @@ Result<PipelineRecipe> read_pipeline_recipe(const Entry& e) {
       return bad_recipe(e, fmt::format("specialization constants out of order at {}", name));
     r.spec.push_back(s);
   }
-  if (recipe_hash(r) != e.key.ir)
-    return bad_recipe(e, "its key does not match its pipeline recipe");
+  if (recipe_hash(r) != e.key.ir) return bad_recipe(e, "its key does not match its pipeline recipe");
   return r;
 }
 

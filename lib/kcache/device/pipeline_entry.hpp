@@ -27,8 +27,8 @@
 #pragma once
 
 #include "kcache/core/entry.hpp"
-#include "kcache/util/error.hpp"
 #include "kcache/device/device.hpp"
+#include "kcache/util/error.hpp"
 
 #include <string>
 #include <string_view>

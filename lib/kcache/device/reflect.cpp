@@ -87,7 +87,7 @@ Result<VkDescriptorType> descriptor_type(spvc_resource_type kind, spvc_type base
 
 Result<void> reflect_bindings(const Reflector& r, spvc_resources resources, ModuleInterface& out) {
   static constexpr spvc_resource_type k_descriptor_kinds[] = {
-      SPVC_RESOURCE_TYPE_UNIFORM_BUFFER, SPVC_RESOURCE_TYPE_STORAGE_BUFFER,  SPVC_RESOURCE_TYPE_STORAGE_IMAGE,
+      SPVC_RESOURCE_TYPE_UNIFORM_BUFFER, SPVC_RESOURCE_TYPE_STORAGE_BUFFER, SPVC_RESOURCE_TYPE_STORAGE_IMAGE,
       SPVC_RESOURCE_TYPE_SAMPLED_IMAGE,  SPVC_RESOURCE_TYPE_SEPARATE_IMAGE, SPVC_RESOURCE_TYPE_SEPARATE_SAMPLERS,
   };
   // Kinds a compute pipeline of this backend cannot lay out.
@@ -177,12 +177,11 @@ Result<void> reflect_spec_constants(Reflector& r, ModuleInterface& out) {
     }
     const auto [base, declared_width] = it->second;
     const bool is_bool = base == SPVC_BASETYPE_BOOLEAN;
-    const bool is_signed = base == SPVC_BASETYPE_INT8 || base == SPVC_BASETYPE_INT16 ||
-                           base == SPVC_BASETYPE_INT32 || base == SPVC_BASETYPE_INT64;
+    const bool is_signed = base == SPVC_BASETYPE_INT8 || base == SPVC_BASETYPE_INT16 || base == SPVC_BASETYPE_INT32 ||
+                           base == SPVC_BASETYPE_INT64;
     const unsigned width = is_bool ? 32 : declared_width;
     if (width != 8 && width != 16 && width != 32 && width != 64)
-      return fail(Category::invalid_argument, "specialization constant {} has an unsupported {}-bit type", v.id,
-                  width);
+      return fail(Category::invalid_argument, "specialization constant {} has an unsupported {}-bit type", v.id, width);
     bool fits = width == 64 || (v.bits >> width) == 0 ||
                 (is_signed && (v.bits >> (width - 1)) == (~std::uint64_t{0} >> (width - 1)));
     if (is_bool) fits = v.bits <= 1;
@@ -198,9 +197,21 @@ Result<void> reflect_spec_constants(Reflector& r, ModuleInterface& out) {
     // Host byte order, as Vulkan reads pData.
     std::uint8_t bytes[8];
     switch (width) {
-      case 8: { auto x = static_cast<std::uint8_t>(v.bits); std::memcpy(bytes, &x, 1); break; }
-      case 16: { auto x = static_cast<std::uint16_t>(v.bits); std::memcpy(bytes, &x, 2); break; }
-      case 32: { auto x = static_cast<std::uint32_t>(v.bits); std::memcpy(bytes, &x, 4); break; }
+      case 8: {
+        auto x = static_cast<std::uint8_t>(v.bits);
+        std::memcpy(bytes, &x, 1);
+        break;
+      }
+      case 16: {
+        auto x = static_cast<std::uint16_t>(v.bits);
+        std::memcpy(bytes, &x, 2);
+        break;
+      }
+      case 32: {
+        auto x = static_cast<std::uint32_t>(v.bits);
+        std::memcpy(bytes, &x, 4);
+        break;
+      }
       default: std::memcpy(bytes, &v.bits, 8); break;
     }
     out.spec_data.insert(out.spec_data.end(), bytes, bytes + width / 8);

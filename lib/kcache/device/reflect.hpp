@@ -26,14 +26,14 @@ struct Binding {
 
 /// What one compute entry point needs, as reflected from its module.
 struct ModuleInterface {
-  std::uint32_t spirv_version = 0;                 ///< header word 1, e.g. 0x00010500
-  std::vector<Binding> bindings;                   ///< sorted by (set, binding), no duplicates
-  std::uint32_t push_constant_size = 0;            ///< bytes, multiple of 4; 0 when none
+  std::uint32_t spirv_version = 0;       ///< header word 1, e.g. 0x00010500
+  std::vector<Binding> bindings;         ///< sorted by (set, binding), no duplicates
+  std::uint32_t push_constant_size = 0;  ///< bytes, multiple of 4; 0 when none
   std::vector<VkSpecializationMapEntry> spec_entries;
-  std::vector<std::uint8_t> spec_data;             ///< referenced by spec_entries
-  std::vector<std::uint32_t> capabilities;         ///< SpvCapability values declared
-  std::vector<std::string> extensions;             ///< OpExtension names declared
-  std::array<std::uint32_t, 3> local_size{};       ///< after specialization; 0 when unknown
+  std::vector<std::uint8_t> spec_data;        ///< referenced by spec_entries
+  std::vector<std::uint32_t> capabilities;    ///< SpvCapability values declared
+  std::vector<std::string> extensions;        ///< OpExtension names declared
+  std::array<std::uint32_t, 3> local_size{};  ///< after specialization; 0 when unknown
 };
 
 /// Reflects `entry` of `spirv`. invalid_argument for a malformed module, a

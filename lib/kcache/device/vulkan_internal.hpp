@@ -18,8 +18,8 @@ namespace kcache::device::detail {
 /// first use and never destroyed: devices and their tables refer to it, and
 /// unloading a Vulkan driver at exit is a known source of crashes.
 struct Runtime {
-  std::string library;            ///< the path that was dlopen'ed
-  void* handle = nullptr;         ///< dlopen handle
+  std::string library;     ///< the path that was dlopen'ed
+  void* handle = nullptr;  ///< dlopen handle
   VkInstance instance = VK_NULL_HANDLE;
   std::uint32_t api_version = 0;  ///< the instance's apiVersion (1.3, or 1.0 on a 1.0 loader)
 };

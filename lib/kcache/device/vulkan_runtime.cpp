@@ -41,8 +41,8 @@ Result<Loaded> load_library() {
   }
   if (env && *env)
     return fail(Category::device_unavailable,
-                "no Vulkan loader: cannot load '{}' named by KCACHE_VULKAN_LOADER ({}); unset it or {}", env,
-                errors, k_install_hint);
+                "no Vulkan loader: cannot load '{}' named by KCACHE_VULKAN_LOADER ({}); unset it or {}", env, errors,
+                k_install_hint);
   return fail(Category::device_unavailable, "no Vulkan loader ({}); {}", errors, k_install_hint);
 }
 
@@ -83,8 +83,7 @@ Result<void> create_instance(Runtime& rt) {
   if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
     return fail(Category::device_unavailable, "no Vulkan driver (vkCreateInstance: {}); {}", result_name(r),
                 k_driver_hint);
-  if (r != VK_SUCCESS)
-    return fail(Category::device_unavailable, "vkCreateInstance failed: {}", result_name(r));
+  if (r != VK_SUCCESS) return fail(Category::device_unavailable, "vkCreateInstance failed: {}", result_name(r));
   rt.instance = instance;
   volkLoadInstanceOnly(instance);
   return {};
@@ -129,8 +128,7 @@ PhysicalDevice query(const Runtime& rt, VkPhysicalDevice handle, std::uint32_t i
   info.driver_version = props.driverVersion;
   info.vendor_id = props.vendorID;
   info.device_id = props.deviceID;
-  std::copy(std::begin(props.pipelineCacheUUID), std::end(props.pipelineCacheUUID),
-            info.pipeline_cache_uuid.begin());
+  std::copy(std::begin(props.pipelineCacheUUID), std::end(props.pipelineCacheUUID), info.pipeline_cache_uuid.begin());
 
   if (pd.api >= VK_API_VERSION_1_1) {
     VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
@@ -139,8 +137,7 @@ PhysicalDevice query(const Runtime& rt, VkPhysicalDevice handle, std::uint32_t i
     VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     props2.pNext = &id;
     id.pNext = &subgroup;
-    const bool has_driver =
-        pd.api >= VK_API_VERSION_1_2 || pd.has_extension(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+    const bool has_driver = pd.api >= VK_API_VERSION_1_2 || pd.has_extension(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
     if (has_driver) subgroup.pNext = &driver;
     vkGetPhysicalDeviceProperties2(handle, &props2);
     std::copy(std::begin(id.deviceUUID), std::end(id.deviceUUID), info.device_uuid.begin());
@@ -186,8 +183,8 @@ Result<const Runtime*> runtime() {
   auto get_proc = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(loaded.handle, "vkGetInstanceProcAddr"));
   if (!get_proc) {
     dlclose(loaded.handle);
-    return fail(Category::device_unavailable, "'{}' is not a Vulkan loader (no vkGetInstanceProcAddr); {}",
-                loaded.path, k_install_hint);
+    return fail(Category::device_unavailable, "'{}' is not a Vulkan loader (no vkGetInstanceProcAddr); {}", loaded.path,
+                k_install_hint);
   }
   volkInitializeCustom(get_proc);
   auto rt = std::make_unique<Runtime>();
@@ -281,8 +278,7 @@ Result<std::vector<PhysicalDevice>> enumerate_physical_devices() {
     return fail(Category::device_unavailable, "vkEnumeratePhysicalDevices failed: {}", result_name(r));
   handles.resize(count);
   if (handles.empty())
-    return fail(Category::device_unavailable, "the Vulkan loader '{}' found no device; {}", rt->library,
-                k_driver_hint);
+    return fail(Category::device_unavailable, "the Vulkan loader '{}' found no device; {}", rt->library, k_driver_hint);
   std::vector<PhysicalDevice> out;
   out.reserve(handles.size());
   for (std::uint32_t i = 0; i < handles.size(); ++i) out.push_back(query(*rt, handles[i], i));

@@ -10,11 +10,11 @@
 namespace kcache::maintain {
 
 Result<std::vector<store::GcCandidate>> gc_candidates(store::Store& store, const manifest::Manifest* manifest,
-                                                     const compile::Toolchain& toolchain) {
+                                                      const compile::Toolchain& toolchain) {
   EntryClassifier classifier(manifest, toolchain);
   std::vector<store::GcCandidate> out;
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
-    for (const auto& info : KCACHE_TRY(reader.namespaces())) {
+    for (const auto& info : KCACHE_TRY(reader.namespace_records())) {
       std::string ns = info.ns.name();
       KCACHE_CHECK(reader.scan_facts(ns, [&](Entry&& e, const store::EntryFacts& facts) {
         store::GcCandidate c;

@@ -28,7 +28,7 @@ namespace kcache::maintain {
 /// can never hit again. Errors: the store's read errors, corruption naming
 /// an entry whose record fails its checks.
 Result<std::vector<store::GcCandidate>> gc_candidates(store::Store& store, const manifest::Manifest* manifest,
-                                                     const compile::Toolchain& toolchain);
+                                                      const compile::Toolchain& toolchain);
 
 /// Removes `plan`'s victims, one remove_unchanged transaction per namespace,
 /// and sums what happened. read_only / store_full as the store's; an error

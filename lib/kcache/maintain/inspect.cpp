@@ -10,7 +10,7 @@
 namespace kcache::maintain {
 
 Result<StoreReport> inspect_store(store::Store& store, const manifest::Manifest* manifest,
-                                 const compile::Toolchain& toolchain) {
+                                  const compile::Toolchain& toolchain) {
   StoreReport report;
   report.with_manifest = manifest != nullptr;
   EntryClassifier classifier(manifest, toolchain);
@@ -99,7 +99,8 @@ void apply_filter(StoreReport& report, const InspectFilter& filter) {
     for (std::size_t i = report.namespaces.size(); i-- > 0;)
       if (!foreign.count(report.namespaces[i].ns.name())) {
         report.namespaces.erase(report.namespaces.begin() + static_cast<std::ptrdiff_t>(i));
-        if (i < report.summaries.size()) report.summaries.erase(report.summaries.begin() + static_cast<std::ptrdiff_t>(i));
+        if (i < report.summaries.size())
+          report.summaries.erase(report.summaries.begin() + static_cast<std::ptrdiff_t>(i));
       }
   }
   report.missing.clear();
@@ -119,7 +120,7 @@ Result<KernelReport> inspect_kernel(store::Store& store, const std::string& kern
   std::optional<definition::FileCache> files;
   if (manifest) files.emplace(manifest->root);
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
-    for (const auto& info : KCACHE_TRY(reader.namespaces()))
+    for (const auto& info : KCACHE_TRY(reader.namespace_records()))
       if (auto e = KCACHE_TRY(reader.get(info.ns.name(), kernel))) {
         auto changes = build::toolchain_changes(*e, toolchain);
         out.stored.push_back({info.ns.name(), std::move(*e), std::move(changes)});

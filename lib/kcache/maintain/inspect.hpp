@@ -29,10 +29,10 @@ struct EntryRow {
   OriginKind origin_kind = OriginKind::built;
   std::string origin_detail;
   EntryState state = EntryState::unknown;  ///< unknown when no manifest was given
-  std::vector<build::Change> changes;   ///< why stale (stale entries)
-  std::uint64_t written = 0;    ///< usage record: last written here (0 = unknown)
-  std::uint64_t last_used = 0;  ///< usage record: last hit (0 = unknown)
-  std::size_t record_bytes = 0; ///< key + record: what removing it frees
+  std::vector<build::Change> changes;      ///< why stale (stale entries)
+  std::uint64_t written = 0;               ///< usage record: last written here (0 = unknown)
+  std::uint64_t last_used = 0;             ///< usage record: last hit (0 = unknown)
+  std::size_t record_bytes = 0;            ///< key + record: what removing it frees
 };
 
 /// Entries of one origin in a namespace: built here (detail: host and tool)
@@ -48,11 +48,11 @@ struct OriginSummary {
 struct NamespaceSummary {
   std::string ns;
   std::uint64_t entries = 0;
-  std::uint64_t record_bytes = 0;   ///< keys + records: the space its entries take
+  std::uint64_t record_bytes = 0;  ///< keys + records: the space its entries take
   std::uint64_t payload_bytes = 0;
-  std::uint64_t oldest = 0;         ///< earliest `created`
-  std::uint64_t newest = 0;         ///< latest `created`
-  std::uint64_t last_used = 0;      ///< latest usage last_used; 0 = never recorded
+  std::uint64_t oldest = 0;     ///< earliest `created`
+  std::uint64_t newest = 0;     ///< latest `created`
+  std::uint64_t last_used = 0;  ///< latest usage last_used; 0 = never recorded
   std::vector<OriginSummary> origins;
   /// Matches no local device (vulkan) or no target the manifest uses (spirv).
   bool foreign = false;
@@ -72,7 +72,7 @@ struct StoreReport {
 /// orphan and lists manifest kernels that are missing. Without a manifest an
 /// entry built by another toolchain is marked stale (it can never hit again).
 Result<StoreReport> inspect_store(store::Store& store, const manifest::Manifest* manifest,
-                                 const compile::Toolchain& toolchain);
+                                  const compile::Toolchain& toolchain);
 
 /// Marks foreign namespaces: a vulkan namespace whose fingerprint record is
 /// none of `local_devices` (all of them when that is an error: no loader or

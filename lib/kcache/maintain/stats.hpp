@@ -12,10 +12,10 @@ namespace kcache::maintain {
 
 /// Sums over the most recent runs of the run log.
 struct RunTotals {
-  std::size_t runs = 0;       ///< runs summed
-  std::size_t logged = 0;     ///< runs in the log
-  std::uint64_t first = 0;    ///< time of the oldest run summed
-  std::uint64_t last = 0;     ///< time of the newest
+  std::size_t runs = 0;     ///< runs summed
+  std::size_t logged = 0;   ///< runs in the log
+  std::uint64_t first = 0;  ///< time of the oldest run summed
+  std::uint64_t last = 0;   ///< time of the newest
   std::uint64_t kernels = 0, hits = 0, compiled = 0, stale_replaced = 0, failed = 0, refused_write = 0;
   std::uint64_t wall_us = 0, bytes_written = 0;
   std::vector<store::PhaseRecord> phases;  ///< summed, in first-seen order

@@ -76,7 +76,7 @@ Result<StoreCheck> check_store(store::Store& store) {
   PhaseTime wall;
   StoreCheck out;
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
-    auto namespaces = KCACHE_TRY(reader.namespaces());
+    auto namespaces = KCACHE_TRY(reader.namespace_records());
     for (const auto& info : namespaces) {
       const Namespace& ns = info.ns;
       ++out.namespaces;
@@ -119,7 +119,8 @@ std::string_view verify_status_name(VerifyStatus s) {
 }
 
 std::size_t DeviceVerify::count(VerifyStatus s) const {
-  return static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [s](const VerifyRow& r) { return r.status == s; }));
+  return static_cast<std::size_t>(
+      std::count_if(rows.begin(), rows.end(), [s](const VerifyRow& r) { return r.status == s; }));
 }
 
 Result<DeviceVerify> verify_device(store::Store& store, const device::DeviceInfo& device,
@@ -140,7 +141,7 @@ Result<DeviceVerify> verify_device(store::Store& store, const device::DeviceInfo
   };
   std::vector<Item> items;
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
-    auto namespaces = KCACHE_TRY(reader.namespaces());
+    auto namespaces = KCACHE_TRY(reader.namespace_records());
     if (std::none_of(namespaces.begin(), namespaces.end(), [&](const auto& i) { return i.ns.name() == ns_name; }))
       return fail(Category::not_found,
                   "the store holds no pipelines for device '{}' (namespace {}); build them with `kcache build "
@@ -184,30 +185,31 @@ Result<DeviceVerify> verify_device(store::Store& store, const device::DeviceInfo
   worker::WorkerOptions worker = options.worker;
   worker.threads = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   worker.timed = options.timed;
-  KCACHE_CHECK(worker::run_pipeline_jobs(device, worker::JobMode::verify, jobs, worker, [&](std::size_t j, worker::PipelineOutcome&& o) {
-    VerifyRow& row = out.rows[items[j].row];
-    if (o.error) {
-      // The worker's own checks refuse before the driver; anything else failed in or after it.
-      const bool before_driver = !o.crashed && (o.error->category == Category::fingerprint_mismatch ||
-                                                o.error->category == Category::validation_failed ||
-                                                o.error->category == Category::validator_unsupported ||
-                                                o.error->category == Category::corruption);
-      row.status = before_driver ? VerifyStatus::refused : VerifyStatus::failure;
-      row.category = o.error->category;
-      row.message = o.error->message;
-      return;
-    }
-    switch (o.verify.outcome) {
-      case device::VerifyOutcome::hit: row.status = VerifyStatus::hit; break;
-      case device::VerifyOutcome::miss: row.status = VerifyStatus::miss; break;
-      case device::VerifyOutcome::timed: row.status = VerifyStatus::timed; break;
-      case device::VerifyOutcome::failure: row.status = VerifyStatus::failure; break;
-    }
-    row.create_ms = o.verify.create_ms;
-    row.empty_cache_ms = o.verify.empty_cache_ms;
-    row.blob_refused = o.verify.blob_refused;
-    row.message = o.verify.message;
-  }));
+  KCACHE_CHECK(worker::run_pipeline_jobs(
+      device, worker::JobMode::verify, jobs, worker, [&](std::size_t j, worker::PipelineOutcome&& o) {
+        VerifyRow& row = out.rows[items[j].row];
+        if (o.error) {
+          // The worker's own checks refuse before the driver; anything else failed in or after it.
+          const bool before_driver = !o.crashed && (o.error->category == Category::fingerprint_mismatch ||
+                                                    o.error->category == Category::validation_failed ||
+                                                    o.error->category == Category::validator_unsupported ||
+                                                    o.error->category == Category::corruption);
+          row.status = before_driver ? VerifyStatus::refused : VerifyStatus::failure;
+          row.category = o.error->category;
+          row.message = o.error->message;
+          return;
+        }
+        switch (o.verify.outcome) {
+          case device::VerifyOutcome::hit: row.status = VerifyStatus::hit; break;
+          case device::VerifyOutcome::miss: row.status = VerifyStatus::miss; break;
+          case device::VerifyOutcome::timed: row.status = VerifyStatus::timed; break;
+          case device::VerifyOutcome::failure: row.status = VerifyStatus::failure; break;
+        }
+        row.create_ms = o.verify.create_ms;
+        row.empty_cache_ms = o.verify.empty_cache_ms;
+        row.blob_refused = o.verify.blob_refused;
+        row.message = o.verify.message;
+      }));
   watch.lap(wall);
   out.wall_ms = wall.wall_ms;
   return out;

@@ -19,8 +19,8 @@
 #pragma once
 
 #include "kcache/device/device.hpp"
-#include "kcache/worker/pipeline_worker.hpp"
 #include "kcache/store/store.hpp"
+#include "kcache/worker/pipeline_worker.hpp"
 
 #include <string>
 #include <vector>
@@ -58,24 +58,24 @@ std::string_view verify_status_name(VerifyStatus s);
 struct VerifyRow {
   std::string kernel;
   VerifyStatus status = VerifyStatus::failure;
-  double create_ms = -1;       ///< creation with the blob; -1 when not created
-  double empty_cache_ms = -1;  ///< timed: creation with an empty cache; else -1
-  bool blob_refused = false;   ///< the driver refused the checked blob; an empty cache was used
-  std::string message;         ///< why, for refused/failure/blob_refused
+  double create_ms = -1;             ///< creation with the blob; -1 when not created
+  double empty_cache_ms = -1;        ///< timed: creation with an empty cache; else -1
+  bool blob_refused = false;         ///< the driver refused the checked blob; an empty cache was used
+  std::string message;               ///< why, for refused/failure/blob_refused
   std::optional<Category> category;  ///< refused/failure: the error's category
 };
 
 struct DeviceVerify {
-  Namespace ns;               ///< the device's namespace
-  bool timed = false;         ///< rows are timed: no hit/miss answers were asked for
-  std::vector<VerifyRow> rows;  ///< in kernel-name order
+  Namespace ns;                    ///< the device's namespace
+  bool timed = false;              ///< rows are timed: no hit/miss answers were asked for
+  std::vector<VerifyRow> rows;     ///< in kernel-name order
   std::size_t sent_to_driver = 0;  ///< blobs that passed the checks and went to a worker
   double wall_ms = 0;
   std::size_t count(VerifyStatus s) const;
 };
 
 struct VerifyOptions {
-  unsigned jobs = 0;   ///< worker threads; 0 = number of cores
+  unsigned jobs = 0;  ///< worker threads; 0 = number of cores
   /// Measure creation with and without each blob instead of asking for
   /// hits (as on a device without pipelineCreationCacheControl).
   bool timed = false;
@@ -85,8 +85,7 @@ struct VerifyOptions {
 /// Re-creates every pipeline stored for `device` (see the file comment).
 /// not_found when the store holds no namespace for the device; io_error when
 /// no worker can be started; per-pipeline results are rows.
-Result<DeviceVerify> verify_device(store::Store& store, const device::DeviceInfo& device,
-                                   const VerifyOptions& options);
+Result<DeviceVerify> verify_device(store::Store& store, const device::DeviceInfo& device, const VerifyOptions& options);
 
 /// Whether verify found a problem: a refused blob, a failure, or a blob the
 /// driver refused. Misses are not problems (the driver recompiles; that is

@@ -1,7 +1,7 @@
 #include "kcache/manifest/manifest.hpp"
 
-#include "kcache/util/file.hpp"
 #include "kcache/definition/definition.hpp"
+#include "kcache/util/file.hpp"
 
 #define TOML_EXCEPTIONS 0
 #include <toml++/toml.h>
@@ -34,9 +34,7 @@ class Diagnostics {
                                : fmt::format("{}: {}", m_file, message));
   }
   bool empty() const { return m_lines.empty(); }
-  tl::unexpected<Error> error() const {
-    return fail(Category::invalid_argument, "{}", fmt::join(m_lines, "\n"));
-  }
+  tl::unexpected<Error> error() const { return fail(Category::invalid_argument, "{}", fmt::join(m_lines, "\n")); }
 
  private:
   std::string m_file;
@@ -61,7 +59,8 @@ std::optional<std::string> scalar_text(const toml::node& node) {
 /// Macro names as the GLSL preprocessor accepts them.
 bool is_identifier(std::string_view s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 bool is_valid_kernel_name(std::string_view s) {
@@ -133,7 +132,8 @@ void read_options(const toml::table& t, Options& o, Diagnostics& diag) {
         if (!s) diag.add(&v, "'include_dirs' entries must be strings");
         else if (is_absolute_like(*s))
           diag.add(&v, fmt::format("include dir '{}' is absolute — use a path relative to the manifest's folder, "
-                                   "so that keys do not depend on where the project is checked out", *s));
+                                   "so that keys do not depend on where the project is checked out",
+                                   *s));
         else dirs.push_back(definition::FileCache::normalise(*s));
       }
     } else {
@@ -181,19 +181,18 @@ void read_options(const toml::table& t, Options& o, Diagnostics& diag) {
 void check_keys(const toml::table& t, bool is_kernel, std::string_view where, Diagnostics& diag) {
   for (const auto& [k, v] : t) {
     auto key = k.str();
-    bool ok = std::find(k_default_keys.begin(), k_default_keys.end(), key) != k_default_keys.end() ||
-              (is_kernel && std::find(k_kernel_only_keys.begin(), k_kernel_only_keys.end(), key) !=
-                                k_kernel_only_keys.end());
+    bool ok =
+        std::find(k_default_keys.begin(), k_default_keys.end(), key) != k_default_keys.end() ||
+        (is_kernel && std::find(k_kernel_only_keys.begin(), k_kernel_only_keys.end(), key) != k_kernel_only_keys.end());
     if (!ok)
       diag.add(&v, fmt::format("unknown key '{}' in {} — allowed: {}{}{}", key, where, fmt::join(k_default_keys, ", "),
-                               is_kernel ? ", " : "", is_kernel ? fmt::format("{}", fmt::join(k_kernel_only_keys, ", "))
-                                                                : std::string()));
+                               is_kernel ? ", " : "",
+                               is_kernel ? fmt::format("{}", fmt::join(k_kernel_only_keys, ", ")) : std::string()));
   }
 }
 
 /// Variant lists in key order; an empty list or a non-scalar value is an error.
-std::vector<std::pair<std::string, std::vector<std::string>>> read_variants(const toml::node* node,
-                                                                            Diagnostics& diag) {
+std::vector<std::pair<std::string, std::vector<std::string>>> read_variants(const toml::node* node, Diagnostics& diag) {
   std::vector<std::pair<std::string, std::vector<std::string>>> out;
   if (!node) return out;
   auto table = node->as_table();
@@ -333,7 +332,8 @@ Result<Manifest> parse_manifest(std::string_view text, const std::string& displa
   const toml::table& top = parsed.table();
   for (const auto& [k, v] : top)
     if (k.str() != "defaults" && k.str() != "kernel")
-      diag.add(&v, fmt::format("unknown top-level key '{}' — a manifest has [defaults] and [[kernel]] entries", k.str()));
+      diag.add(&v,
+               fmt::format("unknown top-level key '{}' — a manifest has [defaults] and [[kernel]] entries", k.str()));
 
   Options defaults;
   if (const toml::node* d = top.get("defaults")) {

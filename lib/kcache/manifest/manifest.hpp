@@ -13,8 +13,8 @@
 // Thread-safety: pure functions.
 #pragma once
 
-#include "kcache/util/error.hpp"
 #include "kcache/definition/kernel_spec.hpp"
+#include "kcache/util/error.hpp"
 
 #include <filesystem>
 #include <string>
@@ -24,8 +24,8 @@
 namespace kcache::manifest {
 
 struct Manifest {
-  std::filesystem::path path;  ///< the manifest file as given
-  std::filesystem::path root;  ///< its folder: every relative path starts here
+  std::filesystem::path path;                   ///< the manifest file as given
+  std::filesystem::path root;                   ///< its folder: every relative path starts here
   std::vector<definition::KernelSpec> kernels;  ///< expanded, in manifest order
 };
 

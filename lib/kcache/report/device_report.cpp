@@ -111,8 +111,8 @@ std::string store_check_json(const maintain::StoreCheck& check) {
                         {"kernel", p.kernel},
                         {"category", category_name(p.error.category)},
                         {"message", p.error.message}});
-  json out = {{"schema", "kcache.verify/1"},   {"mode", "store"},
-              {"namespaces", check.namespaces}, {"entries", check.entries},
+  json out = {{"schema", "kcache.verify/1"},     {"mode", "store"},
+              {"namespaces", check.namespaces},  {"entries", check.entries},
               {"problems", std::move(problems)}, {"wall_ms", check.wall_ms}};
   return out.dump(2) + "\n";
 }
@@ -120,9 +120,9 @@ std::string store_check_json(const maintain::StoreCheck& check) {
 std::string device_verify_text(const maintain::DeviceVerify& v, const device::DeviceInfo& device, bool all) {
   std::string out;
   for (const auto& r : v.rows) {
-    const bool plain = (r.status == VerifyStatus::hit || r.status == VerifyStatus::timed ||
-                        r.status == VerifyStatus::miss) &&
-                       !r.blob_refused;
+    const bool plain =
+        (r.status == VerifyStatus::hit || r.status == VerifyStatus::timed || r.status == VerifyStatus::miss) &&
+        !r.blob_refused;
     if (plain && !all) continue;
     std::string times;
     if (r.create_ms >= 0) times = fmt::format("  {:.3f} ms", r.create_ms);
@@ -139,14 +139,15 @@ std::string device_verify_text(const maintain::DeviceVerify& v, const device::De
       out += fmt::format("creation: {:.1f} ms with the blobs, {:.1f} ms with empty caches ({:.1f}x)\n", s.with_blob,
                          s.without_blob, s.with_blob > 0 ? s.without_blob / s.with_blob : 0.0);
   } else {
-    out += fmt::format("{} pipelines: {} hit, {} miss, {} refused, {} failed\n", v.rows.size(),
-                       v.count(VerifyStatus::hit), v.count(VerifyStatus::miss), v.count(VerifyStatus::refused),
-                       v.count(VerifyStatus::failure));
+    out +=
+        fmt::format("{} pipelines: {} hit, {} miss, {} refused, {} failed\n", v.rows.size(), v.count(VerifyStatus::hit),
+                    v.count(VerifyStatus::miss), v.count(VerifyStatus::refused), v.count(VerifyStatus::failure));
     if (s.with_n > 0) out += fmt::format("creation from the blobs: {:.1f} ms in all\n", s.with_blob);
     if (const std::size_t misses = v.count(VerifyStatus::miss); misses > 0)
-      out += fmt::format("{} misses: the driver would compile these pipelines again (--all lists them); expected on\n"
-                         "software devices such as lavapipe, which keep no compiled code in pipeline caches\n",
-                         misses);
+      out += fmt::format(
+          "{} misses: the driver would compile these pipelines again (--all lists them); expected on\n"
+          "software devices such as lavapipe, which keep no compiled code in pipeline caches\n",
+          misses);
   }
   const auto refused_by_driver =
       std::count_if(v.rows.begin(), v.rows.end(), [](const auto& r) { return r.blob_refused; });
@@ -170,16 +171,17 @@ std::string device_verify_json(const maintain::DeviceVerify& v, const device::De
     rows.push_back(std::move(row));
   }
   json counts = json::object();
-  for (auto s : {VerifyStatus::hit, VerifyStatus::miss, VerifyStatus::timed, VerifyStatus::refused,
-                 VerifyStatus::failure})
+  for (auto s :
+       {VerifyStatus::hit, VerifyStatus::miss, VerifyStatus::timed, VerifyStatus::refused, VerifyStatus::failure})
     counts[std::string(verify_status_name(s))] = v.count(s);
   const Sums s = sums(v);
   json out = {{"schema", "kcache.verify/1"},
               {"mode", "device"},
-              {"device", {{"index", device.index},
-                          {"name", device.name},
-                          {"fingerprint", device.fingerprint()},
-                          {"driver_version", device.driver_version_text()}}},
+              {"device",
+               {{"index", device.index},
+                {"name", device.name},
+                {"fingerprint", device.fingerprint()},
+                {"driver_version", device.driver_version_text()}}},
               {"namespace", v.ns.name()},
               {"timed", v.timed},
               {"counts", std::move(counts)},

@@ -6,8 +6,8 @@
 // Thread-safety: pure functions over their arguments.
 #pragma once
 
-#include "kcache/device/device.hpp"
 #include "kcache/build/build.hpp"
+#include "kcache/device/device.hpp"
 #include "kcache/maintain/verify.hpp"
 
 #include <optional>

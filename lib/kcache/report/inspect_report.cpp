@@ -41,8 +41,8 @@ json explanation_json(const build::Explanation& e) {
             {"summary", build::describe(e, 1000)},
             {"changes", changes_json(e.changes)},
             {"elsewhere", e.elsewhere}};
-  j["compared"] = e.compared_ns.empty() ? json(nullptr)
-                                        : json{{"namespace", e.compared_ns}, {"kernel", e.compared_kernel}};
+  j["compared"] =
+      e.compared_ns.empty() ? json(nullptr) : json{{"namespace", e.compared_ns}, {"kernel", e.compared_kernel}};
   return j;
 }
 
@@ -78,9 +78,9 @@ std::string kernel_text(const maintain::KernelReport& report, bool why_only) {
   std::string text;
   for (const auto& [ns, e, toolchain] : report.stored) {
     if (!why_only) {
-      text += fmt::format("{} in {}\n  id {}\n  ir {}\n  {} bytes, origin: {} ({})\n", report.kernel, ns,
-                          e.key.id.hex(), e.key.ir.hex(), e.payload.size(), origin_name(e.origin_kind),
-                          e.origin_detail);
+      text +=
+          fmt::format("{} in {}\n  id {}\n  ir {}\n  {} bytes, origin: {} ({})\n", report.kernel, ns, e.key.id.hex(),
+                      e.key.ir.hex(), e.payload.size(), origin_name(e.origin_kind), e.origin_detail);
       text += "  inputs:\n";
       for (const auto& in : e.inputs) text += fmt::format("    {}  {}\n", in.hash.hex().substr(0, 16), in.path);
       text += "  identity:\n";

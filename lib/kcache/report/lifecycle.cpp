@@ -10,9 +10,9 @@
 namespace kcache::report {
 namespace {
 
+using nlohmann::json;
 using util::human_bytes;
 using util::iso_time;
-using nlohmann::json;
 
 double percent(std::uint64_t part, std::uint64_t whole) {
   return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
@@ -30,15 +30,15 @@ json space_json(const store::SpaceInfo& s) {
 
 std::string stats_text(const maintain::RunTotals& t, std::size_t rows) {
   if (t.runs == 0) return "no builds recorded in this store yet (the run log is written by `kcache build`)\n";
-  std::string out = fmt::format("{} runs ({} in the log), {} .. {}\n", t.runs, t.logged, iso_time(t.first),
-                                iso_time(t.last));
-  out += fmt::format("kernels: {}  hits: {} ({:.1f}%)  misses: {}  compiled: {}  stale replaced: {}  failed: {}  "
-                     "not stored: {}\n",
-                     t.kernels, t.hits, percent(t.hits, t.kernels), t.misses(), t.compiled, t.stale_replaced,
-                     t.failed, t.refused_write);
+  std::string out =
+      fmt::format("{} runs ({} in the log), {} .. {}\n", t.runs, t.logged, iso_time(t.first), iso_time(t.last));
+  out += fmt::format(
+      "kernels: {}  hits: {} ({:.1f}%)  misses: {}  compiled: {}  stale replaced: {}  failed: {}  "
+      "not stored: {}\n",
+      t.kernels, t.hits, percent(t.hits, t.kernels), t.misses(), t.compiled, t.stale_replaced, t.failed,
+      t.refused_write);
   out += fmt::format("wall: {:.2f} s total, {:.2f} s per run; written: {}\n", static_cast<double>(t.wall_us) / 1e6,
-                     static_cast<double>(t.wall_us) / 1e6 / static_cast<double>(t.runs),
-                     human_bytes(t.bytes_written));
+                     static_cast<double>(t.wall_us) / 1e6 / static_cast<double>(t.runs), human_bytes(t.bytes_written));
   out += "time per phase (cpu, summed over kernels):\n";
   for (const auto& p : t.phases)
     if (p.cpu_us || p.wall_us)
@@ -58,7 +58,8 @@ std::string stats_text(const maintain::RunTotals& t, std::size_t rows) {
 std::string stats_json(const maintain::RunTotals& t) {
   json phases = json::object();
   for (const auto& p : t.phases)
-    phases[p.name] = {{"wall_ms", static_cast<double>(p.wall_us) / 1e3}, {"cpu_ms", static_cast<double>(p.cpu_us) / 1e3}};
+    phases[p.name] = {{"wall_ms", static_cast<double>(p.wall_us) / 1e3},
+                      {"cpu_ms", static_cast<double>(p.cpu_us) / 1e3}};
   json runs = json::array();
   for (const auto& r : t.recent) {
     json rp = json::object();
@@ -104,14 +105,12 @@ std::string space_verdict(const GcReport& r) {
   if (!r.space_after) return "";
   const auto &b = r.space_before, &a = *r.space_after;
   if (a.file_bytes < b.file_bytes)
-    return fmt::format("data.mdb shrank from {} to {}\n", human_bytes(b.file_bytes),
-                       human_bytes(a.file_bytes));
+    return fmt::format("data.mdb shrank from {} to {}\n", human_bytes(b.file_bytes), human_bytes(a.file_bytes));
   if (a.page_size == 0) return "";
   return fmt::format(
       "data.mdb stays {} ({} free pages, {}, are reused by later writes); run `kcache compact` to give the "
       "space back to the file system\n",
-      human_bytes(a.file_bytes), a.pages_free,
-      human_bytes(a.pages_free * a.page_size));
+      human_bytes(a.file_bytes), a.pages_free, human_bytes(a.pages_free * a.page_size));
 }
 
 }  // namespace
@@ -130,13 +129,13 @@ std::string gc_text(const GcReport& r) {
   else
     for (const auto& v : r.plan.remove) bytes += r.candidates[v.index].bytes;
   out += fmt::format("{} {} of {} entries, {} of {}", r.dry_run ? "would remove" : "removed", count,
-                     r.plan.scope_entries, human_bytes(bytes),
-                     human_bytes(r.plan.scope_bytes_before));
+                     r.plan.scope_entries, human_bytes(bytes), human_bytes(r.plan.scope_bytes_before));
   out += fmt::format("; {} left\n", human_bytes(r.plan.scope_bytes_before - bytes));
   if (r.plan.kept_fresh)
-    out += fmt::format("kept {} entries a rule matched because the manifest uses them fresh (--include-fresh "
-                       "removes them too)\n",
-                       r.plan.kept_fresh);
+    out += fmt::format(
+        "kept {} entries a rule matched because the manifest uses them fresh (--include-fresh "
+        "removes them too)\n",
+        r.plan.kept_fresh);
   if (r.removed && r.removed->changed)
     out += fmt::format("kept {} entries rewritten by another process since the scan\n", r.removed->changed);
   if (r.max_size && !r.plan.max_size_reached)

@@ -2,8 +2,8 @@
 
 #include "kcache/report/render_internal.hpp"
 
-#include "kcache/definition/definition.hpp"
 #include "kcache/build/explain.hpp"
+#include "kcache/definition/definition.hpp"
 #include "kcache/util/text.hpp"
 
 #include <fmt/chrono.h>
@@ -48,8 +48,8 @@ std::string build_summary(const build::BuildResult& result, bool explain) {
       out += fmt::format("warning: {}: compiled but not stored: {}\n", r.kernel, r.error ? r.error->message : "");
     }
     if (explain && r.outcome != Outcome::hit && !r.reason.empty())
-      out += fmt::format("{} {}: {}\n", r.outcome == Outcome::failed ? "tried to rebuild" : "rebuilt", r.kernel,
-                         r.reason);
+      out +=
+          fmt::format("{} {}: {}\n", r.outcome == Outcome::failed ? "tried to rebuild" : "rebuilt", r.kernel, r.reason);
   }
   out += fmt::format("{} kernels: {} hit, {} compiled, {} stale replaced, {} failed, {} not stored\n",
                      result.receipts.size(), result.count(Outcome::hit), result.count(Outcome::compiled),
@@ -83,15 +83,12 @@ std::string build_json(const build::BuildResult& result) {
     kernels.push_back(std::move(k));
   }
   json counts = json::object();
-  for (auto o : {build::Outcome::hit, build::Outcome::compiled, build::Outcome::stale_replaced,
-                 build::Outcome::failed, build::Outcome::refused_write})
+  for (auto o : {build::Outcome::hit, build::Outcome::compiled, build::Outcome::stale_replaced, build::Outcome::failed,
+                 build::Outcome::refused_write})
     counts[std::string(build::outcome_name(o))] = result.count(o);
-  json out = {{"schema", "kcache.build/1"},
-              {"kernels", std::move(kernels)},
-              {"counts", std::move(counts)},
-              {"wall_ms", result.wall_ms},
-              {"bytes_written", result.bytes_written},
-              {"phases", phases_json(result.totals)}};
+  json out = {
+      {"schema", "kcache.build/1"}, {"kernels", std::move(kernels)},         {"counts", std::move(counts)},
+      {"wall_ms", result.wall_ms},  {"bytes_written", result.bytes_written}, {"phases", phases_json(result.totals)}};
   return out.dump(2) + "\n";
 }
 
@@ -113,15 +110,14 @@ std::string store_text(const maintain::StoreReport& report) {
   if (report.namespaces.empty()) out += "store is empty\n";
   for (std::size_t i = 0; i < report.namespaces.size(); ++i) {
     const auto& info = report.namespaces[i];
-    out += fmt::format("namespace {}  ({} entries, {})\n", info.ns.name(), info.entries,
-                       human_bytes(info.payload_bytes));
+    out +=
+        fmt::format("namespace {}  ({} entries, {})\n", info.ns.name(), info.entries, human_bytes(info.payload_bytes));
     for (const auto& [k, v] : info.ns.record.fields) out += fmt::format("  {}: {}\n", k, v);
     if (i >= report.summaries.size()) continue;
     const auto& s = report.summaries[i];
     if (s.entries)
-      out += fmt::format("  stored: {} in records; created {} .. {}; last used {}\n",
-                         human_bytes(s.record_bytes), iso_time(s.oldest), iso_time(s.newest),
-                         time_or_never(s.last_used));
+      out += fmt::format("  stored: {} in records; created {} .. {}; last used {}\n", human_bytes(s.record_bytes),
+                         iso_time(s.oldest), iso_time(s.newest), time_or_never(s.last_used));
     for (const auto& o : s.origins) out += fmt::format("  origin: {}\n", origin_text(o));
     if (s.foreign) out += fmt::format("  FOREIGN: {}\n", s.foreign_reason);
   }
@@ -139,15 +135,16 @@ std::string store_text(const maintain::StoreReport& report) {
                          e.key.id.hex().substr(0, 16), human_bytes(e.bytes), iso_time(e.created),
                          e.last_used ? iso_time(e.last_used) : "-", maintain::entry_state_name(e.state),
                          e.origin_kind == OriginKind::built ? "built" : "imported: " + e.origin_detail);
-      if (e.state == maintain::EntryState::stale) out += fmt::format("    why: {}\n", build::describe_changes(e.changes, 4));
+      if (e.state == maintain::EntryState::stale)
+        out += fmt::format("    why: {}\n", build::describe_changes(e.changes, 4));
     }
   }
   for (const auto& [ns, kernel] : report.missing) out += fmt::format("missing {} (in {})\n", kernel, ns);
   if (report.with_manifest) {
     std::map<maintain::EntryState, std::size_t> n;
     for (const auto& e : report.entries) ++n[e.state];
-    out += fmt::format("\n{} fresh, {} stale, {} orphan, {} missing\n", n[maintain::EntryState::fresh], n[maintain::EntryState::stale],
-                       n[maintain::EntryState::orphan], report.missing.size());
+    out += fmt::format("\n{} fresh, {} stale, {} orphan, {} missing\n", n[maintain::EntryState::fresh],
+                       n[maintain::EntryState::stale], n[maintain::EntryState::orphan], report.missing.size());
   }
   return out;
 }
@@ -158,12 +155,8 @@ std::string store_json(const maintain::StoreReport& report) {
     const auto& info = report.namespaces[i];
     json record = json::object();
     for (const auto& [k, v] : info.ns.record.fields) record[k] = v;
-    json row = {{"name", info.ns.name()},
-                {"backend", info.ns.backend},
-                {"fingerprint", info.ns.fingerprint},
-                {"record", std::move(record)},
-                {"entries", info.entries},
-                {"bytes", info.payload_bytes}};
+    json row = {{"name", info.ns.name()},      {"backend", info.ns.backend}, {"fingerprint", info.ns.fingerprint},
+                {"record", std::move(record)}, {"entries", info.entries},    {"bytes", info.payload_bytes}};
     if (i < report.summaries.size()) {
       const auto& s = report.summaries[i];
       auto when = [](std::uint64_t t) { return t ? json(iso_time(t)) : json(nullptr); };
@@ -196,7 +189,8 @@ std::string store_json(const maintain::StoreReport& report) {
                 {"record_bytes", e.record_bytes},
                 {"written", e.written ? json(iso_time(e.written)) : json(nullptr)},
                 {"last_used", e.last_used ? json(iso_time(e.last_used)) : json(nullptr)}};
-    if (report.with_manifest || e.state != maintain::EntryState::unknown) row["state"] = maintain::entry_state_name(e.state);
+    if (report.with_manifest || e.state != maintain::EntryState::unknown)
+      row["state"] = maintain::entry_state_name(e.state);
     if (!e.changes.empty()) row["changes"] = changes_json(e.changes);
     entries.push_back(std::move(row));
   }
@@ -224,6 +218,47 @@ std::string depfile_text(const std::string& depfile, std::string target, const s
   std::string text = escape(target) + ":";
   for (const auto& d : deps) text += " \\\n  " + escape(d);
   return text + "\n";
+}
+
+std::string manifest_text(const manifest::Manifest& manifest) {
+  std::string out;
+  for (const auto& k : manifest.kernels) {
+    std::string defines;
+    for (const auto& [name, value] : k.defines) defines += fmt::format(" -D{}={}", name, value);
+    out += fmt::format("{}  {} {} {}{}\n", k.name, definition::stage_name(k.stage), k.target, k.source, defines);
+  }
+  return out + fmt::format("{} kernels in {}\n", manifest.kernels.size(), manifest.path.string());
+}
+
+std::string manifest_json(const manifest::Manifest& manifest) {
+  json kernels = json::array();
+  for (const auto& k : manifest.kernels) {
+    json defines = json::object();
+    for (const auto& [name, value] : k.defines) defines[name] = value;
+    json variant = json::object();
+    for (const auto& [name, value] : k.variant) variant[name] = value;
+    json spec = json::array();
+    for (const auto& c : k.spec_constants)
+      spec.push_back({{"id", c.id}, {"type", c.type}, {"value", c.text}, {"bits", c.bits}});
+    kernels.push_back({{"name", k.name},
+                       {"base_name", k.base_name},
+                       {"variant", std::move(variant)},
+                       {"source", k.source},
+                       {"entry", k.entry},
+                       {"stage", definition::stage_name(k.stage)},
+                       {"language", definition::language_name(k.language)},
+                       {"defines", std::move(defines)},
+                       {"include_dirs", k.include_dirs},
+                       {"target", k.target},
+                       {"optimize", definition::optimize_name(k.optimize)},
+                       {"spec_constants", std::move(spec)},
+                       {"line", k.manifest_line}});
+  }
+  json out = {{"schema", "kcache.manifest/1"},
+              {"manifest", manifest.path.string()},
+              {"root", manifest.root.string()},
+              {"kernels", std::move(kernels)}};
+  return out.dump(2) + "\n";
 }
 
 }  // namespace kcache::report

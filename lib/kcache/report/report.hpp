@@ -5,9 +5,9 @@
 // Thread-safety: pure functions over their arguments.
 #pragma once
 
-#include "kcache/manifest/manifest.hpp"
 #include "kcache/build/build.hpp"
 #include "kcache/maintain/inspect.hpp"
+#include "kcache/manifest/manifest.hpp"
 #include "kcache/store/store.hpp"
 
 #include <optional>
@@ -22,6 +22,14 @@ std::string build_summary(const build::BuildResult& result, bool explain);
 
 /// The whole build result as JSON (schema "kcache.build/1").
 std::string build_json(const build::BuildResult& result);
+
+/// `kcache manifest`: one line per expanded kernel (name, stage, target,
+/// source, defines), then the count.
+std::string manifest_text(const manifest::Manifest& manifest);
+/// The same with every option of every kernel, as JSON (schema
+/// "kcache.manifest/1"): what kcache will compile, for scripts that drive
+/// other compilers from kcache's own expansion (scripts/check_example.py).
+std::string manifest_json(const manifest::Manifest& manifest);
 
 /// A Make-syntax dependency file (what GCC's -MD writes and Ninja's `deps =
 /// gcc` reads): "TARGET: DEP DEP ...", one rule, ' ', '#' and '\\' escaped

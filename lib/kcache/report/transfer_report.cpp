@@ -21,9 +21,9 @@ json key_or_null(const std::optional<bundle::KeyId>& key) { return key ? json(ke
 }  // namespace
 
 std::string export_text(const transfer::ExportResult& result, std::string_view output_label) {
-  std::string out = fmt::format("exported {} entries of {} ({} of modules, {} of records) to {}", result.entries,
-                                result.ns.name(), human_bytes(result.payload_bytes), human_bytes(result.record_bytes),
-                                output_label);
+  std::string out =
+      fmt::format("exported {} entries of {} ({} of modules, {} of records) to {}", result.entries, result.ns.name(),
+                  human_bytes(result.payload_bytes), human_bytes(result.record_bytes), output_label);
   if (result.bundle_bytes)
     out += fmt::format(": {} (records/bundle {:.1f}x)", human_bytes(result.bundle_bytes),
                        static_cast<double>(result.record_bytes) / static_cast<double>(result.bundle_bytes));
@@ -32,9 +32,9 @@ std::string export_text(const transfer::ExportResult& result, std::string_view o
 }
 
 std::string export_json(const transfer::ExportResult& result, std::string_view output) {
-  json j = {{"namespace", result.ns.name()}, {"entries", result.entries},
+  json j = {{"namespace", result.ns.name()},       {"entries", result.entries},
             {"record_bytes", result.record_bytes}, {"payload_bytes", result.payload_bytes},
-            {"output", std::string(output)}, {"bundle_bytes", result.bundle_bytes},
+            {"output", std::string(output)},       {"bundle_bytes", result.bundle_bytes},
             {"signed", result.signer.has_value()}, {"signer", key_or_null(result.signer)}};
   return j.dump(2) + "\n";
 }
@@ -45,7 +45,7 @@ std::string import_text(const transfer::ImportResult& result, std::string_view b
   std::string out = fmt::format(
       "{} {}: {} entries of {}, {}; fingerprint matches {}\n", r.dry_run ? "checked" : "imported", bundle_label,
       h.index.size(), h.ns.name(),
-      r.signer ? "signed by trusted key " + r.signer->hex()
+      r.signer      ? "signed by trusted key " + r.signer->hex()
       : h.signature ? "signed by key " + h.signature->key_id.hex() + " (no --trust given: not checked against any)"
                     : std::string("unsigned"),
       r.target);
@@ -58,20 +58,30 @@ std::string import_text(const transfer::ImportResult& result, std::string_view b
 std::string import_json(const transfer::ImportResult& result, std::string_view bundle) {
   const auto& r = result;
   const auto& h = r.header;
-  json j = {{"bundle", std::string(bundle)}, {"namespace", h.ns.name()}, {"entries", h.index.size()},
-            {"target", r.target}, {"signed", h.signature.has_value()}, {"signer", key_or_null(r.signer)},
-            {"dry_run", r.dry_run}, {"written", r.written},
-            {"counts", {{"imported", r.imported}, {"already_present", r.already_present},
-                        {"replaced", r.replaced}, {"refused", r.refused.size()}}},
+  json j = {{"bundle", std::string(bundle)},
+            {"namespace", h.ns.name()},
+            {"entries", h.index.size()},
+            {"target", r.target},
+            {"signed", h.signature.has_value()},
+            {"signer", key_or_null(r.signer)},
+            {"dry_run", r.dry_run},
+            {"written", r.written},
+            {"counts",
+             {{"imported", r.imported},
+              {"already_present", r.already_present},
+              {"replaced", r.replaced},
+              {"refused", r.refused.size()}}},
             {"refused", json::array()}};
   for (const auto& x : r.refused)
-    j["refused"].push_back({{"kernel", x.kernel}, {"category", category_name(x.error.category)}, {"message", x.error.message}});
+    j["refused"].push_back(
+        {{"kernel", x.kernel}, {"category", category_name(x.error.category)}, {"message", x.error.message}});
   return j.dump(2) + "\n";
 }
 
 std::string import_refusals_text(const transfer::ImportResult& result) {
   std::string out;
-  for (const auto& x : result.refused) out += fmt::format("kcache: refused entry '{}': {}\n", x.kernel, x.error.message);
+  for (const auto& x : result.refused)
+    out += fmt::format("kcache: refused entry '{}': {}\n", x.kernel, x.error.message);
   return out;
 }
 
@@ -85,12 +95,15 @@ std::string merge_text(const bundle::MergeResult& result, std::string_view outpu
 
 std::string merge_json(const bundle::MergeResult& result, std::string_view output) {
   const auto& r = result;
-  json j = {{"namespace", r.ns.name()}, {"inputs", r.inputs}, {"entries", r.entries},
-            {"duplicates", r.duplicates}, {"written", r.conflicts.empty()},
-            {"output", std::string(output)}, {"bundle_bytes", r.bundle_bytes},
-            {"signer", key_or_null(r.signer)}, {"conflicts", json::array()}};
+  json j = {{"namespace", r.ns.name()},       {"inputs", r.inputs},
+            {"entries", r.entries},           {"duplicates", r.duplicates},
+            {"written", r.conflicts.empty()}, {"output", std::string(output)},
+            {"bundle_bytes", r.bundle_bytes}, {"signer", key_or_null(r.signer)},
+            {"conflicts", json::array()}};
   for (const auto& c : r.conflicts)
-    j["conflicts"].push_back({{"kernel", c.kernel}, {"first", c.first_bundle}, {"second", c.second_bundle},
+    j["conflicts"].push_back({{"kernel", c.kernel},
+                              {"first", c.first_bundle},
+                              {"second", c.second_bundle},
                               {"first_key", c.first_key.id.hex() + "/" + c.first_key.ir.hex()},
                               {"second_key", c.second_key.id.hex() + "/" + c.second_key.ir.hex()},
                               {"same_key", c.same_key}});
@@ -102,18 +115,21 @@ std::string merge_conflicts_text(const bundle::MergeResult& result) {
   std::string out;
   for (const auto& c : result.conflicts) {
     if (c.same_key)
-      out += fmt::format("kcache: conflict: kernel '{}' has key {} in both {} and {} but different module bytes "
-                         "(a non-reproducible build?)\n",
-                         c.kernel, c.first_key.ir.hex().substr(0, 16), c.first_bundle, c.second_bundle);
+      out += fmt::format(
+          "kcache: conflict: kernel '{}' has key {} in both {} and {} but different module bytes "
+          "(a non-reproducible build?)\n",
+          c.kernel, c.first_key.ir.hex().substr(0, 16), c.first_bundle, c.second_bundle);
     else
-      out += fmt::format("kcache: conflict: kernel '{}' is ir {} in {} but ir {} in {} (built from different "
-                         "sources or toolchains)\n",
-                         c.kernel, c.first_key.ir.hex().substr(0, 16), c.first_bundle,
-                         c.second_key.ir.hex().substr(0, 16), c.second_bundle);
+      out += fmt::format(
+          "kcache: conflict: kernel '{}' is ir {} in {} but ir {} in {} (built from different "
+          "sources or toolchains)\n",
+          c.kernel, c.first_key.ir.hex().substr(0, 16), c.first_bundle, c.second_key.ir.hex().substr(0, 16),
+          c.second_bundle);
   }
-  out += fmt::format("kcache: error: {} conflicting kernels; nothing written. Rebuild them from one source, or leave "
-                     "out the stale bundle\n",
-                     result.conflicts.size());
+  out += fmt::format(
+      "kcache: error: {} conflicting kernels; nothing written. Rebuild them from one source, or leave "
+      "out the stale bundle\n",
+      result.conflicts.size());
   return out;
 }
 
@@ -125,12 +141,13 @@ std::string bundle_text(const bundle::BundleSummary& summary, std::string_view b
   for (const auto& [k, v] : h.ns.record.fields) text += fmt::format("    {} = {}\n", k, v);
   text += "  tools:";
   for (const auto& [k, v] : h.tool_versions) text += fmt::format(" {} {};", k, v);
-  text += fmt::format("\n  compression: zstd level {}, window 2^{}, long-distance {}, {} block(s)\n",
-                      h.compression.level, h.compression.window_log, h.compression.long_distance ? "on" : "off",
-                      h.block_entry_counts.size());
-  text += h.signature ? fmt::format("  signed by key {} (valid for that key; `import --trust KEY.pub` decides "
-                                    "whether it is trusted)\n",
-                                    h.signature->key_id.hex())
+  text +=
+      fmt::format("\n  compression: zstd level {}, window 2^{}, long-distance {}, {} block(s)\n", h.compression.level,
+                  h.compression.window_log, h.compression.long_distance ? "on" : "off", h.block_entry_counts.size());
+  text += h.signature ? fmt::format(
+                            "  signed by key {} (valid for that key; `import --trust KEY.pub` decides "
+                            "whether it is trusted)\n",
+                            h.signature->key_id.hex())
                       : std::string("  unsigned\n");
   text += fmt::format("  {} entries: {} of modules, {} of records, {} bundle\n", h.index.size(),
                       human_bytes(h.total_payload_bytes()), human_bytes(h.total_record_bytes()),
@@ -144,25 +161,38 @@ std::string bundle_text(const bundle::BundleSummary& summary, std::string_view b
 
 std::string bundle_json(const bundle::BundleSummary& summary, std::string_view bundle) {
   const auto& h = summary.header;
-  json j = {{"bundle", std::string(bundle)}, {"format_version", h.format_version}, {"created", h.created},
-            {"namespace", h.ns.name()}, {"backend", h.ns.backend}, {"fingerprint", h.ns.fingerprint},
-            {"fingerprint_record", json::object()}, {"tool_versions", json::object()},
-            {"compression", {{"codec", "zstd"}, {"level", h.compression.level},
-                             {"window_log", h.compression.window_log},
-                             {"long_distance", h.compression.long_distance},
-                             {"block_bytes", h.compression.block_bytes},
-                             {"blocks", h.block_entry_counts.size()}}},
+  json j = {{"bundle", std::string(bundle)},
+            {"format_version", h.format_version},
+            {"created", h.created},
+            {"namespace", h.ns.name()},
+            {"backend", h.ns.backend},
+            {"fingerprint", h.ns.fingerprint},
+            {"fingerprint_record", json::object()},
+            {"tool_versions", json::object()},
+            {"compression",
+             {{"codec", "zstd"},
+              {"level", h.compression.level},
+              {"window_log", h.compression.window_log},
+              {"long_distance", h.compression.long_distance},
+              {"block_bytes", h.compression.block_bytes},
+              {"blocks", h.block_entry_counts.size()}}},
             {"signed", h.signature.has_value()},
             {"signer", h.signature ? json(h.signature->key_id.hex()) : json()},
-            {"record_bytes", h.total_record_bytes()}, {"payload_bytes", h.total_payload_bytes()},
-            {"bundle_bytes", summary.bundle_bytes}, {"entries", json::array()},
+            {"record_bytes", h.total_record_bytes()},
+            {"payload_bytes", h.total_payload_bytes()},
+            {"bundle_bytes", summary.bundle_bytes},
+            {"entries", json::array()},
             {"ok", !summary.error.has_value()}};
   for (const auto& [k, v] : h.ns.record.fields) j["fingerprint_record"][k] = v;
   for (const auto& [k, v] : h.tool_versions) j["tool_versions"][k] = v;
   for (const auto& e : h.index)
-    j["entries"].push_back({{"kernel", e.kernel}, {"id", e.key.id.hex()}, {"ir", e.key.ir.hex()},
-                            {"kind", kind_name(e.payload_kind)}, {"bytes", e.payload_size},
-                            {"record_bytes", e.record_size}, {"digest", e.digest.hex()}});
+    j["entries"].push_back({{"kernel", e.kernel},
+                            {"id", e.key.id.hex()},
+                            {"ir", e.key.ir.hex()},
+                            {"kind", kind_name(e.payload_kind)},
+                            {"bytes", e.payload_size},
+                            {"record_bytes", e.record_size},
+                            {"digest", e.digest.hex()}});
   if (summary.error) j["error"] = summary.error->message;
   return j.dump(2) + "\n";
 }

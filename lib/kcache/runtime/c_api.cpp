@@ -150,8 +150,8 @@ kcache_status kcache_lookup_key(kcache_store* store, const char* key_id, const k
                 [&](const kcache::runtime::detail::Catalog& c, const auto& o) { return c.find_by_key(key_id, o); });
 }
 
-kcache_status kcache_list_kernels(kcache_store* store, const char* target,
-                                  int (*visit)(const char* name, void* user), void* user) {
+kcache_status kcache_list_kernels(kcache_store* store, const char* target, int (*visit)(const char* name, void* user),
+                                  void* user) {
   return guarded([&] {
     if (!store || !visit) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "store and visit must not be NULL");
     std::string name;

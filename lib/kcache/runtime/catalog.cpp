@@ -79,8 +79,7 @@ Result<std::vector<std::uint32_t>> spirv_words(const Entry& e, std::string_view 
   std::vector<std::uint32_t> words(e.payload.size() / 4);
   std::memcpy(words.data(), e.payload.data(), e.payload.size());
   if (words[0] != k_spirv_magic)
-    return fail(Category::corruption, "entry '{}' in {}: not a SPIR-V module (magic {:#010x})", e.kernel, ns,
-                words[0]);
+    return fail(Category::corruption, "entry '{}' in {}: not a SPIR-V module (magic {:#010x})", e.kernel, ns, words[0]);
   return words;
 }
 
@@ -119,8 +118,8 @@ Result<void> attach_blob(store::Reader& reader, const device::DeviceInfo& dev, c
   auto recipe = device::read_pipeline_recipe(v);
   if (!recipe) return refuse(recipe.error().message);
   if (recipe->spirv_namespace != spirv_ns)
-    return refuse(fmt::format("it was built from the {} module, this lookup serves {}", recipe->spirv_namespace,
-                              spirv_ns));
+    return refuse(
+        fmt::format("it was built from the {} module, this lookup serves {}", recipe->spirv_namespace, spirv_ns));
   if (v.key.id != spirv.key.id || recipe->spirv_digest != spirv.payload_digest)
     return refuse(
         "stale: it was built from another version of the SPIR-V module; rebuild with `kcache build --backend "
@@ -180,11 +179,12 @@ Result<std::unique_ptr<Catalog>> Catalog::open(const std::filesystem::path& dir)
 Result<void> Catalog::list(std::string_view target,
                            const std::function<bool(std::string_view, std::string_view)>& visit) const {
   return m_store->read([&](store::Reader& reader) -> Result<void> {
-    auto namespaces = KCACHE_TRY(reader.namespaces());
+    auto namespaces = KCACHE_TRY(reader.namespace_records());
     for (const auto& info : namespaces) {
       if (info.ns.backend != "spirv" || (!target.empty() && info.ns.fingerprint != target)) continue;
       bool go_on = true;
-      KCACHE_CHECK(reader.scan(info.ns.name(), [&](Entry&& e) { return go_on = visit(info.ns.fingerprint, e.kernel); }));
+      KCACHE_CHECK(
+          reader.scan(info.ns.name(), [&](Entry&& e) { return go_on = visit(info.ns.fingerprint, e.kernel); }));
       if (!go_on) break;
     }
     return {};
@@ -207,12 +207,12 @@ Result<Kernel> Catalog::find(std::string_view name, const LookupOptions& options
       }
       if (spirv_ns.empty()) {
         std::vector<std::string> holders;
-        for (const auto& info : KCACHE_TRY(reader.namespaces()))
+        for (const auto& info : KCACHE_TRY(reader.namespace_records()))
           if (info.ns.backend == "spirv" && KCACHE_TRY(reader.get(info.ns.name(), name)))
             holders.push_back(info.ns.fingerprint);
         if (holders.size() > 1)
-          return fail(Category::invalid_argument, "kernel '{}' is stored for several targets ({}); name one",
-                      name, join_targets(holders));
+          return fail(Category::invalid_argument, "kernel '{}' is stored for several targets ({}); name one", name,
+                      join_targets(holders));
         if (holders.empty()) return fail(Category::not_found, "no kernel '{}' in the store", name);
         spirv_ns = spirv_namespace(holders.front()).name();
       }
@@ -246,9 +246,8 @@ Result<Kernel> Catalog::find_by_key(std::string_view key_id, const LookupOptions
   if (!id) return fail(Category::invalid_argument, "key id '{}' is not 32 hex digits", key_id);
   std::optional<std::pair<std::string, std::string>> found;  // target, name
   KCACHE_CHECK(m_store->read([&](store::Reader& reader) -> Result<void> {
-    for (const auto& info : KCACHE_TRY(reader.namespaces())) {
-      if (info.ns.backend != "spirv" || (!options.target.empty() && info.ns.fingerprint != options.target))
-        continue;
+    for (const auto& info : KCACHE_TRY(reader.namespace_records())) {
+      if (info.ns.backend != "spirv" || (!options.target.empty() && info.ns.fingerprint != options.target)) continue;
       KCACHE_CHECK(reader.scan(info.ns.name(), [&](Entry&& e) {
         if (e.key.id == *id) found.emplace(info.ns.fingerprint, e.kernel);
         return !found;

@@ -15,9 +15,9 @@
 #pragma once
 
 #include "kcache/core/entry.hpp"
-#include "kcache/util/error.hpp"
 #include "kcache/device/device.hpp"
 #include "kcache/store/store.hpp"
+#include "kcache/util/error.hpp"
 
 #include <array>
 #include <cstddef>
@@ -63,17 +63,17 @@ struct Interface {
 /// One looked-up kernel.
 struct Kernel {
   std::string name;
-  Key key;                   ///< the SPIR-V entry's key
-  std::string key_id;        ///< key.id as 32 hex digits
-  std::string target;        ///< "vulkan1.2"
-  std::string stage;         ///< "compute", ...; "" when the entry does not record it
+  Key key;             ///< the SPIR-V entry's key
+  std::string key_id;  ///< key.id as 32 hex digits
+  std::string target;  ///< "vulkan1.2"
+  std::string stage;   ///< "compute", ...; "" when the entry does not record it
   std::string entry_point;
   std::vector<std::uint32_t> spirv;
   std::vector<device::SpecValue> spec;  ///< from the blob's recipe, else from the manifest fields
   Interface interface;                  ///< empty unless stage is compute and reflection worked
   std::string interface_error;          ///< why `interface` is empty for a compute kernel
   BlobStatus blob_status = BlobStatus::not_requested;
-  std::string blob_reason;              ///< empty when served or not requested
+  std::string blob_reason;                   ///< empty when served or not requested
   std::vector<std::uint8_t> pipeline_cache;  ///< raw, header-checked; empty unless served
 };
 

@@ -15,8 +15,7 @@
 /** Fills *out for `physical_device`; `get_properties2` is the application's
  *  vkGetPhysicalDeviceProperties2 (Vulkan 1.1 instance). */
 static inline void kcache_device_from_vulkan(VkPhysicalDevice physical_device,
-                                             PFN_vkGetPhysicalDeviceProperties2 get_properties2,
-                                             kcache_device* out) {
+                                             PFN_vkGetPhysicalDeviceProperties2 get_properties2, kcache_device* out) {
   VkPhysicalDeviceDriverProperties driver;
   VkPhysicalDeviceIDProperties id;
   VkPhysicalDeviceProperties2 props;

@@ -118,8 +118,7 @@ class Store {
   static Result<Store> open(std::string_view dir = {}) {
     kcache_store* s = nullptr;
     const std::string path(dir);
-    if (kcache_status st = kcache_store_open(path.c_str(), &s); st != KCACHE_OK)
-      return wrapper_detail::last_error(st);
+    if (kcache_status st = kcache_store_open(path.c_str(), &s); st != KCACHE_OK) return wrapper_detail::last_error(st);
     return Store(s);
   }
   Store(Store&& o) noexcept : m_s(std::exchange(o.m_s, nullptr)) {}
@@ -132,8 +131,7 @@ class Store {
   ~Store() { kcache_store_close(m_s); }
 
   /// kcache_lookup: `device` nullptr = SPIR-V only; `target` empty = automatic.
-  Result<Kernel> lookup(std::string_view name, const Device* device = nullptr,
-                        std::string_view target = {}) const {
+  Result<Kernel> lookup(std::string_view name, const Device* device = nullptr, std::string_view target = {}) const {
     return find(kcache_lookup, name, device, target);
   }
   /// kcache_lookup_key: by the 32-hex-digit key id.
@@ -149,8 +147,7 @@ class Store {
       static_cast<std::vector<std::string>*>(user)->emplace_back(name);
       return 0;
     };
-    if (kcache_status st = kcache_list_kernels(m_s, t.empty() ? nullptr : t.c_str(), visit, &names);
-        st != KCACHE_OK)
+    if (kcache_status st = kcache_list_kernels(m_s, t.empty() ? nullptr : t.c_str(), visit, &names); st != KCACHE_OK)
       return wrapper_detail::last_error(st);
     return names;
   }

@@ -47,8 +47,7 @@ Result<std::uint64_t> parse_duration(std::string_view text) {
 Result<std::uint64_t> parse_size(std::string_view text) {
   auto bad = [&] {
     return fail(Category::invalid_argument,
-                "'{}' is not a size: write a number and optionally K, M, G or T (powers of 1024), e.g. 500M, 2G",
-                text);
+                "'{}' is not a size: write a number and optionally K, M, G or T (powers of 1024), e.g. 500M, 2G", text);
   };
   auto parts = split_number(text);
   if (!parts) return bad();

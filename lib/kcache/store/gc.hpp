@@ -65,7 +65,7 @@ struct GcVictim {
 };
 
 struct GcPlan {
-  std::vector<GcVictim> remove;     ///< in candidate order, then eviction order for max_size
+  std::vector<GcVictim> remove;          ///< in candidate order, then eviction order for max_size
   std::uint64_t scope_bytes_before = 0;  ///< bytes of the entries in scope
   std::uint64_t scope_bytes_after = 0;
   std::size_t scope_entries = 0;

@@ -61,11 +61,7 @@ std::vector<std::uint8_t> encode_namespace_record(const Namespace& ns) {
   w.u16(k_namespace_max_version);
   w.str(ns.backend);
   w.str(ns.fingerprint);
-  w.u32(static_cast<std::uint32_t>(ns.record.fields.size()));
-  for (const auto& [name, value] : ns.record.fields) {
-    w.str(name);
-    w.str(value);
-  }
+  put_fields(w, ns.record.fields);
   w.raw(util::hash_bytes(w.bytes()).bytes);
   return w.take();
 }
@@ -78,9 +74,8 @@ Result<Namespace> decode_namespace_record(std::string_view key, std::span<const 
   r.raw(4);
   auto version = r.u16();
   if (*version < k_namespace_min_version || *version > k_namespace_max_version)
-    return fail(Category::version_mismatch,
-                "namespace record '{}' has version {}, outside the supported range {}..{}", key, *version,
-                k_namespace_min_version, k_namespace_max_version);
+    return fail(Category::version_mismatch, "namespace record '{}' has version {}, outside the supported range {}..{}",
+                key, *version, k_namespace_min_version, k_namespace_max_version);
   Hash128 stored;
   std::memcpy(stored.bytes.data(), bytes.data() + body.size(), 16);
   if (util::hash_bytes(body) != stored) return corrupt_namespace(key, "record digest mismatch");
@@ -88,18 +83,11 @@ Result<Namespace> decode_namespace_record(std::string_view key, std::span<const 
   Namespace ns;
   auto backend = r.str(k_max_fingerprint_string);
   auto fingerprint = r.str(k_max_fingerprint_string);
-  auto n_fields = r.u32();
-  if (!backend || !fingerprint || !n_fields) return corrupt_namespace(key, "truncated");
-  if (*n_fields > k_max_fingerprint_fields) return corrupt_namespace(key, "too many fingerprint fields");
+  if (!backend || !fingerprint) return corrupt_namespace(key, "truncated");
   ns.backend = std::move(*backend);
   ns.fingerprint = std::move(*fingerprint);
-  ns.record.fields.reserve(*n_fields);
-  for (std::uint32_t i = 0; i < *n_fields; ++i) {
-    auto name = r.str(k_max_fingerprint_string);
-    auto value = r.str(k_max_fingerprint_string);
-    if (!name || !value) return corrupt_namespace(key, "truncated fingerprint record");
-    ns.record.fields.emplace_back(std::move(*name), std::move(*value));
-  }
+  if (!get_fields(r, ns.record.fields, k_max_fingerprint_fields, k_max_fingerprint_string))
+    return corrupt_namespace(key, "truncated fingerprint record, or over its limits");
   if (r.remaining() != 0) return corrupt_namespace(key, "trailing bytes");
   if (ns.name() != key) return corrupt_namespace(key, fmt::format("it names namespace '{}'", ns.name()));
   return ns;

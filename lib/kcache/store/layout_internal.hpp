@@ -151,7 +151,7 @@ struct PreparedEntry {
   std::string key;
   std::vector<std::uint8_t> value;
   Key entry_key;
-  Hash128 payload_digest;  ///< of the payload as encoded (encode_entry recomputes it)
+  Hash128 payload_digest;         ///< of the payload as encoded (encode_entry recomputes it)
   std::vector<InputFile> inputs;  ///< a re-put with new input hashes must be written (warm-path refresh)
 };
 

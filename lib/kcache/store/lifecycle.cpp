@@ -100,8 +100,8 @@ Result<RunRecord> decode_run(std::uint64_t n, std::span<const std::uint8_t> byte
   RunRecord run;
   auto time = r.u64();
   auto command = r.str(k_max_run_string);
-  std::uint32_t* counts[] = {&run.kernels, &run.hits, &run.compiled, &run.stale_replaced, &run.failed,
-                             &run.refused_write};
+  std::uint32_t* counts[] = {&run.kernels,        &run.hits,   &run.compiled,
+                             &run.stale_replaced, &run.failed, &run.refused_write};
   for (auto* c : counts) *c = r.u32().value_or(0);
   auto wall = r.u64();
   auto written = r.u64();

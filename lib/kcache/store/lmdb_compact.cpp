@@ -42,7 +42,7 @@ tl::unexpected<Error> lmdb_error(const fs::path& dir, std::string_view action, i
 }
 
 tl::unexpected<Error> os_error(const fs::path& dir, std::string_view action, int err) {
-  Category c = err == ENOSPC || err == EDQUOT ? Category::store_full
+  Category c = err == ENOSPC || err == EDQUOT                  ? Category::store_full
                : err == EACCES || err == EPERM || err == EROFS ? Category::read_only
                                                                : Category::io_error;
   return fail(c, "store {}: compact: {}: {}", dir.string(), action, std::strerror(err));
@@ -135,8 +135,9 @@ Result<CompactResult> compact_lmdb_store(const fs::path& dir) {
     if (item.path().filename().string().starts_with(".compact-")) fs::remove_all(item.path(), ec);
   fs::path tmp = dir / fmt::format(".compact-{}", ::getpid());
   fs::create_directory(tmp, ec);
-  if (ec) return fail(Category::io_error, "store {}: compact: cannot create {}: {}", dir.string(), tmp.string(),
-                      ec.message());
+  if (ec)
+    return fail(Category::io_error, "store {}: compact: cannot create {}: {}", dir.string(), tmp.string(),
+                ec.message());
   struct RemoveTmp {
     fs::path path;
     ~RemoveTmp() {

@@ -7,9 +7,10 @@
 // callback may itself call put(); a write copies the maps (the values are
 // shared, not copied), edits the copy and publishes it, which makes it all or
 // nothing.
-#include "kcache/util/file.hpp"
 #include "kcache/store/layout_internal.hpp"
+#include "kcache/store/memory_store_internal.hpp"
 #include "kcache/store/store.hpp"
+#include "kcache/util/file.hpp"
 
 #include <map>
 #include <mutex>
@@ -40,25 +41,18 @@ class MemoryReader final : public Reader {
   Result<void> scan(std::string_view ns_name, const std::function<bool(Entry&&)>& visit) override {
     KCACHE_CHECK(internal::check_namespace_name(ns_name));
     std::string prefix = internal::entry_prefix(ns_name);
-    for (auto it = m_state->entries.lower_bound(prefix);
-         it != m_state->entries.end() && it->first.starts_with(prefix); ++it) {
+    for (auto it = m_state->entries.lower_bound(prefix); it != m_state->entries.end() && it->first.starts_with(prefix);
+         ++it) {
       Entry entry = KCACHE_TRY(internal::decode_stored_entry(it->first, *it->second));
       if (!visit(std::move(entry))) break;
     }
     return {};
   }
 
-  Result<std::vector<NamespaceInfo>> namespaces() override {
-    std::vector<NamespaceInfo> out;
-    for (const auto& [name, record] : m_state->namespaces) {
-      NamespaceInfo info{KCACHE_TRY(internal::decode_namespace_record(name, record))};
-      KCACHE_CHECK(scan(name, [&](Entry&& e) {
-        ++info.entries;
-        info.payload_bytes += e.payload.size();
-        return true;
-      }));
-      out.push_back(std::move(info));
-    }
+  Result<std::vector<NamespaceRecord>> namespace_records() override {
+    std::vector<NamespaceRecord> out;
+    for (const auto& [name, record] : m_state->namespaces)
+      out.push_back({KCACHE_TRY(internal::decode_namespace_record(name, record))});
     return out;
   }
 
@@ -71,8 +65,8 @@ class MemoryReader final : public Reader {
                           const std::function<bool(Entry&&, const EntryFacts&)>& visit) override {
     KCACHE_CHECK(internal::check_namespace_name(ns_name));
     std::string prefix = internal::entry_prefix(ns_name);
-    for (auto it = m_state->entries.lower_bound(prefix);
-         it != m_state->entries.end() && it->first.starts_with(prefix); ++it) {
+    for (auto it = m_state->entries.lower_bound(prefix); it != m_state->entries.end() && it->first.starts_with(prefix);
+         ++it) {
       Entry entry = KCACHE_TRY(internal::decode_stored_entry(it->first, *it->second));
       EntryFacts facts{it->first.size() + it->second->size(), KCACHE_TRY(usage_of(it->first))};
       if (!visit(std::move(entry), facts)) break;
@@ -241,6 +235,14 @@ class MemoryStore final : public Store {
 
   bool read_only() const override { return false; }
 
+  /// internal::put_raw_entry_record: `record` under `key`, unchecked.
+  void put_raw(std::string key, Bytes record) {
+    std::lock_guard lock(m_mutex);
+    auto next = std::make_shared<State>(*m_state);
+    next->entries.insert_or_assign(std::move(key), std::make_shared<const Bytes>(std::move(record)));
+    publish(std::move(next));
+  }
+
  private:
   std::shared_ptr<const State> snapshot() {
     std::lock_guard lock(m_mutex);
@@ -262,5 +264,16 @@ class MemoryStore final : public Store {
 }  // namespace
 
 std::unique_ptr<Store> make_memory_store(const util::Clock& clock) { return std::make_unique<MemoryStore>(clock); }
+
+namespace internal {
+
+Result<void> put_raw_entry_record(Store& store, std::string key, std::vector<std::uint8_t> record) {
+  auto* memory = dynamic_cast<MemoryStore*>(&store);
+  if (!memory) return fail(Category::invalid_argument, "put_raw_entry_record: not a memory store");
+  memory->put_raw(std::move(key), std::move(record));
+  return {};
+}
+
+}  // namespace internal
 
 }  // namespace kcache::store

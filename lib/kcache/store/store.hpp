@@ -9,10 +9,10 @@
 // handed it out, on that thread.
 #pragma once
 
-#include "kcache/util/clock.hpp"
 #include "kcache/core/entry.hpp"
-#include "kcache/util/error.hpp"
 #include "kcache/core/namespace.hpp"
+#include "kcache/util/clock.hpp"
+#include "kcache/util/error.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -44,8 +44,8 @@ struct EntryUsage {
 
 /// What a scan knows about an entry besides its record.
 struct EntryFacts {
-  std::size_t record_bytes = 0;       ///< key + encoded record: what the entry occupies
-  std::optional<EntryUsage> usage;    ///< nullopt when none was recorded
+  std::size_t record_bytes = 0;     ///< key + encoded record: what the entry occupies
+  std::optional<EntryUsage> usage;  ///< nullopt when none was recorded
 };
 
 /// Wall and CPU time of one build phase, summed over a run's kernels.
@@ -106,14 +106,22 @@ struct RemoveItem {
 /// Counts from remove_unchanged.
 struct RemoveSummary {
   std::size_t removed = 0;
-  std::size_t changed = 0;  ///< rewritten since it was listed: kept
-  std::size_t absent = 0;   ///< already gone
+  std::size_t changed = 0;         ///< rewritten since it was listed: kept
+  std::size_t absent = 0;          ///< already gone
   std::uint64_t record_bytes = 0;  ///< key + record bytes of the removed entries
+};
+
+/// One namespace a store holds, from its namespace record alone (no entry is
+/// read). A struct rather than a bare Namespace so that it reads like
+/// NamespaceInfo (`info.ns`) and can gain fields that need no entry scan.
+struct NamespaceRecord {
+  Namespace ns;  ///< with its full fingerprint record
+  bool operator==(const NamespaceRecord&) const = default;
 };
 
 /// What a store holds for one namespace.
 struct NamespaceInfo {
-  Namespace ns;             ///< with its full fingerprint record
+  Namespace ns;  ///< with its full fingerprint record
   std::uint64_t entries = 0;
   std::uint64_t payload_bytes = 0;
 };
@@ -129,8 +137,15 @@ class Reader {
   /// Visits every entry of `ns_name` in kernel-name order; stops early when
   /// `visit` returns false. A corrupt record is returned as an error.
   virtual Result<void> scan(std::string_view ns_name, const std::function<bool(Entry&&)>& visit) = 0;
-  /// Every namespace with counts.
-  virtual Result<std::vector<NamespaceInfo>> namespaces() = 0;
+  /// Every namespace with counts. Decodes every entry of the store (O(store)):
+  /// a corrupt entry record anywhere is returned as an error. Callers that
+  /// need only the namespaces use namespace_records().
+  Result<std::vector<NamespaceInfo>> namespaces();
+  /// Every namespace, in name order, from the namespace records alone: no
+  /// entry is read (O(namespaces)), so a corrupt entry does not fail it.
+  /// corruption for a namespace record that fails its checks,
+  /// version_mismatch for one of an unsupported record version.
+  virtual Result<std::vector<NamespaceRecord>> namespace_records() = 0;
   /// The usage record of an entry, or nullopt when none was recorded (or the
   /// store predates usage records). corruption for a malformed record.
   virtual Result<std::optional<EntryUsage>> usage(std::string_view ns_name, std::string_view kernel) = 0;

@@ -25,12 +25,14 @@ Result<int> open_lock_file(const fs::path& dir, bool create) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd >= 0 || errno != ENOENT || !create) {
     if (fd < 0 && errno != ENOENT && errno != EACCES)
-      return fail(Category::io_error, "store {}: cannot open {}: {}", dir.string(), path.string(), std::strerror(errno));
+      return fail(Category::io_error, "store {}: cannot open {}: {}", dir.string(), path.string(),
+                  std::strerror(errno));
     return fd;
   }
   fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0664);
   if (fd < 0 && errno != EACCES && errno != EPERM && errno != EROFS)
-    return fail(Category::io_error, "store {}: cannot create {}: {}", dir.string(), path.string(), std::strerror(errno));
+    return fail(Category::io_error, "store {}: cannot create {}: {}", dir.string(), path.string(),
+                std::strerror(errno));
   return fd;
 }
 

@@ -23,7 +23,9 @@ Result<Namespace> choose_namespace(const ExportSelection& sel, const std::vector
   if (sel.backend.empty() != sel.fingerprint.empty())
     return fail(Category::invalid_argument, "--backend and --fingerprint go together (or use --namespace {}/{})",
                 sel.backend.empty() ? "BACKEND" : sel.backend, sel.fingerprint.empty() ? "FP" : sel.fingerprint);
-  std::string wanted = !sel.ns_name.empty() ? sel.ns_name : sel.backend.empty() ? "" : sel.backend + "/" + sel.fingerprint;
+  std::string wanted = !sel.ns_name.empty()  ? sel.ns_name
+                       : sel.backend.empty() ? ""
+                                             : sel.backend + "/" + sel.fingerprint;
   if (!wanted.empty()) {
     KCACHE_CHECK(parse_namespace_name(wanted));
     for (const auto& info : namespaces)

@@ -38,7 +38,7 @@ Result<Target> resolve_target(store::Store& store, const Namespace& bundle_ns, c
     // differing field can be named, not just the fingerprint id.
     std::optional<Namespace> known;
     KCACHE_CHECK(store.read([&](store::Reader& r) -> Result<void> {
-      for (auto& info : KCACHE_TRY(r.namespaces()))
+      for (auto& info : KCACHE_TRY(r.namespace_records()))
         if (info.ns.backend == bundle_ns.backend && info.ns.fingerprint == *t.fingerprint) known = info.ns;
       return {};
     }));
@@ -52,9 +52,10 @@ Result<Target> resolve_target(store::Store& store, const Namespace& bundle_ns, c
   if (!dev) {
     auto e = std::move(dev).error();
     if (e.category == Category::device_unavailable)
-      e.message = fmt::format("cannot check vulkan bundle {} against this machine: {} (or pass --fingerprint FP "
-                              "to import for a known fingerprint)",
-                              bundle_ns.name(), e.message);
+      e.message = fmt::format(
+          "cannot check vulkan bundle {} against this machine: {} (or pass --fingerprint FP "
+          "to import for a known fingerprint)",
+          bundle_ns.name(), e.message);
     return tl::unexpected(std::move(e));
   }
   return Target{dev->record(), fmt::format("device '{}' ({})", dev->name, dev->fingerprint())};
@@ -108,7 +109,8 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
     return fail(Category::fingerprint_mismatch, "{} ({}) does not match {}: {}", in.label(), ns.name(), target.text,
                 describe_differences(diffs, "bundle", "target"));
   if (!options.trusted.empty())
-    result.signer = KCACHE_TRY(bundle::in_context(bundle::verify_signature(result.header, options.trusted), in.label()));
+    result.signer =
+        KCACHE_TRY(bundle::in_context(bundle::verify_signature(result.header, options.trusted), in.label()));
 
   std::string origin = in.fd >= 0 ? in.label() : "bundle " + in.path.filename().string();
   // Reads, checks and validates the next entry; invalid entries are

@@ -16,9 +16,9 @@
 
 #include "kcache/bundle/bundle.hpp"
 #include "kcache/bundle/stream.hpp"
-#include "kcache/util/error.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/store/store.hpp"
+#include "kcache/util/error.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -33,8 +33,8 @@ using bundle::BundleStream;
 
 /// Which entries an export takes.
 struct ExportSelection {
-  std::string ns_name;      ///< "spirv/vulkan1.2"; empty = by backend and fingerprint
-  std::string backend;      ///< with `fingerprint`, an alternative to ns_name
+  std::string ns_name;  ///< "spirv/vulkan1.2"; empty = by backend and fingerprint
+  std::string backend;  ///< with `fingerprint`, an alternative to ns_name
   std::string fingerprint;
   std::vector<std::string> kernel_globs;  ///< empty = every entry; else entries matching any
 };
@@ -92,8 +92,8 @@ struct RefusedEntry {
 };
 
 struct ImportResult {
-  bundle::BundleHeader header;  ///< the checked head, index included
-  std::string target;           ///< what the fingerprint was compared with, in words
+  bundle::BundleHeader header;          ///< the checked head, index included
+  std::string target;                   ///< what the fingerprint was compared with, in words
   std::optional<bundle::KeyId> signer;  ///< set when trust was given and the signature verified
   std::size_t imported = 0;
   std::size_t already_present = 0;

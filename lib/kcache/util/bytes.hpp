@@ -30,6 +30,9 @@ class ByteWriter {
   /// u32 length + bytes.
   void blob(std::span<const std::uint8_t> data);
 
+  /// Reserves room for `n` more bytes.
+  void reserve(std::size_t n) { m_out.reserve(m_out.size() + n); }
+
   std::vector<std::uint8_t>& bytes() { return m_out; }
   std::vector<std::uint8_t> take() { return std::move(m_out); }
 

@@ -15,19 +15,19 @@ namespace kcache {
 /// What kind of failure; callers branch on this, the CLI maps it to an exit
 /// code (README "Exit codes"). Values are not persisted.
 enum class Category {
-  not_found,             ///< a named thing (kernel, namespace, file) does not exist
-  invalid_argument,      ///< bad user input: manifest, option, selector
-  corruption,            ///< stored or shipped bytes fail their own checks
-  io_error,              ///< the OS refused: permission, disk full, missing dir
-  version_mismatch,      ///< a format version outside the supported range
-  fingerprint_mismatch,  ///< a bundle built for another target/device
-  compile_failed,        ///< glslang or spirv-opt rejected the kernel
-  validation_failed,     ///< spirv-val rejected the module as invalid
-  validator_unsupported, ///< spirv-val does not know a capability/opcode used
-  device_unavailable,    ///< no Vulkan loader, no device, or device lacks a feature
-  store_full,            ///< the store's map or disk is full
-  read_only,             ///< a write was asked of a read-only store
-  busy,                  ///< a transient conflict; retrying may succeed
+  not_found,              ///< a named thing (kernel, namespace, file) does not exist
+  invalid_argument,       ///< bad user input: manifest, option, selector
+  corruption,             ///< stored or shipped bytes fail their own checks
+  io_error,               ///< the OS refused: permission, disk full, missing dir
+  version_mismatch,       ///< a format version outside the supported range
+  fingerprint_mismatch,   ///< a bundle built for another target/device
+  compile_failed,         ///< glslang or spirv-opt rejected the kernel
+  validation_failed,      ///< spirv-val rejected the module as invalid
+  validator_unsupported,  ///< spirv-val does not know a capability/opcode used
+  device_unavailable,     ///< no Vulkan loader, no device, or device lacks a feature
+  store_full,             ///< the store's map or disk is full
+  read_only,              ///< a write was asked of a read-only store
+  busy,                   ///< a transient conflict; retrying may succeed
 };
 
 /// Short stable name of a category, e.g. "not_found" (used in --json).
@@ -59,20 +59,20 @@ tl::unexpected<Error> fail(Category c, fmt::format_string<Args...> f, Args&&... 
 
 /// Evaluates a Result expression; on error returns it from the enclosing
 /// function, otherwise yields the value (GNU statement expression, as ccache's TRY).
-#define KCACHE_TRY(expr)                                              \
-  ({                                                                  \
-    auto kcache_try_result_ = (expr);                                 \
-    if (!kcache_try_result_) {                                        \
+#define KCACHE_TRY(expr)                                                             \
+  ({                                                                                 \
+    auto kcache_try_result_ = (expr);                                                \
+    if (!kcache_try_result_) {                                                       \
       return tl::unexpected<::kcache::Error>(std::move(kcache_try_result_).error()); \
-    }                                                                 \
-    std::move(*kcache_try_result_);                                   \
+    }                                                                                \
+    std::move(*kcache_try_result_);                                                  \
   })
 
 /// As KCACHE_TRY for a Result<void>: returns the error, yields nothing.
-#define KCACHE_CHECK(expr)                                            \
-  do {                                                                \
-    auto kcache_check_result_ = (expr);                               \
-    if (!kcache_check_result_) {                                      \
+#define KCACHE_CHECK(expr)                                                             \
+  do {                                                                                 \
+    auto kcache_check_result_ = (expr);                                                \
+    if (!kcache_check_result_) {                                                       \
       return tl::unexpected<::kcache::Error>(std::move(kcache_check_result_).error()); \
-    }                                                                 \
+    }                                                                                  \
   } while (0)

@@ -46,13 +46,9 @@ std::optional<Hash128> Hash128::from_hex(std::string_view text) {
   return out;
 }
 
-Hash128 hash_bytes(std::span<const std::uint8_t> data) {
-  return from_xxh(XXH3_128bits(data.data(), data.size()));
-}
+Hash128 hash_bytes(std::span<const std::uint8_t> data) { return from_xxh(XXH3_128bits(data.data(), data.size())); }
 
-Hash128 hash_string(std::string_view text) {
-  return from_xxh(XXH3_128bits(text.data(), text.size()));
-}
+Hash128 hash_string(std::string_view text) { return from_xxh(XXH3_128bits(text.data(), text.size())); }
 
 Hasher::Hasher(bool keep_dump) : m_state(XXH3_createState()), m_keep_dump(keep_dump) {
   XXH3_128bits_reset(static_cast<XXH3_state_t*>(m_state));
@@ -78,8 +74,11 @@ void Hasher::field(std::string_view tag, std::string_view value) {
   if (m_keep_dump) {
     m_dump.append(tag).append("=");
     if (value.size() > 200 || value.find('\n') != std::string_view::npos) {
-      m_dump.append("<").append(std::to_string(value.size())).append(" bytes, xxh3 ")
-          .append(hash_string(value).hex()).append(">");
+      m_dump.append("<")
+          .append(std::to_string(value.size()))
+          .append(" bytes, xxh3 ")
+          .append(hash_string(value).hex())
+          .append(">");
     } else {
       m_dump.append(value);
     }
@@ -89,8 +88,6 @@ void Hasher::field(std::string_view tag, std::string_view value) {
 
 void Hasher::field(std::string_view tag, const Hash128& value) { field(tag, value.hex()); }
 
-Hash128 Hasher::finish() {
-  return from_xxh(XXH3_128bits_digest(static_cast<XXH3_state_t*>(m_state)));
-}
+Hash128 Hasher::finish() { return from_xxh(XXH3_128bits_digest(static_cast<XXH3_state_t*>(m_state))); }
 
 }  // namespace kcache::util

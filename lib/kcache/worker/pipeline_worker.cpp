@@ -66,7 +66,6 @@ class Fd {
   int m_fd = -1;
 };
 
-
 /// A running worker process: its pid, socket and stderr pipe.
 struct Worker {
   pid_t pid = -1;
@@ -112,8 +111,7 @@ Result<Worker> spawn_worker(const device::DeviceInfo& device, const WorkerOption
   // must not run (device.hpp, "Processes").
   int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0)
-    return fail(Category::io_error, "pipeline worker: cannot start '{}': {}", args[0], std::strerror(rc));
+  if (rc != 0) return fail(Category::io_error, "pipeline worker: cannot start '{}': {}", args[0], std::strerror(rc));
   Worker w;
   w.pid = pid;
   w.sock = std::move(parent_sock);
@@ -138,8 +136,8 @@ struct RoundEnd {
   std::vector<std::size_t> in_flight;  ///< begun, not answered, when it died
   std::vector<std::size_t> unstarted;  ///< never begun
   std::size_t answered = 0;
-  std::optional<Error> fatal;          ///< it could not serve at all (FATAL)
-  std::string why;                     ///< how it died, with its stderr tail
+  std::optional<Error> fatal;  ///< it could not serve at all (FATAL)
+  std::string why;             ///< how it died, with its stderr tail
 };
 
 PipelineOutcome to_outcome(protocol::JobResult&& r) {
@@ -169,8 +167,8 @@ Result<RoundEnd> run_round(const device::DeviceInfo& device, JobMode mode, std::
   const auto wire_mode = mode == JobMode::build ? protocol::Mode::build : protocol::Mode::verify;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const PipelineJob& j = jobs[batch[i]];
-    auto f = protocol::job_frame(static_cast<std::uint32_t>(i), wire_mode, j.kernel, j.target, j.entry, j.spec,
-                               j.spirv, j.wrapped_blob);
+    auto f = protocol::job_frame(static_cast<std::uint32_t>(i), wire_mode, j.kernel, j.target, j.entry, j.spec, j.spirv,
+                                 j.wrapped_blob);
     out.insert(out.end(), f.begin(), f.end());
   }
   auto end = protocol::frame(protocol::FrameType::end, {});
@@ -189,7 +187,8 @@ Result<RoundEnd> run_round(const device::DeviceInfo& device, JobMode mode, std::
     pollfd fds[2] = {{w.sock.get(), static_cast<short>(POLLIN | (out_pos < out.size() ? POLLOUT : 0)), 0},
                      {err_open ? w.err.get() : -1, POLLIN, 0}};
     int n = ::poll(fds, 2, 250);
-    if (n < 0 && errno != EINTR) return fail(Category::io_error, "pipeline worker: poll failed: {}", std::strerror(errno));
+    if (n < 0 && errno != EINTR)
+      return fail(Category::io_error, "pipeline worker: poll failed: {}", std::strerror(errno));
     if (n > 0 && (fds[1].revents & (POLLIN | POLLHUP))) {
       char buf[4096];
       ssize_t got = ::read(w.err.get(), buf, sizeof buf);
@@ -223,8 +222,8 @@ Result<RoundEnd> run_round(const device::DeviceInfo& device, JobMode mode, std::
         if (f.type == protocol::FrameType::ready) {
           auto r = protocol::decode_ready(f.body);
           if (!r || r->first != protocol::k_protocol_version) {
-            protocol_error = r ? fmt::format("protocol version {} ≠ {}", r->first, protocol::k_protocol_version)
-                               : r.error().message;
+            protocol_error =
+                r ? fmt::format("protocol version {} ≠ {}", r->first, protocol::k_protocol_version) : r.error().message;
             sock_open = false;
             break;
           }
@@ -276,8 +275,7 @@ Result<RoundEnd> run_round(const device::DeviceInfo& device, JobMode mode, std::
   // otherwise it is dead or killed, or must be.
   if (!finished && !killed) ::kill(w.pid, SIGKILL);
   int status = 0;
-  while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {}
   // Whatever it wrote to stderr up to its end.
   for (char buf[4096];;) {
     ssize_t got = ::read(w.err.get(), buf, sizeof buf);
@@ -291,10 +289,10 @@ Result<RoundEnd> run_round(const device::DeviceInfo& device, JobMode mode, std::
     if (state[i] == State::begun) result.in_flight.push_back(batch[i]);
     if (state[i] == State::pending) result.unstarted.push_back(batch[i]);
   }
-  std::string how = killed ? fmt::format("sent nothing for {} s and was killed",
-                                         std::chrono::duration<double>(stall).count())
-                           : !protocol_error.empty() ? "broke the protocol (" + protocol_error + ")"
-                                                     : describe_status(status);
+  std::string how =
+      killed ? fmt::format("sent nothing for {} s and was killed", std::chrono::duration<double>(stall).count())
+      : !protocol_error.empty() ? "broke the protocol (" + protocol_error + ")"
+                                : describe_status(status);
   std::string tail = w.stderr_tail;
   while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
   if (tail.size() > 600) tail = "..." + tail.substr(tail.size() - 600);
@@ -318,7 +316,6 @@ class Sender {
   int m_fd;
   std::mutex m_mutex;
 };
-
 
 protocol::JobResult serve_job(device::Device& dev, const protocol::Job& job) {
   protocol::JobResult r;
@@ -377,8 +374,7 @@ Result<void> run_pipeline_jobs(const device::DeviceInfo& device, JobMode mode, s
     // most one job is in flight when a worker dies).
     const bool isolating = normal.empty();
     std::vector<std::size_t>& batch = isolating ? suspects : normal;
-    const unsigned n_threads =
-        isolating ? 1u : static_cast<unsigned>(std::min<std::size_t>(threads, batch.size()));
+    const unsigned n_threads = isolating ? 1u : static_cast<unsigned>(std::min<std::size_t>(threads, batch.size()));
     auto end = KCACHE_TRY(run_round(device, mode, jobs, batch, n_threads, options, done));
     if (end.fatal) {
       fail_all(normal, *end.fatal, false);

@@ -22,8 +22,8 @@
 // (it waits for its own children only, by pid).
 #pragma once
 
-#include "kcache/util/error.hpp"
 #include "kcache/device/device.hpp"
+#include "kcache/util/error.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -28,8 +28,8 @@
 // binary, and nothing here is persisted.
 #pragma once
 
-#include "kcache/util/error.hpp"
 #include "kcache/device/device.hpp"
+#include "kcache/util/error.hpp"
 
 #include <cstdint>
 #include <optional>

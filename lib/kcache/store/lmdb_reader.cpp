@@ -1,0 +1,112 @@
+// Reads of the LMDB store: LmdbStore::read's snapshot and the Reader over it
+// (get, scans, namespace records and counts, usage records, the run log).
+// Every read runs in one read transaction, so it sees one consistent
+// snapshot however many records it visits.
+#include "kcache/store/lmdb_store_impl_internal.hpp"
+
+namespace kcache::store::internal {
+namespace {
+
+class LmdbReader final : public Reader {
+ public:
+  explicit LmdbReader(const Txn& txn) : m_txn(txn), m_env(txn.env()) {}
+
+  Result<std::optional<Entry>> get(std::string_view ns_name, std::string_view kernel) override {
+    std::string key = KCACHE_TRY(internal::entry_key(ns_name, kernel));
+    auto value = KCACHE_TRY(m_txn.get(m_env.entries(), key, "an entry"));
+    if (!value) return std::optional<Entry>{};
+    auto entry = internal::decode_stored_entry(key, *value);
+    if (!entry) return in_store(std::move(entry).error());
+    return std::optional(std::move(*entry));
+  }
+
+  Result<void> scan(std::string_view ns_name, const std::function<bool(Entry&&)>& visit) override {
+    KCACHE_CHECK(internal::check_namespace_name(ns_name));
+    std::string prefix = internal::entry_prefix(ns_name);
+    if (prefix.size() >= k_max_key_bytes) return {};  // no entry key can be that long
+    Cursor cursor = KCACHE_TRY(Cursor::open(m_txn, m_env.entries()));
+    MDB_val key = to_val(prefix), value{};
+    for (bool found = KCACHE_TRY(cursor.get(key, value, MDB_SET_RANGE)); found && to_string(key).starts_with(prefix);
+         found = KCACHE_TRY(cursor.get(key, value, MDB_NEXT))) {
+      auto entry = internal::decode_stored_entry(to_string(key), to_bytes(value));
+      if (!entry) return in_store(std::move(entry).error());
+      if (!visit(std::move(*entry))) break;
+    }
+    return {};
+  }
+
+  Result<std::vector<NamespaceRecord>> namespace_records() override {
+    std::vector<NamespaceRecord> out;
+    Cursor cursor = KCACHE_TRY(Cursor::open(m_txn, m_env.namespaces()));
+    MDB_val key{}, value{};
+    for (bool found = KCACHE_TRY(cursor.get(key, value, MDB_FIRST)); found;
+         found = KCACHE_TRY(cursor.get(key, value, MDB_NEXT))) {
+      auto ns = internal::decode_namespace_record(to_string(key), to_bytes(value));
+      if (!ns) return in_store(std::move(ns).error());
+      out.push_back({std::move(*ns)});
+    }
+    return out;
+  }
+
+  Result<std::optional<EntryUsage>> usage(std::string_view ns_name, std::string_view kernel) override {
+    std::string key = KCACHE_TRY(internal::entry_key(ns_name, kernel));
+    return usage_of(key);
+  }
+
+  Result<void> scan_facts(std::string_view ns_name,
+                          const std::function<bool(Entry&&, const EntryFacts&)>& visit) override {
+    KCACHE_CHECK(internal::check_namespace_name(ns_name));
+    std::string prefix = internal::entry_prefix(ns_name);
+    if (prefix.size() >= k_max_key_bytes) return {};
+    Cursor cursor = KCACHE_TRY(Cursor::open(m_txn, m_env.entries()));
+    MDB_val key = to_val(prefix), value{};
+    for (bool found = KCACHE_TRY(cursor.get(key, value, MDB_SET_RANGE)); found && to_string(key).starts_with(prefix);
+         found = KCACHE_TRY(cursor.get(key, value, MDB_NEXT))) {
+      auto entry = internal::decode_stored_entry(to_string(key), to_bytes(value));
+      if (!entry) return in_store(std::move(entry).error());
+      EntryFacts facts{key.mv_size + value.mv_size, KCACHE_TRY(usage_of(to_string(key)))};
+      if (!visit(std::move(*entry), facts)) break;
+    }
+    return {};
+  }
+
+  Result<void> runs(const std::function<bool(RunRecord&&)>& visit) override {
+    if (!m_env.has_lifecycle()) return {};  // a version-1 store has no run log
+    Cursor cursor = KCACHE_TRY(Cursor::open(m_txn, m_env.runs()));
+    MDB_val key{}, value{};
+    for (bool found = KCACHE_TRY(cursor.get(key, value, MDB_FIRST)); found;
+         found = KCACHE_TRY(cursor.get(key, value, MDB_NEXT))) {
+      auto n = internal::run_number(to_string(key));
+      if (!n) return in_store(Error{Category::corruption, "the run log holds a key that is not a run number"});
+      auto run = internal::decode_run(*n, to_bytes(value));
+      if (!run) return in_store(std::move(run).error());
+      if (!visit(std::move(*run))) break;
+    }
+    return {};
+  }
+
+ private:
+  Result<std::optional<EntryUsage>> usage_of(std::string_view key) {
+    if (!m_env.has_lifecycle()) return std::optional<EntryUsage>{};
+    auto value = KCACHE_TRY(m_txn.get(m_env.usage(), key, "a usage record"));
+    if (!value) return std::optional<EntryUsage>{};
+    auto usage = internal::decode_usage(key, *value);
+    if (!usage) return in_store(std::move(usage).error());
+    return std::optional(*usage);
+  }
+  tl::unexpected<Error> in_store(Error error) {
+    return tl::unexpected(std::move(error).context(fmt::format("store {}", m_env.dir().string())));
+  }
+  const Txn& m_txn;
+  Env& m_env;
+};
+
+}  // namespace
+
+Result<void> LmdbStore::read(const std::function<Result<void>(Reader&)>& fn) {
+  Txn txn = KCACHE_TRY(Txn::begin(*m_env, false));
+  LmdbReader reader(txn);
+  return fn(reader);
+}
+
+}  // namespace kcache::store::internal

@@ -1,0 +1,72 @@
+// The LMDB Store, declared once here and defined by concern: reads
+// (lmdb_reader.cpp, with the Reader), writing entries (lmdb_writer.cpp),
+// removing them (lmdb_remove.cpp), usage records and the run log
+// (lmdb_usage.cpp), space and transaction ids (lmdb_space.cpp). Opening one
+// is lmdb_store.cpp. Internal to the store module. Thread-safety: as store.hpp.
+#pragma once
+
+#include "kcache/store/layout_internal.hpp"
+#include "kcache/store/lmdb_env_internal.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace kcache::store::internal {
+
+class LmdbStore final : public Store {
+ public:
+  LmdbStore(std::shared_ptr<Env> env, bool read_only, const util::Clock& clock)
+      : m_env(std::move(env)), m_read_only(read_only), m_clock(clock) {}
+
+  // lmdb_reader.cpp
+  Result<void> read(const std::function<Result<void>(Reader&)>& fn) override;
+
+  // lmdb_writer.cpp
+  Result<PutSummary> put(const Namespace& ns, std::span<const Entry> entries) override;
+  Result<PutSummary> put_stream(const Namespace& ns, const EntryStream& next) override;
+
+  // lmdb_remove.cpp
+  Result<std::size_t> remove(std::string_view ns_name, std::span<const std::string> kernels) override;
+  Result<RemoveSummary> remove_unchanged(std::string_view ns_name, std::span<const RemoveItem> items) override;
+
+  // lmdb_usage.cpp
+  Result<void> record_usage(const UsageBatch& batch) override;
+
+  // lmdb_space.cpp
+  Result<SpaceInfo> space() override;
+  Result<std::uint64_t> last_transaction_id() override;
+
+  bool read_only() const override { return m_read_only; }
+
+ private:
+  /// put and put_stream: one write transaction fed one prepared entry at a
+  /// time; any error returns early and ~Txn aborts, so nothing is written.
+  /// (lmdb_writer.cpp)
+  Result<PutSummary> write_prepared(const Namespace& ns,
+                                    const std::function<Result<std::optional<internal::PreparedEntry>>()>& next);
+
+  std::string store_name() const { return fmt::format("store {}", m_env->dir().string()); }
+
+  /// Deletes an entry and its usage record; false when there was no entry.
+  /// (lmdb_remove.cpp)
+  Result<bool> delete_entry(const Txn& txn, const std::string& key);
+
+  /// Appends a run record after the last one and trims the log to
+  /// k_run_log_capacity. (lmdb_usage.cpp)
+  Result<void> append_run(const Txn& txn, std::span<const std::uint8_t> run);
+
+  tl::unexpected<Error> refuse_write(std::string_view what) const {
+    return fail(Category::read_only, "store {} is open read-only: cannot {}", m_env->dir().string(), what);
+  }
+
+  std::shared_ptr<Env> m_env;
+  bool m_read_only;
+  const util::Clock& m_clock;
+};
+
+}  // namespace kcache::store::internal

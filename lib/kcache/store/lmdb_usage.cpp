@@ -1,0 +1,62 @@
+// What builds used, in the LMDB store: record_usage writes the last-used
+// time of the entries a build found fresh and appends the build's run record
+// to the bounded run log (formats in layout_internal.hpp, encoding in
+// lifecycle.cpp), all in one small write transaction.
+#include "kcache/store/lmdb_store_impl_internal.hpp"
+
+namespace kcache::store::internal {
+
+Result<void> LmdbStore::record_usage(const UsageBatch& batch) {
+  if (m_read_only) return refuse_write("record which entries a build used");
+  std::vector<std::string> keys;
+  keys.reserve(batch.used.size());
+  for (const auto& [ns_name, kernel] : batch.used) {
+    auto key = internal::entry_key(ns_name, kernel);
+    if (!key) return tl::unexpected(std::move(key).error().context(store_name()));
+    keys.push_back(std::move(*key));
+  }
+  auto run = batch.run ? internal::encode_run(*batch.run) : std::vector<std::uint8_t>{};
+
+  Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
+  bool changed = false;
+  std::uint64_t written_bytes = 0;
+  for (const auto& key : keys) {
+    if (!KCACHE_TRY(txn.get(m_env->entries(), key, "an entry"))) continue;  // removed meanwhile
+    std::optional<EntryUsage> stored;
+    if (auto value = KCACHE_TRY(txn.get(m_env->usage(), key, "a usage record"))) {
+      // A damaged usage record is replaced: it holds nothing worth keeping.
+      if (auto decoded = internal::decode_usage(key, *value)) stored = *decoded;
+    }
+    auto next = internal::touch_usage(stored, batch.time);
+    if (!next) continue;
+    KCACHE_CHECK(txn.put(m_env->usage(), key, internal::encode_usage(*next), "a usage record"));
+    written_bytes += key.size() + internal::k_usage_record_bytes;
+    changed = true;
+  }
+  if (batch.run) {
+    KCACHE_CHECK(append_run(txn, run));
+    written_bytes += run.size();
+    changed = true;
+  }
+  if (changed) KCACHE_CHECK(txn.commit(written_bytes));
+  return {};
+}
+
+Result<void> LmdbStore::append_run(const Txn& txn, std::span<const std::uint8_t> run) {
+  Cursor cursor = KCACHE_TRY(Cursor::open(txn, m_env->runs()));
+  MDB_val key{}, value{};
+  std::uint64_t last = 0;
+  if (KCACHE_TRY(cursor.get(key, value, MDB_LAST))) last = internal::run_number(to_string(key)).value_or(0);
+  KCACHE_CHECK(txn.put(m_env->runs(), internal::run_key(last + 1), run, "a run record"));
+  MDB_stat stat{};
+  if (int rc = mdb_stat(txn.handle(), m_env->runs(), &stat); rc != MDB_SUCCESS)
+    return lmdb_fail(m_env->dir(), "count the run log", rc);
+  for (std::size_t n = stat.ms_entries; n > k_run_log_capacity; --n) {
+    if (!KCACHE_TRY(cursor.get(key, value, MDB_FIRST))) break;
+    if (int rc = mdb_cursor_del(cursor.handle(), 0); rc != MDB_SUCCESS)
+      return lmdb_fail(m_env->dir(), "trim the run log", rc);
+  }
+  return {};
+}
+
+}  // namespace kcache::store::internal

@@ -1,0 +1,65 @@
+// Writing entries into the LMDB store: put and put_stream, both through one
+// write transaction fed one prepared entry at a time (write_prepared), with
+// the namespace record and each entry's usage record.
+//
+// Write transactions only write: entries are validated and encoded before one
+// begins (layout_internal.hpp prepare_put), and a transaction that would
+// change nothing is aborted, so the last transaction id moves only when the
+// store's contents do. The same holds for removals (lmdb_remove.cpp) and usage
+// records (lmdb_usage.cpp).
+#include "kcache/store/lmdb_store_impl_internal.hpp"
+
+namespace kcache::store::internal {
+
+Result<PutSummary> LmdbStore::put(const Namespace& ns, std::span<const Entry> entries) {
+  if (m_read_only) return refuse_write(fmt::format("write {} entries into '{}'", entries.size(), ns.name()));
+  auto prepared = internal::prepare_put(ns, entries);
+  if (!prepared) return tl::unexpected(std::move(prepared).error().context(store_name()));
+  std::size_t i = 0;
+  return write_prepared(ns, [&]() -> Result<std::optional<internal::PreparedEntry>> {
+    if (i == prepared->size()) return std::nullopt;
+    return std::move((*prepared)[i++]);
+  });
+}
+
+Result<PutSummary> LmdbStore::put_stream(const Namespace& ns, const EntryStream& next) {
+  if (m_read_only) return refuse_write(fmt::format("write entries into '{}'", ns.name()));
+  KCACHE_CHECK(internal::prepare_put(ns, {}));  // checks the namespace name before locking
+  return write_prepared(ns, [&]() -> Result<std::optional<internal::PreparedEntry>> {
+    auto item = KCACHE_TRY(next());
+    if (!item) return std::nullopt;
+    auto prepared = internal::prepare_put(ns, std::span<const Entry>(&*item, 1));
+    if (!prepared) return tl::unexpected(std::move(prepared).error().context(store_name()));
+    return std::move(prepared->front());
+  });
+}
+
+Result<PutSummary> LmdbStore::write_prepared(
+    const Namespace& ns, const std::function<Result<std::optional<internal::PreparedEntry>>()>& next) {
+  Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
+  bool changed = false;
+  std::string ns_name = ns.name();
+  if (!KCACHE_TRY(txn.get(m_env->namespaces(), ns_name, "a namespace record"))) {
+    KCACHE_CHECK(txn.put(m_env->namespaces(), ns_name, internal::encode_namespace_record(ns),
+                         fmt::format("the record of namespace '{}'", ns_name)));
+    changed = true;
+  }
+  PutSummary summary;
+  std::uint64_t written_bytes = 0;
+  const auto now = m_clock.now();
+  auto usage = internal::encode_usage({now, now});
+  while (auto entry = KCACHE_TRY(next())) {
+    auto existing = KCACHE_TRY(txn.get(m_env->entries(), entry->key, "an entry"));
+    auto action = internal::classify_put(*entry, existing);
+    internal::count_put(summary, action);
+    if (action == internal::PutAction::keep) continue;
+    KCACHE_CHECK(txn.put(m_env->entries(), entry->key, entry->value, "an entry"));
+    KCACHE_CHECK(txn.put(m_env->usage(), entry->key, usage, "a usage record"));
+    written_bytes += entry->key.size() + entry->value.size() + usage.size();
+    changed = true;
+  }
+  if (changed) KCACHE_CHECK(txn.commit(written_bytes));
+  return summary;  // when nothing changed, the transaction aborts here
+}
+
+}  // namespace kcache::store::internal
