@@ -30,5 +30,9 @@ expect_exit 0 "$KCACHE" build proj/kcache.toml --backend vulkan --device llvmpip
 # verify --device goes on past a crash in the same way.
 expect_exit 1 env KCACHE_TEST_CRASH_KERNEL="$victim" "$KCACHE" verify --device llvmpipe --json -j 2
 [[ $(json_get out 'j["counts"]["failure"]') -eq 1 ]] || fail "verify: not exactly one failure"
+# Every other pipeline is what lavapipe always gives for a good blob: a miss
+# (tests/cli/dev_vulkan_build.sh).
+[[ $(json_get out 'j["counts"]["miss"]') -eq $(($(json_get out 'len(j["pipelines"])') - 1)) && \
+   $(json_get out 'j["counts"]["hit"]') -eq 0 ]] || fail "verify: the other pipelines are not all misses: $(json_get out 'j["counts"]')"
 [[ $(json_get out "[p['status'] for p in j['pipelines'] if p['kernel'] == '$victim'][0]") == failure ]] \
   || fail "verify: the victim is not the failure"

@@ -10,6 +10,7 @@ expect_in out "(default)"
 expect_in out "vendorID: 0x10005"
 expect_in out "pipelineCacheUUID:"
 expect_in out "deviceProfile:"
+expect_in out "this card: deviceUUID "   # provenance, shown but not in the record
 
 expect_exit 0 "$KCACHE" devices --json
 cp out devices.json
@@ -18,8 +19,9 @@ lvp=$(json_get devices.json '[d["index"] for d in j["devices"] if "llvmpipe" in 
 fp=$(json_get devices.json "j['devices'][$lvp]['fingerprint']")
 [[ $fp =~ ^[0-9a-f]{16}$ ]] || fail "fingerprint '$fp' is not 16 hex digits"
 [[ $(json_get devices.json "j['devices'][$lvp]['namespace']") == "vulkan/$fp" ]] || fail "namespace is not vulkan/<fp>"
+[[ $(json_get devices.json "j['devices'][$lvp]['device_uuid']") =~ ^[0-9a-f-]{36}$ ]] || fail "no device_uuid in devices --json"
 fields=$(json_get devices.json "' '.join(j['devices'][$lvp]['record'])")
-[[ $fields == "vendorID deviceID driverID driverVersion driverInfo deviceUUID driverUUID pipelineCacheUUID pointerSize deviceProfile" ]] \
+[[ $fields == "vendorID deviceID driverID driverVersion driverInfo driverUUID pipelineCacheUUID pointerSize deviceProfile" ]] \
   || fail "record fields: $fields"
 [[ $(json_get devices.json "j['devices'][$lvp]['type']") == cpu ]] || fail "llvmpipe is not a cpu device"
 [[ $(json_get devices.json 'sum(d["default"] for d in j["devices"])') == 1 ]] || fail "not exactly one default device"

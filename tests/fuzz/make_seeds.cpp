@@ -24,8 +24,8 @@ namespace fs = std::filesystem;
 
 void write(const fs::path& dir, const std::string& name, const Bytes& bytes) {
   fs::create_directories(dir);
-  std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                                    static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(dir / name, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
 Bytes truncated(Bytes b, std::size_t n) {
@@ -56,8 +56,8 @@ Entry make_entry(int i, PayloadKind kind, Bytes payload) {
 
 /// A SPIR-V header and a few words: enough to look like a module.
 Bytes spirv_words(int variant) {
-  Bytes b = {0x03, 0x02, 0x23, 0x07, 0x00, 0x05, 0x01, 0x00, 0x0b, 0x00, 0x0d, 0x00, 0x10, 0x00, 0x00, 0x00,
-             0x00, 0x00, 0x00, 0x00};
+  Bytes b = {0x03, 0x02, 0x23, 0x07, 0x00, 0x05, 0x01, 0x00, 0x0b, 0x00,
+             0x0d, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
   for (int k = 0; k < 8; ++k) b.push_back(static_cast<std::uint8_t>(k * 17 + variant));
   return b;
 }

@@ -93,7 +93,8 @@ std::optional<Error> attempt(Target& t, Tally& tally, std::span<const std::uint8
   in.fd = fd;
   auto t0 = std::chrono::steady_clock::now();
   auto r = transfer::import_bundle(*t.store, in, options);
-  tally.max_ms = std::max(tally.max_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  tally.max_ms =
+      std::max(tally.max_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   ::close(fd);
   ++tally.cases;
   std::optional<Error> error;
@@ -164,7 +165,8 @@ TEST_CASE("B1: truncation at every offset of the first and last 4 KiB, and rando
   const auto options = spirv_target();
   attempt(t, tally, {}, options);  // the empty file
   for (std::size_t len = 0; len < 4096; ++len) attempt(t, tally, std::span(bytes).first(len), options);
-  for (std::size_t len = bytes.size() - 4096; len < bytes.size(); ++len) attempt(t, tally, std::span(bytes).first(len), options);
+  for (std::size_t len = bytes.size() - 4096; len < bytes.size(); ++len)
+    attempt(t, tally, std::span(bytes).first(len), options);
   Rng rng(11);
   for (int k = 0; k < 500 * reliability::soak(); ++k)
     attempt(t, tally, std::span(bytes).first(rng.below(static_cast<std::uint32_t>(bytes.size()))), options);
@@ -230,10 +232,10 @@ TEST_CASE("B3: fingerprints, versions, signatures, duplicates, trailing bytes, i
       auto other = write_to_bytes(vulkan_namespace(changed), entries);
       auto e = attempt(t, tally, other, options);
       ++field_cases;
-      if (e && e->category == Category::fingerprint_mismatch && e->message.find(changed.fields[f].first) != std::string::npos)
+      if (e && e->category == Category::fingerprint_mismatch &&
+          e->message.find(changed.fields[f].first) != std::string::npos)
         ++named;
-      else
-        FAIL_CHECK("field ", changed.fields[f].first, ": ", (e ? e->message : "accepted"));
+      else FAIL_CHECK("field ", changed.fields[f].first, ": ", (e ? e->message : "accepted"));
       head_refusals += refused_from_head(other, {}, ns.record);
       // (b) the record changed under the old short fingerprint: a forgery the reader refuses.
       auto h = one_block_header(ns, entries);
@@ -347,7 +349,9 @@ TEST_CASE("B4: bombs, lying sizes, huge windows, a million tiny entries: refused
     w.u16(0);
     w.u32(0);
     w.raw(prefix);
-    auto record_size = [](std::uint32_t i) { return bundle::internal::k_min_record_size + 4 + 1 + std::to_string(i).size(); };
+    auto record_size = [](std::uint32_t i) {
+      return bundle::internal::k_min_record_size + 4 + 1 + std::to_string(i).size();
+    };
     std::uint64_t total = 0;
     for (std::uint32_t i = 0; i < n; ++i) total += record_size(i);
     w.u32(n);

@@ -21,19 +21,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <initializer_list>
-#include <vector>
 #include <fstream>
+#include <initializer_list>
 #include <string>
+#include <vector>
 
 namespace kcache::reliability {
 
 /// What "store unchanged" compares, plus counts for the figures.
 struct StoreState {
-  std::uint64_t txn = 0;         ///< last committed transaction id
+  std::uint64_t txn = 0;  ///< last committed transaction id
   std::uint64_t namespaces = 0;
   std::uint64_t entries = 0;
-  std::string digest;            ///< BLAKE2b-256 hex of the canonical dump
+  std::string digest;  ///< BLAKE2b-256 hex of the canonical dump
   bool operator==(const StoreState&) const = default;
   /// "txn=12 namespaces=1 entries=76 digest=ab12..." (one line).
   std::string line() const {
@@ -94,21 +94,21 @@ inline std::vector<std::uint8_t> spirv_module(std::size_t bytes, const std::stri
     w.push_back(static_cast<std::uint32_t>(operands.size() + 1) << 16 | opcode);
     w.insert(w.end(), operands);
   };
-  op(17, {1});                                        // OpCapability Shader
-  op(14, {0, 1});                                     // OpMemoryModel Logical GLSL450
-  op(15, {5, 1, 0x6e69616du, 0});                     // OpEntryPoint GLCompute %1 "main"
-  op(16, {1, 17, 1, 1, 1});                           // OpExecutionMode %1 LocalSize 1 1 1
-  const std::size_t text_words = text.size() / 4 + 1; // NUL-terminated, zero-padded
+  op(17, {1});                                                        // OpCapability Shader
+  op(14, {0, 1});                                                     // OpMemoryModel Logical GLSL450
+  op(15, {5, 1, 0x6e69616du, 0});                                     // OpEntryPoint GLCompute %1 "main"
+  op(16, {1, 17, 1, 1, 1});                                           // OpExecutionMode %1 LocalSize 1 1 1
+  const std::size_t text_words = text.size() / 4 + 1;                 // NUL-terminated, zero-padded
   w.push_back(static_cast<std::uint32_t>(text_words + 1) << 16 | 4);  // OpSourceExtension
   const std::size_t at = w.size();
   w.resize(at + text_words, 0);
   std::memcpy(w.data() + at, text.data(), text.size());
-  op(19, {2});                                        // %2 = OpTypeVoid
-  op(33, {3, 2});                                     // %3 = OpTypeFunction %2
-  op(54, {2, 1, 0, 3});                               // %1 = OpFunction %2 None %3
-  op(248, {4});                                       // %4 = OpLabel
-  op(253, {});                                        // OpReturn
-  op(56, {});                                         // OpFunctionEnd
+  op(19, {2});           // %2 = OpTypeVoid
+  op(33, {3, 2});        // %3 = OpTypeFunction %2
+  op(54, {2, 1, 0, 3});  // %1 = OpFunction %2 None %3
+  op(248, {4});          // %4 = OpLabel
+  op(253, {});           // OpReturn
+  op(56, {});            // OpFunctionEnd
   std::vector<std::uint8_t> out(w.size() * 4);
   std::memcpy(out.data(), w.data(), out.size());
   return out;

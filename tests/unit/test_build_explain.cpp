@@ -1,9 +1,9 @@
 // Why-stale explanations (pipeline/explain.hpp) over the memory store:
 // one edit gives one reason; a missing kernel is explained by its nearest
 // stored relative (another namespace, another variant, another device).
-#include "kcache/manifest/manifest.hpp"
 #include "kcache/build/build.hpp"
 #include "kcache/build/explain.hpp"
+#include "kcache/manifest/manifest.hpp"
 
 #include "test_support.hpp"
 
@@ -56,12 +56,14 @@ std::string names(const std::vector<Change>& changes) {
 TEST_CASE("one manifest edit gives exactly one reason") {
   Project p;
   p.dir.write("k.comp", k_shader);
-  const std::string base = "[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\noptimize = \"performance\"\n"
-                           "defines = { VALUE = 1 }\n";
+  const std::string base =
+      "[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\noptimize = \"performance\"\n"
+      "defines = { VALUE = 1 }\n";
   p.build(base);
   CHECK(p.explain(base, "k").state == Freshness::fresh);
 
-  auto e = p.explain("[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\noptimize = \"size\"\ndefines = { VALUE = 1 }\n", "k");
+  auto e =
+      p.explain("[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\noptimize = \"size\"\ndefines = { VALUE = 1 }\n", "k");
   CHECK(e.state == Freshness::stale);
   CHECK(names(e.changes) == "optimize");  // the recipe field follows the level: not a second reason
   CHECK(e.changes[0].old_value == "performance");
@@ -139,8 +141,11 @@ TEST_CASE("a device namespace explains a changed fingerprint field by name") {
 }
 
 TEST_CASE("essential_changes keeps independent reasons") {
-  std::vector<Change> in = {{"variant:T", "a", "b"}, {"define:T", "a", "b"}, {"define:U", "1", "2"},
-                            {"name", "k[T=a]", "k[T=b]"}, {"optimizer", "x (size)", "y (size)"}};
+  std::vector<Change> in = {{"variant:T", "a", "b"},
+                            {"define:T", "a", "b"},
+                            {"define:U", "1", "2"},
+                            {"name", "k[T=a]", "k[T=b]"},
+                            {"optimizer", "x (size)", "y (size)"}};
   CHECK(names(essential_changes(in)) == "variant:T,define:U,optimizer");
 }
 

@@ -1,12 +1,16 @@
 // Bundle round trips: bytes and header fields survive writing and reading
 // through every kind of sink and source, including a pipe (stdout/stdin), and
 // the golden bundle of format version 1 still reads.
+#include "seed_corpus.hpp"
 #include "test_bundle_support.hpp"
 
-#include <cstdlib>
 #include <fcntl.h>
-#include <thread>
 #include <unistd.h>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
+#include <thread>
 
 using namespace kcache;
 using namespace kcache::test;
@@ -191,9 +195,8 @@ TEST_CASE("writer refuses headers it cannot write and entries that do not match 
     CHECK(r.error().message.find("entry 2 of 3") != std::string::npos);
   }
   SUBCASE("source error passes through") {
-    auto r = bundle::write_bundle(out, header, [](std::size_t) -> Result<Entry> {
-      return fail(Category::corruption, "store record broken");
-    });
+    auto r = bundle::write_bundle(
+        out, header, [](std::size_t) -> Result<Entry> { return fail(Category::corruption, "store record broken"); });
     REQUIRE(!r);
     CHECK(r.error().category == Category::corruption);
     CHECK(r.error().message == "store record broken");
@@ -250,7 +253,8 @@ TEST_CASE("golden bundle of format version 1") {
   bundle::WriteOptions options;
   options.block_bytes = 8 << 10;
   options.sign = &key;
-  auto header = bundle::make_header(vulkan_ns(), tool_versions(), 1'700'000'000, entries);
+  // Written by kcache 0.1.0, so its namespace is of fingerprint schema 1.
+  auto header = bundle::make_header(schema1_vulkan_ns(), tool_versions(), 1'700'000'000, entries);
   if (const char* out = std::getenv("KCACHE_GOLDEN_OUT")) {
     REQUIRE(bundle::write_bundle_file(out, header, bundle::entries_from(entries), options).has_value());
     MESSAGE("golden bundle written to ", out);
@@ -258,44 +262,108 @@ TEST_CASE("golden bundle of format version 1") {
   auto check = [&](std::span<const std::uint8_t> bytes) {
     auto reader = BundleReader::open(bytes);
     REQUIRE_MESSAGE(reader.has_value(), reader.error().message);
-    check_same_header(reader->header(), vulkan_ns(), entries, 1'700'000'000);
+    check_same_header(reader->header(), schema1_vulkan_ns(), entries, 1'700'000'000);
     CHECK(bundle::verify_signature(reader->header(), std::span(&key.public_key, 1)).has_value());
     auto got = read_all(bytes);
     REQUIRE_MESSAGE(got.has_value(), got.error().message);
     CHECK(*got == entries);
   };
-  check(write_to_bytes(vulkan_ns(), entries, options));
+  check(write_to_bytes(schema1_vulkan_ns(), entries, options));
+  // The checked-in file is the point of this test: its absence is a failure,
+  // never a silent pass (bundles/golden/README.md).
   auto golden = std::filesystem::path(KCACHE_SOURCE_DIR) / "bundles/golden/v1.kcb";
-  if (std::filesystem::exists(golden)) {
-    std::ifstream in(golden, std::ios::binary);
-    Bytes bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    check(bytes);
+  REQUIRE_MESSAGE(std::filesystem::is_regular_file(golden), "golden bundle ", golden.string(),
+                  " is missing: it is checked in and must never be regenerated (bundles/golden/README.md)");
+  std::ifstream in(golden, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), "cannot read ", golden.string());
+  Bytes bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE_MESSAGE(!bytes.empty(), golden.string(), " is empty");
+  check(bytes);
+}
+
+// The seed corpora of tests/fuzz/fuzz_bundle_reader and fuzz_entry_decoder
+// (written by tests/fuzz/make_seeds.cpp, checked in): every seed is there and
+// not empty, the valid_* ones read back completely and the others are
+// refused, as their names say. (seed_corpus.hpp)
+namespace {
+
+/// Reads `bytes` as fuzz_bundle_reader does (open, every entry, finish); the
+/// first error, or nothing when the whole bundle was read and accepted.
+std::optional<Error> read_bundle_through(std::span<const std::uint8_t> bytes,
+                                         std::optional<BundleReader>* kept = nullptr) {
+  auto reader = BundleReader::open(bytes);
+  if (!reader) return reader.error();
+  for (;;) {
+    auto e = reader->next();
+    if (!e) return e.error();
+    if (!e->has_value()) break;
+  }
+  if (auto fin = reader->finish(); !fin) return fin.error();
+  if (reader->bytes_read() != bytes.size())
+    return Error{Category::corruption, "accepted after reading " + std::to_string(reader->bytes_read()) + " of " +
+                                           std::to_string(bytes.size()) + " bytes"};
+  if (kept) kept->emplace(std::move(*reader));
+  return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("fuzz seed corpus: bundle_reader seeds are read or refused as their names say") {
+  // make_seeds.cpp signs with the seed 0x11 x 32.
+  std::array<std::uint8_t, 32> seed;
+  seed.fill(0x11);
+  const auto seed_key = bundle::keypair_from_seed(seed);
+  const std::set<std::string> valid = {"valid_unsigned", "valid_signed", "valid_empty"};
+  // Each damaged seed and the refusal it must meet (the flipped signature
+  // byte is inside the head, so the head digest already refuses it).
+  const std::map<std::string, Category> broken = {
+      {"truncated_head", Category::corruption},  {"truncated_payload", Category::corruption},
+      {"flipped_header", Category::corruption},  {"flipped_signature", Category::corruption},
+      {"version_2", Category::version_mismatch}, {"trailing_byte", Category::corruption}};
+  std::set<std::string> all = valid;
+  for (const auto& [name, category] : broken) all.insert(name);
+  auto seeds = read_seeds("bundle_reader", all);
+
+  for (const auto& name : valid) {
+    CAPTURE(name);
+    std::optional<BundleReader> reader;
+    auto error = read_bundle_through(seeds.at(name), &reader);
+    if (error) FAIL(name, " is refused: ", error->message);
+    const auto& h = reader->header();
+    CHECK(h.format_version == bundle::k_format_version);
+    CHECK(reader->entries_read() == h.index.size());
+    CHECK((name == "valid_empty") == h.index.empty());
+    CHECK((name == "valid_signed") == h.signature.has_value());
+    if (name == "valid_signed") CHECK(bundle::verify_signature(h, std::span(&seed_key.public_key, 1)).has_value());
+  }
+  for (const auto& [name, category] : broken) {
+    CAPTURE(name);
+    auto error = read_bundle_through(seeds.at(name));
+    if (!error) FAIL(name, " is accepted");
+    CHECK_MESSAGE(error->category == category, name, " refused as ", category_name(error->category), ": ",
+                  error->message);
+    CHECK(!error->message.empty());
   }
 }
 
-// Seed corpus for tests/fuzz/fuzz_bundle_reader: KCACHE_FUZZ_SEEDS=dir
-// ./unit_bundle -tc='*seed*' writes valid bundles of each shape (unsigned,
-// signed, one and many blocks, empty, spirv and vulkan) and a few damaged ones.
-TEST_CASE("fuzz seed corpus") {
-  const char* dir = std::getenv("KCACHE_FUZZ_SEEDS");
-  if (!dir) return;
-  std::filesystem::create_directories(dir);
-  auto key = golden_key();
-  auto save = [&](const std::string& name, const Bytes& bytes) {
-    std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  };
-  bundle::WriteOptions small_blocks;
-  small_blocks.block_bytes = 1000;
-  bundle::WriteOptions signed_options = small_blocks;
-  signed_options.sign = &key;
-  save("empty-spirv.kcb", write_to_bytes(spirv_namespace("vulkan1.2"), {}));
-  save("one-entry.kcb", write_to_bytes(spirv_namespace("vulkan1.3"), make_entries(1, 16)));
-  save("multi-block.kcb", write_to_bytes(vulkan_ns(), make_entries(8, 64), small_blocks));
-  save("signed.kcb", write_to_bytes(vulkan_ns(), make_entries(4, 32), signed_options));
-  auto bytes = write_to_bytes(vulkan_ns(), make_entries(3, 32));
-  save("truncated.kcb", Bytes(bytes.begin(), bytes.end() - 50));
-  auto flipped = bytes;
-  flipped[flipped.size() / 2] ^= 0x10;
-  save("flipped.kcb", flipped);
+TEST_CASE("fuzz seed corpus: entry_decoder seeds are decoded or refused as their names say") {
+  const std::set<std::string> valid = {"valid_spirv", "valid_pipeline_cache", "valid_empty"};
+  const std::set<std::string> broken = {"truncated_half", "bad_magic", "version_2", "flipped_payload"};
+  std::set<std::string> all = valid;
+  all.insert(broken.begin(), broken.end());
+  auto seeds = read_seeds("entry_decoder", all);
+  for (const auto& name : valid) {
+    CAPTURE(name);
+    auto e = decode_entry(seeds.at(name));
+    if (!e) FAIL(name, " is refused: ", e.error().message);
+    CHECK(encode_entry(*e) == seeds.at(name));  // one encoding per entry
+    CHECK((name == "valid_pipeline_cache") == (e->payload_kind == PayloadKind::pipeline_cache));
+    CHECK((name == "valid_empty") == e->payload.empty());
+  }
+  for (const auto& name : broken) {
+    CAPTURE(name);
+    auto e = decode_entry(seeds.at(name));
+    REQUIRE_MESSAGE(!e.has_value(), name, " is accepted");
+    CHECK(!e.error().message.empty());
+  }
 }

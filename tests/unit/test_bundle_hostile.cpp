@@ -176,8 +176,9 @@ TEST_CASE("B4: declared sizes over the limits are refused before decompression")
     auto h = one_block_header(vulkan_ns(), entries);
     h.index[1].record_size = 1288490189;  // 1.2 GiB
     auto e = refused(assemble(h, {}));
-    CHECK_MESSAGE(e.message == "bundle entry 2 of 3 (kernel 'matmul_0[T=f32,BM=32]') declares size 1.2 GiB; limit 257 MiB",
-                  e.message);
+    CHECK_MESSAGE(
+        e.message == "bundle entry 2 of 3 (kernel 'matmul_0[T=f32,BM=32]') declares size 1.2 GiB; limit 257 MiB",
+        e.message);
   }
   SUBCASE("total over the limit") {
     bundle::ReadLimits limits;
@@ -249,8 +250,8 @@ TEST_CASE("B4: frames that lie about their sizes or windows are refused with bou
                   e.message);
     if (base != 0) CHECK(growth_kib < 32 * 1024);
     CHECK(ms < 2000);
-    MESSAGE("zstd bomb (", frame.size(), "-byte frame declaring ", records.size(), " bytes, expanding to 4 GiB): refused in ",
-            ms, " ms, peak RSS growth ", growth_kib, " KiB: ", e.message);
+    MESSAGE("zstd bomb (", frame.size(), "-byte frame declaring ", records.size(),
+            " bytes, expanding to 4 GiB): refused in ", ms, " ms, peak RSS growth ", growth_kib, " KiB: ", e.message);
   }
   SUBCASE("zstd bomb within one record: the frame decodes past the record's end") {
     auto frame = handmade_frame({}, 4ull << 30, records.size());
@@ -322,7 +323,9 @@ TEST_CASE("B4: a million tiny index entries stay within time and memory") {
   w.u32(0);  // header_size, patched below
   w.raw(prefix);
   std::uint64_t total = 0;
-  auto record_size = [](std::uint32_t i) { return bundle::internal::k_min_record_size + 4 + 1 + std::to_string(i).size(); };
+  auto record_size = [](std::uint32_t i) {
+    return bundle::internal::k_min_record_size + 4 + 1 + std::to_string(i).size();
+  };
   for (std::uint32_t i = 0; i < n; ++i) total += record_size(i);
   w.u32(n);
   w.u64(total);

@@ -26,7 +26,8 @@ TEST_CASE("a 100 MB bundle streams with bounded memory") {
   const auto base_write = begin_peak_measure();
   auto t0 = clock::now();
   // Pass 2: payloads one at a time.
-  auto ok = bundle::write_bundle_file(path, header, [&](std::size_t i) -> Result<Entry> { return make_entry(i, words); });
+  auto ok =
+      bundle::write_bundle_file(path, header, [&](std::size_t i) -> Result<Entry> { return make_entry(i, words); });
   REQUIRE_MESSAGE(ok.has_value(), ok.error().message);
   auto t1 = clock::now();
   const double write_growth = static_cast<double>(peak_growth_kib(base_write)) / 1024;

@@ -105,9 +105,9 @@ TEST_CASE("signature refusals") {
     auto r = bundle::verify_signature(header, trusted);
     REQUIRE(!r);
     CHECK(r.error().category == Category::corruption);
-    CHECK_MESSAGE(contains(r.error().message, "signed by key " + bundle::key_id(key.public_key).hex() +
-                                                  ", which is not trusted (trusted: " +
-                                                  bundle::key_id(stranger.public_key).hex() + ")"),
+    CHECK_MESSAGE(contains(r.error().message,
+                           "signed by key " + bundle::key_id(key.public_key).hex() +
+                               ", which is not trusted (trusted: " + bundle::key_id(stranger.public_key).hex() + ")"),
                   r.error().message);
   }
   SUBCASE("one of several trusted keys") {

@@ -8,12 +8,12 @@
 #include "kcache/bundle/bundle_internal.hpp"
 #include "test_support.hpp"
 
+#include <malloc.h>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <malloc.h>
-#include <sstream>
 #include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,7 +41,8 @@ struct Rng {
 inline Bytes spirv_like(std::uint64_t family, std::uint64_t variant, std::size_t words) {
   Rng base(family * 7919 + 1);
   std::vector<std::uint32_t> w = {0x07230203u, 0x00010500u, 0x000d000bu, 400, 0};
-  static constexpr std::uint16_t opcodes[] = {17, 14, 15, 16, 19, 21, 22, 23, 32, 43, 54, 59, 61, 62, 65, 128, 129, 132, 248, 249, 250};
+  static constexpr std::uint16_t opcodes[] = {17, 14, 15, 16, 19,  21,  22,  23,  32,  43, 54,
+                                              59, 61, 62, 65, 128, 129, 132, 248, 249, 250};
   while (w.size() < words) {
     std::uint16_t op = opcodes[base.below(sizeof opcodes / sizeof opcodes[0])];
     std::uint16_t count = static_cast<std::uint16_t>(2 + base.below(5));
@@ -51,7 +52,8 @@ inline Bytes spirv_like(std::uint64_t family, std::uint64_t variant, std::size_t
   w.resize(words);
   // A variant changes a handful of literals (types, tile sizes, constants).
   Rng var(family * 104729 + variant * 31 + 7);
-  for (int k = 0; k < 6 + static_cast<int>(words / 500); ++k) w[5 + var.below(static_cast<std::uint32_t>(words - 5))] ^= 1u + var.below(255);
+  for (int k = 0; k < 6 + static_cast<int>(words / 500); ++k)
+    w[5 + var.below(static_cast<std::uint32_t>(words - 5))] ^= 1u + var.below(255);
   Bytes out(w.size() * 4);
   std::memcpy(out.data(), w.data(), out.size());
   return out;
@@ -63,7 +65,8 @@ inline Entry make_entry(std::size_t i, std::size_t words = 256) {
   const std::uint64_t family = i / 16, variant = i % 16;
   static constexpr const char* types[] = {"f16", "f32", "bf16", "q4_0", "q8_0", "i8", "u8", "f64"};
   Entry e;
-  e.kernel = "matmul_" + std::to_string(family) + "[T=" + types[variant % 8] + ",BM=" + std::to_string(32 << (variant / 8)) + "]";
+  e.kernel = "matmul_" + std::to_string(family) + "[T=" + types[variant % 8] +
+             ",BM=" + std::to_string(32 << (variant / 8)) + "]";
   e.id_fields = {{"name", e.kernel}, {"entry", "main"}, {"stage", "compute"}, {"target", "vulkan1.2"}};
   e.ir_fields = {{"glslang", "15.1.0"}, {"spirv-tools", "2024.4"}, {"schema", "1"}};
   e.inputs = {{"shaders/matmul.comp", util::hash_string("matmul source " + std::to_string(family))},
@@ -91,16 +94,26 @@ inline std::vector<Field> tool_versions() {
   return {{"kcache", "0.1.0"}, {"glslang", "15.1.0"}, {"spirv-tools", "2024.4"}};
 }
 
-inline Namespace vulkan_ns() {
-  return vulkan_namespace(FingerprintRecord{{{"vendorID", "0x10de"},
-                                             {"deviceID", "0x2335"},
-                                             {"driverID", "4"},
-                                             {"driverVersion", "580.159"},
-                                             {"driverInfo", "580.159.01"},
-                                             {"deviceUUID", "a1b2c3d4e5f60718293a4b5c6d7e8f90"},
-                                             {"pipelineCacheUUID", "0f1e2d3c4b5a69788796a5b4c3d2e1f0"},
-                                             {"pointerSize", "8"}}});
+/// A device record as kcache 0.1.0 wrote it (fingerprint schema 1: the
+/// card's deviceUUID in it), as the golden bundle of format 1 holds it.
+inline FingerprintRecord schema1_record() {
+  return FingerprintRecord{{{"vendorID", "0x10de"},
+                            {"deviceID", "0x2335"},
+                            {"driverID", "4"},
+                            {"driverVersion", "580.159"},
+                            {"driverInfo", "580.159.01"},
+                            {"deviceUUID", "a1b2c3d4e5f60718293a4b5c6d7e8f90"},
+                            {"pipelineCacheUUID", "0f1e2d3c4b5a69788796a5b4c3d2e1f0"},
+                            {"pointerSize", "8"}}};
 }
+
+/// That record's namespace as kcache 0.1.0 named it: every field hashed.
+inline Namespace schema1_vulkan_ns() {
+  return Namespace{"vulkan", recorded_vulkan_id(schema1_record()), schema1_record()};
+}
+
+/// Its namespace now: the card's fields dropped.
+inline Namespace vulkan_ns() { return vulkan_namespace(schema1_record()); }
 
 /// Writes `entries` to bytes (through an ostringstream).
 inline Bytes write_to_bytes(const Namespace& ns, const std::vector<Entry>& entries, bundle::WriteOptions options = {},
@@ -216,7 +229,11 @@ inline void patch_fcs(Bytes& f, std::uint64_t value) {
 /// decompression bomb costs almost nothing to build this way.
 inline Bytes handmade_frame(std::span<const std::uint8_t> content, std::uint64_t zeros, std::uint64_t declared,
                             int window_log = 20) {
-  Bytes f = {0x28, 0xb5, 0x2f, 0xfd, 0xc0 /* 8-byte size, windowed, no checksum */,
+  Bytes f = {0x28,
+             0xb5,
+             0x2f,
+             0xfd,
+             0xc0 /* 8-byte size, windowed, no checksum */,
              static_cast<std::uint8_t>((window_log - 10) << 3)};
   for (int k = 0; k < 8; ++k) f.push_back(static_cast<std::uint8_t>(declared >> (8 * k)));
   const std::uint64_t max_block = std::min<std::uint64_t>(std::uint64_t{1} << window_log, 128u << 10);
@@ -227,7 +244,8 @@ inline Bytes handmade_frame(std::span<const std::uint8_t> content, std::uint64_t
   for (std::size_t pos = 0; pos < content.size();) {
     const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(max_block, content.size() - pos));
     block(pos + n == content.size() && zeros == 0, 0, n);
-    f.insert(f.end(), content.begin() + static_cast<std::ptrdiff_t>(pos), content.begin() + static_cast<std::ptrdiff_t>(pos + n));
+    f.insert(f.end(), content.begin() + static_cast<std::ptrdiff_t>(pos),
+             content.begin() + static_cast<std::ptrdiff_t>(pos + n));
     pos += n;
   }
   while (zeros > 0) {

@@ -40,7 +40,7 @@ TEST_CASE("expand resolves includes relative to the includer, then include dirs,
   CHECK(def->inputs[0].path == "shaders/k.comp");
   CHECK(def->inputs[1].path == "inc/common.glsl");
   CHECK(def->inputs[2].path == "inc/more.glsl");
-  CHECK(def->expanded.find("2.0 * twice") != std::string::npos);  // SCALE applied
+  CHECK(def->expanded.find("2.0 * twice") != std::string::npos);        // SCALE applied
   CHECK(def->expanded.find(dir.path().string()) == std::string::npos);  // no absolute path
 
   auto compiled = compile::compile(spec_for("shaders/k.comp"), *def, t);

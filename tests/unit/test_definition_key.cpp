@@ -31,7 +31,10 @@ TEST_CASE("id is stable and sensitive to every identity field, and only those") 
       {"stage", [](KernelSpec& s) { s.stage = Stage::vertex; }},
       {"language", [](KernelSpec& s) { s.language = Language::hlsl; }},
       {"define", [](KernelSpec& s) { s.defines[0].second = "g"; }},
-      {"define added", [](KernelSpec& s) { s.defines.push_back({"X", ""}); }},
+      {"define added",
+       [](KernelSpec& s) {
+         s.defines.push_back({"X", ""});
+       }},
       {"include dir", [](KernelSpec& s) { s.include_dirs = {"inc2"}; }},
       {"target", [](KernelSpec& s) { s.target = "vulkan1.3"; }},
       {"optimize", [](KernelSpec& s) { s.optimize = Optimize::none; }},

@@ -3,9 +3,14 @@
 // blob are in test_device_vulkan.cpp.
 #include "kcache/device/device.hpp"
 
+#include "../fuzz/fuzz_support.hpp"
+#include "seed_corpus.hpp"
 #include "test_support.hpp"
 
 #include <cstring>
+#include <map>
+#include <optional>
+#include <set>
 
 using namespace kcache;
 using namespace kcache::device;
@@ -52,14 +57,15 @@ bool contains(const std::string& s, std::string_view what) { return s.find(what)
 TEST_CASE("device: fingerprint record lists every field that invalidates a blob") {
   DeviceInfo d = fake_device();
   const auto& r = d.record();
-  const char* fields[] = {"vendorID",   "deviceID",   "driverID",          "driverVersion", "driverInfo",
-                          "deviceUUID", "driverUUID", "pipelineCacheUUID", "pointerSize",   "deviceProfile"};
+  const char* fields[] = {"vendorID",   "deviceID",          "driverID",    "driverVersion", "driverInfo",
+                          "driverUUID", "pipelineCacheUUID", "pointerSize", "deviceProfile"};
   REQUIRE(r.fields.size() == std::size(fields));
   for (std::size_t i = 0; i < std::size(fields); ++i) CHECK(r.fields[i].first == fields[i]);
   CHECK(*r.find("vendorID") == "0x10de");
   CHECK(*r.find("driverVersion") == "580.65.6.0");
   CHECK(*r.find("pointerSize") == std::to_string(sizeof(void*)));
-  CHECK(*r.find("deviceUUID") == "00010203-0405-0607-0809-0a0b0c0d0e0f");
+  // The card's own id is provenance, not part of the record (fleet: one namespace per GPU model and driver).
+  CHECK(r.find("deviceUUID") == nullptr);
   CHECK(d.ns.backend == "vulkan");
   CHECK(d.fingerprint().size() == 16);
 
@@ -94,8 +100,10 @@ TEST_CASE("device: header check rejects each field changed alone, naming it") {
     Category category;
   };
   const Case cases[] = {
-      {"headerSize", 0, Category::corruption},       {"headerVersion", 4, Category::corruption},
-      {"vendorID", 8, Category::fingerprint_mismatch}, {"deviceID", 12, Category::fingerprint_mismatch},
+      {"headerSize", 0, Category::corruption},
+      {"headerVersion", 4, Category::corruption},
+      {"vendorID", 8, Category::fingerprint_mismatch},
+      {"deviceID", 12, Category::fingerprint_mismatch},
       {"pipelineCacheUUID", 16, Category::fingerprint_mismatch},
       {"pipelineCacheUUID", 31, Category::fingerprint_mismatch},
   };
@@ -186,8 +194,8 @@ TEST_CASE("device: unwrap rejects each wrapper field changed alone") {
 TEST_CASE("device: unwrap rejects truncation, trailing bytes and another device") {
   DeviceInfo d = fake_device();
   const auto wrapped = wrap_blob(d, make_blob(d, 10));
-  for (std::size_t n : {std::size_t{0}, std::size_t{4}, k_wrapper_header_size - 1, k_wrapper_header_size,
-                        wrapped.size() - 1}) {
+  for (std::size_t n :
+       {std::size_t{0}, std::size_t{4}, k_wrapper_header_size - 1, k_wrapper_header_size, wrapped.size() - 1}) {
     CAPTURE(n);
     auto r = unwrap_blob(std::span(wrapped).first(n), d);
     REQUIRE(!r);
@@ -224,4 +232,52 @@ TEST_CASE("device: unwrap rejects truncation, trailing bytes and another device"
   REQUIRE(!r);
   CHECK(r.error().category == Category::fingerprint_mismatch);
   CHECK(contains(r.error().message, "deviceID"));
+}
+
+// The seed corpus of tests/fuzz/fuzz_pipeline_cache_header (written by
+// tests/fuzz/make_seeds.cpp for fuzz_support.hpp's fixed device): every seed
+// is there and not empty, and the check each seed is named for accepts or
+// refuses it: raw blobs through the header check, wrapped ones through unwrap.
+TEST_CASE("fuzz seed corpus: pipeline_cache_header seeds are accepted or refused as their names say") {
+  const DeviceInfo& fixed = kcache::fuzz::fixed_device();
+  struct Seed {
+    bool wrapped;  ///< fed to unwrap_blob, else to check_pipeline_cache_header
+    bool accepted;
+    Category category = Category::corruption;  ///< when refused
+  };
+  const std::map<std::string, Seed> expected = {
+      {"valid_raw", {false, true}},
+      {"header_only", {false, true}},
+      {"valid_wrapped", {true, true}},
+      {"truncated_header", {false, false, Category::corruption}},
+      {"bad_header_size", {false, false, Category::corruption}},
+      {"foreign_uuid", {false, false, Category::fingerprint_mismatch}},
+      {"wrapped_bad_digest", {true, false, Category::corruption}},
+      {"wrapped_bad_length", {true, false, Category::corruption}},
+  };
+  std::set<std::string> names;
+  for (const auto& [name, seed] : expected) names.insert(name);
+  auto seeds = kcache::test::read_seeds("pipeline_cache_header", names);
+  for (const auto& [name, want] : expected) {
+    CAPTURE(name);
+    const auto& bytes = seeds.at(name);
+    std::optional<Error> error;
+    if (want.wrapped) {
+      auto raw = unwrap_blob(bytes, fixed);
+      if (raw) CHECK(check_pipeline_cache_header(*raw, fixed).has_value());
+      else error = raw.error();
+    } else {
+      auto r = check_pipeline_cache_header(bytes, fixed);
+      if (!r) error = r.error();
+      // A raw blob is not a wrapped one.
+      CHECK(!unwrap_blob(bytes, fixed).has_value());
+    }
+    if (want.accepted) {
+      CHECK_MESSAGE(!error, name, " is refused: ", (error ? error->message : ""));
+    } else {
+      REQUIRE_MESSAGE(error.has_value(), name, " is accepted");
+      CHECK(error->category == want.category);
+      CHECK(!error->message.empty());
+    }
+  }
 }

@@ -70,10 +70,14 @@ TEST_CASE("device: reflection lays out every descriptor kind and push constants"
     std::uint32_t count;
   };
   const Expect expected[] = {
-      {0, 0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1},       {0, 3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1},
-      {1, 1, VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1},       {3, 0, VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE, 3},
-      {3, 1, VK_DESCRIPTOR_TYPE_SAMPLER, 1},              {3, 2, VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, 1},
-      {3, 3, VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, 1}, {3, 4, VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, 1},
+      {0, 0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1},
+      {0, 3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1},
+      {1, 1, VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1},
+      {3, 0, VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE, 3},
+      {3, 1, VK_DESCRIPTOR_TYPE_SAMPLER, 1},
+      {3, 2, VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, 1},
+      {3, 3, VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, 1},
+      {3, 4, VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, 1},
       {3, 5, VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 6},
   };
   REQUIRE(r->bindings.size() == std::size(expected));
@@ -93,7 +97,7 @@ TEST_CASE("device: reflection lays out every descriptor kind and push constants"
 TEST_CASE("device: specialization map follows each constant's type") {
   test::TempDir dir;
   auto spirv = compile(dir, "layout.comp", k_layout);
-  const SpecValue spec[] = {{1, 5}, {2, 0}, {3, 0xffffffffffff8000ull}, {4, 0x1122334455667788ull},
+  const SpecValue spec[] = {{1, 5},          {2, 0}, {3, 0xffffffffffff8000ull}, {4, 0x1122334455667788ull},
                             {5, 0x3f800000}, {7, 2}};
   auto r = reflect_module(spirv, "main", spec);
   REQUIRE_MESSAGE(r.has_value(), (r ? std::string() : r.error().message));

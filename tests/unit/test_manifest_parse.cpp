@@ -1,5 +1,6 @@
 #include "kcache/manifest/manifest.hpp"
 
+#include "seed_corpus.hpp"
 #include "test_support.hpp"
 
 using kcache::manifest::parse_manifest;
@@ -68,8 +69,10 @@ TEST_CASE("bad manifests are refused with file:line and what to do") {
       {"[[kernel]]\nname = \"a\"\nsource = \"a.comp\"\ncolour = 1\n", "m.toml:4: unknown key 'colour'"},
       {"[[kernel]]\nname = \"a\"\nsource = \"a.comp\"\n[[kernel]]\nname = \"a\"\nsource = \"b.comp\"\n",
        "duplicate kernel name 'a'"},
-      {"[[kernel]]\nname = \"a\"\nsource = \"a.comp\"\n[kernel.variants]\nT = []\n", "m.toml:5: variant 'T' has an empty list"},
-      {"[[kernel]]\nname = \"a\"\nsource = \"a.comp\"\ntarget = \"vulkan2.0\"\n", "m.toml:4: unknown target 'vulkan2.0'"},
+      {"[[kernel]]\nname = \"a\"\nsource = \"a.comp\"\n[kernel.variants]\nT = []\n",
+       "m.toml:5: variant 'T' has an empty list"},
+      {"[[kernel]]\nname = \"a\"\nsource = \"a.comp\"\ntarget = \"vulkan2.0\"\n",
+       "m.toml:4: unknown target 'vulkan2.0'"},
       {"[[kernel]]\nname = \"a\"\n", "needs a 'source'"},
       {"[[kernel]]\nname = \"a\"\nsource = \"/abs/a.comp\"\n", "is absolute"},
       {"[[kernel]]\nname = \"a b\"\nsource = \"a.comp\"\n", "may use only letters"},
@@ -99,4 +102,29 @@ TEST_CASE("a missing source file is named with where it was looked for") {
   auto m = kcache::manifest::load_manifest(dir.path() / "kcache.toml");
   REQUIRE_FALSE(m);
   CHECK(m.error().message.find("kcache.toml:3: kernel 'a': source 'missing.comp' does not exist") != std::string::npos);
+}
+
+// The seed corpus of tests/fuzz/fuzz_manifest_parser (written by hand): every
+// seed is there and not empty; the parser, fed as the fuzz target feeds it
+// (no file checks), accepts the valid_* ones and refuses the broken_* ones
+// with a message that names the manifest.
+
+TEST_CASE("fuzz seed corpus: manifest_parser seeds are accepted or refused as their names say") {
+  const std::set<std::string> all = {"valid_minimal.toml", "valid_all_keys.toml",   "valid_example.toml",
+                                     "broken_syntax.toml", "broken_duplicate.toml", "broken_unknown_key.toml",
+                                     "broken_values.toml"};
+  auto seeds = kcache::test::read_seeds("manifest_parser", all);
+  for (const auto& [name, bytes] : seeds) {
+    CAPTURE(name);
+    const std::string text(bytes.begin(), bytes.end());
+    auto m = parse_manifest(text, "fuzz.toml", "/nonexistent-fuzz-root", false);
+    if (name.starts_with("valid_")) {
+      if (!m) FAIL(name, " is refused: ", m.error().message);
+      CHECK(!m->kernels.empty());
+    } else {
+      REQUIRE(name.starts_with("broken_"));
+      REQUIRE_MESSAGE(!m.has_value(), name, " is accepted");
+      CHECK(m.error().message.find("fuzz.toml") != std::string::npos);
+    }
+  }
 }

@@ -43,8 +43,8 @@ inline std::vector<std::uint32_t> compile_glsl(const TempDir& dir, const std::st
                                                const std::string& target = "vulkan1.2") {
   auto src = dir.write(name + ".comp", source);
   auto spv = dir.path() / (name + "." + target + ".spv");
-  std::string cmd = "glslangValidator -V --target-env " + target + " -o '" + spv.string() + "' '" +
-                    src.string() + "' > '" + spv.string() + ".log' 2>&1";
+  std::string cmd = "glslangValidator -V --target-env " + target + " -o '" + spv.string() + "' '" + src.string() +
+                    "' > '" + spv.string() + ".log' 2>&1";
   REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, "glslangValidator failed, see ", spv.string(), ".log");
   std::ifstream in(spv, std::ios::binary);
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -61,9 +61,12 @@ inline Entry spirv_entry(const std::string& name, const std::vector<std::uint32_
   Entry e;
   e.kernel = name;
   e.key = {util::hash_string("id:" + name + ":" + target), util::hash_string("ir:" + name)};
-  e.id_fields = {{"name", name},         {"entry", "main"},
-                 {"stage", "compute"},   {"target", target},
-                 {"spec_constant:0", "int:64"}, {"spec_constant:1", "int:-3"}};
+  e.id_fields = {{"name", name},
+                 {"entry", "main"},
+                 {"stage", "compute"},
+                 {"target", target},
+                 {"spec_constant:0", "int:64"},
+                 {"spec_constant:1", "int:-3"}};
   e.payload_kind = PayloadKind::spirv;
   const auto* p = reinterpret_cast<const std::uint8_t*>(words.data());
   e.payload.assign(p, p + words.size() * 4);

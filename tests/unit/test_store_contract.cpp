@@ -1,8 +1,11 @@
 // The Store contract, run over every implementation: the
 // memory store and the LMDB store must behave the same for every case here.
+#include "kcache/store/memory_store_internal.hpp"
 #include "kcache/store/store.hpp"
 
 #include "test_support.hpp"
+
+#include <lmdb.h>
 
 #include <algorithm>
 #include <set>
@@ -11,8 +14,16 @@
 namespace kcache::store {
 namespace {
 
+// Each factory makes a store and can damage one of its entry records (stored
+// bytes under an entry key that fail the record's checks), as a damaged
+// store file would hold them.
 struct MemoryFactory {
   static std::unique_ptr<Store> make(const test::TempDir&) { return make_memory_store(); }
+  static void damage_entry(std::unique_ptr<Store>& store, const test::TempDir&, const std::string& key) {
+    std::string junk = "not an entry record";
+    auto r = internal::put_raw_entry_record(*store, key, std::vector<std::uint8_t>(junk.begin(), junk.end()));
+    REQUIRE_MESSAGE(r.has_value(), r.error().message);
+  }
 };
 
 struct LmdbFactory {
@@ -20,6 +31,24 @@ struct LmdbFactory {
     auto store = open_lmdb_store(dir.path() / "store");
     REQUIRE_MESSAGE(store.has_value(), store.error().message);
     return std::move(*store);
+  }
+  /// Closes the store, writes junk under `key` with the raw LMDB API, reopens.
+  static void damage_entry(std::unique_ptr<Store>& store, const test::TempDir& dir, const std::string& key) {
+    store.reset();
+    std::string junk = "not an entry record";
+    MDB_env* env = nullptr;
+    REQUIRE(mdb_env_create(&env) == 0);
+    REQUIRE(mdb_env_set_maxdbs(env, 8) == 0);
+    REQUIRE(mdb_env_open(env, (dir.path() / "store").c_str(), 0, 0664) == 0);
+    MDB_txn* txn = nullptr;
+    REQUIRE(mdb_txn_begin(env, nullptr, 0, &txn) == 0);
+    MDB_dbi dbi = 0;
+    REQUIRE(mdb_dbi_open(txn, "entries", 0, &dbi) == 0);
+    MDB_val k{key.size(), const_cast<char*>(key.data())}, v{junk.size(), junk.data()};
+    REQUIRE(mdb_put(txn, dbi, &k, &v, 0) == 0);
+    REQUIRE(mdb_txn_commit(txn) == 0);
+    mdb_env_close(env);
+    store = make(dir);
   }
 };
 
@@ -201,9 +230,9 @@ TEST_CASE_TEMPLATE("store: scan visits one namespace in kernel-name order and st
                    LmdbFactory) {
   test::TempDir dir;
   auto store = F::make(dir);
-  put_ok(*store, k_ns,
-         {make_entry("c", "3"), make_entry("a", "1"), make_entry("b_2", "2"), make_entry("b", "2"),
-          make_entry("B", "0")});
+  put_ok(
+      *store, k_ns,
+      {make_entry("c", "3"), make_entry("a", "1"), make_entry("b_2", "2"), make_entry("b", "2"), make_entry("B", "0")});
   // Names that share a prefix with k_ns must not leak into its scan.
   put_ok(*store, spirv_namespace("vulkan1.20"), {make_entry("a", "other")});
   put_ok(*store, spirv_namespace("vulkan1"), {make_entry("z", "other")});
@@ -218,8 +247,7 @@ TEST_CASE_TEMPLATE("store: scan visits one namespace in kernel-name order and st
   CHECK(bad.error().category == Category::invalid_argument);
 }
 
-TEST_CASE_TEMPLATE("store: namespaces() lists records with counts and payload bytes", F, MemoryFactory,
-                   LmdbFactory) {
+TEST_CASE_TEMPLATE("store: namespaces() lists records with counts and payload bytes", F, MemoryFactory, LmdbFactory) {
   test::TempDir dir;
   auto store = F::make(dir);
   CHECK(list_namespaces(*store).empty());
@@ -243,6 +271,47 @@ TEST_CASE_TEMPLATE("store: namespaces() lists records with counts and payload by
   CHECK(list[2].ns == device);  // the full fingerprint record, field by field
   CHECK(list[2].entries == 1);
   CHECK(list[2].payload_bytes == 1000);
+}
+
+TEST_CASE_TEMPLATE("store: namespace_records() lists namespaces without reading any entry", F, MemoryFactory,
+                   LmdbFactory) {
+  test::TempDir dir;
+  auto store = F::make(dir);
+  auto records = [&] {
+    std::vector<NamespaceRecord> out;
+    auto r = store->read([&](Reader& reader) -> Result<void> {
+      out = KCACHE_TRY(reader.namespace_records());
+      return {};
+    });
+    REQUIRE_MESSAGE(r.has_value(), r.error().message);
+    return out;
+  };
+  CHECK(records().empty());
+
+  Namespace device = vulkan_namespace(FingerprintRecord{{{"vendorID", "0x10de"},
+                                                         {"deviceID", "0x2335"},
+                                                         {"driverVersion", "580.159"},
+                                                         {"pipelineCacheUUID", "00112233445566778899aabbccddeeff"}}});
+  put_ok(*store, k_ns, {make_entry("a", "12345"), make_entry("b", "123")});
+  put_ok(*store, device, {make_entry("a", std::string(1000, 'p'))});
+  put_ok(*store, spirv_namespace("vulkan1.3"), {});  // records the namespace alone
+  F::damage_entry(store, dir, k_ns.name() + '\x1f' + "b");
+
+  // Counting decodes every entry, so it meets the damaged record...
+  auto counted = store->read([](Reader& reader) -> Result<void> {
+    KCACHE_CHECK(reader.namespaces());
+    return {};
+  });
+  REQUIRE_FALSE(counted.has_value());
+  CHECK(counted.error().category == Category::corruption);
+
+  // ...listing reads the namespace records alone, in name order, so it cannot.
+  auto list = records();
+  REQUIRE(list.size() == 3);
+  CHECK(list[0].ns == k_ns);
+  CHECK(list[1].ns == spirv_namespace("vulkan1.3"));
+  CHECK(list[2].ns == device);  // the full fingerprint record, field by field
+  CHECK(get(*store, k_ns.name(), "a") == make_entry("a", "12345"));
 }
 
 TEST_CASE_TEMPLATE("store: remove deletes named kernels and keeps the namespace record", F, MemoryFactory,

@@ -7,10 +7,8 @@
 namespace kcache::store::internal {
 
 TEST_CASE("store layout: namespace records round-trip with the full fingerprint record") {
-  Namespace ns = vulkan_namespace(FingerprintRecord{{{"vendorID", "0x10de"},
-                                                     {"driverVersion", "580.159"},
-                                                     {"driverInfo", ""},
-                                                     {"pointerSize", "8"}}});
+  Namespace ns = vulkan_namespace(FingerprintRecord{
+      {{"vendorID", "0x10de"}, {"driverVersion", "580.159"}, {"driverInfo", ""}, {"pointerSize", "8"}}});
   auto bytes = encode_namespace_record(ns);
   auto decoded = decode_namespace_record(ns.name(), bytes);
   REQUIRE_MESSAGE(decoded.has_value(), decoded.error().message);
@@ -62,7 +60,11 @@ TEST_CASE("store layout: entry keys") {
   CHECK(too_long.error().message.find("at most 495 bytes") != std::string::npos);
 
   CHECK(entry_key("no-slash", "k").error().category == Category::invalid_argument);
-  CHECK(entry_key("spirv/a\x1f" "b", "k").error().category == Category::invalid_argument);
+  CHECK(entry_key("spirv/a\x1f"
+                  "b",
+                  "k")
+            .error()
+            .category == Category::invalid_argument);
   CHECK(entry_key("spirv/vulkan1.2", "").error().category == Category::invalid_argument);
 }
 

@@ -1,11 +1,11 @@
 // Store lifecycle: usage records (last used), the run log, remove_unchanged
 // and space(), run over both implementations; then the
 // LMDB-only parts: the version-1 upgrade, free-page reuse and compaction.
-#include "kcache/util/file.hpp"
 #include "kcache/store/gc.hpp"
 #include "kcache/store/layout_internal.hpp"
 #include "kcache/store/lmdb_store_internal.hpp"
 #include "kcache/store/store.hpp"
+#include "kcache/util/file.hpp"
 
 #include "test_support.hpp"
 
@@ -62,7 +62,8 @@ std::optional<EntryUsage> usage(Store& store, std::string_view kernel, std::stri
 
 std::vector<RunRecord> runs(Store& store) {
   std::vector<RunRecord> out;
-  auto r = store.read([&](Reader& reader) { return reader.runs([&](RunRecord&& run) { return out.push_back(run), true; }); });
+  auto r = store.read(
+      [&](Reader& reader) { return reader.runs([&](RunRecord&& run) { return out.push_back(run), true; }); });
   REQUIRE_MESSAGE(r.has_value(), r.error().message);
   return out;
 }
@@ -94,8 +95,8 @@ RunRecord make_run(std::uint64_t time, std::uint32_t hits = 3) {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("store lifecycle: put records when an entry was written; scan_facts reports it", F,
-                   MemoryFactory, LmdbFactory) {
+TEST_CASE_TEMPLATE("store lifecycle: put records when an entry was written; scan_facts reports it", F, MemoryFactory,
+                   LmdbFactory) {
   test::TempDir dir;
   auto store = F::make(dir);
   std::uint64_t before = util::system_clock().now();
@@ -109,7 +110,8 @@ TEST_CASE_TEMPLATE("store lifecycle: put records when an entry was written; scan
 
   std::vector<std::pair<std::string, EntryFacts>> seen;
   auto r = store->read([&](Reader& reader) {
-    return reader.scan_facts(k_ns.name(), [&](Entry&& e, const EntryFacts& f) { return seen.emplace_back(e.kernel, f), true; });
+    return reader.scan_facts(k_ns.name(),
+                             [&](Entry&& e, const EntryFacts& f) { return seen.emplace_back(e.kernel, f), true; });
   });
   REQUIRE(r.has_value());
   REQUIRE(seen.size() == 2);
@@ -371,10 +373,13 @@ TEST_CASE("store lifecycle: plan_gc applies each rule and never removes fresh en
   }
   SUBCASE("a namespace limits the scope of every rule") {
     cs[0].ns = "spirv/vulkan1.3";
-    r = base;
-    r.older_than = 0;
-    r.ns = "spirv/vulkan1.3";
-    auto plan = plan_gc(cs, r);
+    // Rules built fresh, not copied from `base`: GCC 12 cannot follow an
+    // optional<string> through the copies and warns (-Wmaybe-uninitialized).
+    GcRules scoped;
+    scoped.now = now;
+    scoped.older_than = 0;
+    scoped.ns = std::string("spirv/vulkan1.3");
+    auto plan = plan_gc(cs, scoped);
     CHECK(names(plan) == std::vector<std::string>{"old:older_than"});
     CHECK(plan.scope_entries == 1);
   }

@@ -5,9 +5,9 @@
 // path a user without write access takes (MDB_RDONLY|MDB_NOLOCK) is reached
 // through internal::LockFile::never; the real chmod tests run only when not
 // root.
-#include "kcache/util/file.hpp"
 #include "kcache/store/lmdb_store_internal.hpp"
 #include "kcache/store/store.hpp"
+#include "kcache/util/file.hpp"
 
 #include "test_support.hpp"
 

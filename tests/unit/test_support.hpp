@@ -4,11 +4,11 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 namespace kcache::test {
 

@@ -2,8 +2,8 @@
 // store and bundle files: selection, fingerprint refusals naming fields,
 // validation refusals that write nothing, merge dedupe and conflicts.
 // The end-to-end behaviour with real modules is in tests/cli/bundle_*.sh.
-#include "kcache/compile/compiler.hpp"
 #include "kcache/bundle/merge.hpp"
+#include "kcache/compile/compiler.hpp"
 #include "kcache/transfer/transfer.hpp"
 #include "kcache/util/glob.hpp"
 #include "test_bundle_support.hpp"
@@ -81,7 +81,8 @@ TEST_CASE("import refuses invalid SPIR-V, lists every refusal and writes nothing
   auto path = tmp.path() / "bad.kcb";
   REQUIRE(transfer::export_bundle(*src, {}, file(path), {}).has_value());
   // The checked-in fixture tests/data/bundles/invalid-spirv.kcb comes from here.
-  if (const char* out = std::getenv("KCACHE_FIXTURE_OUT")) fs::copy_file(path, out, fs::copy_options::overwrite_existing);
+  if (const char* out = std::getenv("KCACHE_FIXTURE_OUT"))
+    fs::copy_file(path, out, fs::copy_options::overwrite_existing);
 
   auto dst = store_with(spirv_namespace("vulkan1.2"), {make_entry(7, 64)});
   auto before = dst->last_transaction_id();
@@ -256,9 +257,11 @@ TEST_CASE("bench bundle generator") {
   auto store = store::open_lmdb_store(from, {.read_only = true});
   REQUIRE_MESSAGE(store.has_value(), store.error().message);
   std::vector<Entry> templates;
-  REQUIRE((*store)->read([&](store::Reader& r) {
-    return r.scan(ns_name, [&](Entry&& e) { return templates.push_back(std::move(e)), true; });
-  }).has_value());
+  REQUIRE((*store)
+              ->read([&](store::Reader& r) {
+                return r.scan(ns_name, [&](Entry&& e) { return templates.push_back(std::move(e)), true; });
+              })
+              .has_value());
   REQUIRE(!templates.empty());
   auto [backend, fp] = *parse_namespace_name(ns_name);
   Rng rng(12345);

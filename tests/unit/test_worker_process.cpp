@@ -139,11 +139,10 @@ TEST_CASE("worker: a worker that breaks the protocol is treated as crashed") {
   WorkerOptions options;
   options.command = {"/bin/sh", "-c", "printf 'garbage!garbage!'; sleep 5", "worker"};
   std::string message;
-  auto ran = run_pipeline_jobs(fake_device(), JobMode::build, jobs, options,
-                               [&](std::size_t, PipelineOutcome&& o) {
-                                 REQUIRE(o.error);
-                                 message = o.error->message;
-                               });
+  auto ran = run_pipeline_jobs(fake_device(), JobMode::build, jobs, options, [&](std::size_t, PipelineOutcome&& o) {
+    REQUIRE(o.error);
+    message = o.error->message;
+  });
   REQUIRE(ran);
   CHECK(message.find("broke the protocol") != std::string::npos);
 }
@@ -155,11 +154,10 @@ TEST_CASE("worker: a worker that never answers is killed after the stall limit")
   options.command = {"/bin/sh", "-c", "exec sleep 30", "worker"};
   options.stall_timeout = std::chrono::milliseconds(300);
   std::string message;
-  auto ran = run_pipeline_jobs(fake_device(), JobMode::build, jobs, options,
-                               [&](std::size_t, PipelineOutcome&& o) {
-                                 REQUIRE(o.error);
-                                 message = o.error->message;
-                               });
+  auto ran = run_pipeline_jobs(fake_device(), JobMode::build, jobs, options, [&](std::size_t, PipelineOutcome&& o) {
+    REQUIRE(o.error);
+    message = o.error->message;
+  });
   REQUIRE(ran);
   CHECK(message.find("was killed") != std::string::npos);
 }

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 namespace kcache::cli {
 namespace {
 
@@ -44,12 +46,20 @@ int run_import(const ImportArgs& args) {
     if (!keys) return report_error(keys.error());
     options.trusted = std::move(*keys);
   }
+  // A store this import creates and then writes nothing into is removed again.
+  const bool store_existed = std::filesystem::exists(args.store.path());
   auto store = args.store.open(!args.dry_run);
   // A dry run against a store that does not exist yet: everything would be new.
   if (!store && args.dry_run && store.error().category == Category::not_found) store = store::make_memory_store();
   if (!store) return report_error(store.error());
   auto in = bundle_stream(args.input, false);
   auto result = transfer::import_bundle(**store, in, options);
+  if (!store_existed && !args.dry_run && (!result || !result->written)) {
+    store->reset();
+    if (auto removed = store::remove_store_if_empty(args.store.path()); !removed)
+      fmt::print(stderr, "kcache: warning: could not remove the empty store {}: {}\n", args.store.path(),
+                 removed.error().message);
+  }
   if (!result) return report_error(result.error());
   const auto& r = *result;
   fmt::print("{}", args.json ? report::import_json(r, args.input) : report::import_text(r, in.label()));

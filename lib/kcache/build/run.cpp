@@ -2,6 +2,8 @@
 
 #include "kcache/build/device_stage.hpp"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <set>
 
@@ -33,7 +35,10 @@ Result<RunResult> run(const manifest::Manifest& manifest, store::Store& store, c
   if (options.device) {
     DeviceBuildOptions dev;
     dev.jobs = options.build.jobs;
-    dev.origin = options.build.origin;
+    // The card is provenance: its namespace is its GPU model and driver, so
+    // the entry says which card of that class built it.
+    dev.origin = fmt::format("{}, device {} (deviceUUID {})", options.build.origin, options.device->name,
+                             device::uuid_text(options.device->device_uuid));
     dev.on_receipt = options.build.on_receipt;
     dev.clock = options.build.clock;
     dev.worker = options.worker;

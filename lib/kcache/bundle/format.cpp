@@ -262,7 +262,7 @@ Result<void> check_header(const BundleHeader& h) {
                   "exactly one field target={})",
                   ns.fingerprint, ns.fingerprint);
   } else if (ns.backend == "vulkan") {
-    auto derived = vulkan_namespace(ns.record).fingerprint;
+    auto derived = recorded_vulkan_id(ns.record);
     if (derived != ns.fingerprint)
       return fail(Category::corruption,
                   "bundle short fingerprint '{}' is not derived from its fingerprint record (which gives '{}')",

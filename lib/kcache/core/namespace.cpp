@@ -2,6 +2,8 @@
 
 #include "kcache/util/hash.hpp"
 
+#include <algorithm>
+
 namespace kcache {
 
 const std::string* FingerprintRecord::find(std::string_view field) const {
@@ -26,13 +28,40 @@ Namespace spirv_namespace(std::string_view target) {
   return Namespace{"spirv", std::string(target), FingerprintRecord{{{"target", std::string(target)}}}};
 }
 
-Namespace vulkan_namespace(FingerprintRecord record) {
+bool is_per_card_field(std::string_view field) {
+  return field == "deviceUUID" || field == "deviceLUID" || field == "pciBus";
+}
+
+FingerprintRecord compatible_record(const FingerprintRecord& record) {
+  FingerprintRecord out;
+  for (const auto& f : record.fields)
+    if (!is_per_card_field(f.first)) out.fields.push_back(f);
+  return out;
+}
+
+bool has_per_card_fields(const FingerprintRecord& record) {
+  return std::any_of(record.fields.begin(), record.fields.end(),
+                     [](const auto& f) { return is_per_card_field(f.first); });
+}
+
+namespace {
+
+std::string short_id_of(const FingerprintRecord& record) {
   util::Hasher h;
   h.field("fingerprint-scheme", "1");
   for (const auto& [k, v] : record.fields) h.field(k, v);
-  std::string short_id = h.finish().hex().substr(0, 16);
+  return h.finish().hex().substr(0, 16);
+}
+
+}  // namespace
+
+Namespace vulkan_namespace(FingerprintRecord record) {
+  record = compatible_record(record);
+  std::string short_id = short_id_of(record);
   return Namespace{"vulkan", std::move(short_id), std::move(record)};
 }
+
+std::string recorded_vulkan_id(const FingerprintRecord& record) { return short_id_of(record); }
 
 Result<std::pair<std::string, std::string>> parse_namespace_name(std::string_view name) {
   auto slash = name.find('/');

@@ -13,9 +13,11 @@ namespace kcache {
 
 /// The full fingerprint record: ordered (field, value) pairs. For backend
 /// `spirv` it is {target}; for `vulkan` it lists every property that makes a
-/// pipeline-cache blob invalid (vendorID, deviceID, driverID, driverVersion,
-/// driverInfo, deviceUUID, pipelineCacheUUID, pointerSize, ...). Kept whole in
-/// the store and in bundles so a refusal can name each differing field.
+/// pipeline-cache blob invalid for a GPU model and driver build (vendorID,
+/// deviceID, driverID, driverVersion, driverInfo, driverUUID,
+/// pipelineCacheUUID, pointerSize, ...; device/device_info.cpp says why each).
+/// Kept whole in the store and in bundles so a refusal can name each
+/// differing field.
 struct FingerprintRecord {
   std::vector<std::pair<std::string, std::string>> fields;
 
@@ -40,6 +42,18 @@ std::vector<FieldDifference> diff_fingerprints(const FingerprintRecord& a, const
 std::string describe_differences(const std::vector<FieldDifference>& diffs, std::string_view ours_label = {},
                                  std::string_view theirs_label = {});
 
+/// Whether `field` names one physical card rather than its compatibility
+/// class: deviceUUID, deviceLUID, pciBus. Such fields are provenance; kcache
+/// 0.1.0 still put deviceUUID into vulkan records (fingerprint schema 1).
+bool is_per_card_field(std::string_view field);
+
+/// `record` without per-card fields: the compatibility class alone.
+FingerprintRecord compatible_record(const FingerprintRecord& record);
+
+/// Whether `record` was written under fingerprint schema 1 (it has a
+/// per-card field), so its namespace id named one card.
+bool has_per_card_fields(const FingerprintRecord& record);
+
 /// A backend plus fingerprint. `fingerprint` is the short form used in the
 /// namespace name: the target env for spirv (e.g. "vulkan1.2"), the first 16
 /// hex digits of the record's hash for vulkan.
@@ -56,9 +70,17 @@ struct Namespace {
 /// The namespace of the portable SPIR-V backend for a target env.
 Namespace spirv_namespace(std::string_view target);
 
-/// Builds a vulkan-backend namespace from a device's full record; the short
-/// fingerprint is derived from the record's hash.
+/// Builds a vulkan-backend namespace from a device's record; per-card fields
+/// are dropped (compatible_record), so every card of one GPU model and driver
+/// build, and a schema-1 record of any of them, gives the same namespace. The
+/// short fingerprint is derived from the record's hash.
 Namespace vulkan_namespace(FingerprintRecord record);
+
+/// The short id a vulkan namespace with exactly this record was given when it
+/// was written: the hash of every field as recorded, so a schema-1 record
+/// (deviceUUID included) gives its old id and a current record its
+/// vulkan_namespace() id. What stored and shipped names are checked against.
+std::string recorded_vulkan_id(const FingerprintRecord& record);
 
 /// Splits "backend/fingerprint"; invalid_argument when malformed.
 Result<std::pair<std::string, std::string>> parse_namespace_name(std::string_view name);

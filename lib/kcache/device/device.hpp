@@ -61,7 +61,9 @@ struct DeviceInfo {
   std::uint32_t driver_id = 0;  ///< VkDriverId; 0 when the device does not report it
   std::string driver_name;      ///< VkPhysicalDeviceDriverProperties; "" when not reported
   std::string driver_info;      ///< e.g. "Mesa 22.3.6 (LLVM 15.0.6)"; "" when not reported
-  Uuid device_uuid{};           ///< VkPhysicalDeviceIDProperties (zero before Vulkan 1.1)
+  /// VkPhysicalDeviceIDProperties (zero before Vulkan 1.1): names this one
+  /// card. Provenance only, never part of the fingerprint.
+  Uuid device_uuid{};
   Uuid driver_uuid{};
   Uuid pipeline_cache_uuid{};
   /// pipelineCreationCacheControl: VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT
@@ -80,9 +82,10 @@ struct DeviceInfo {
   const std::string& fingerprint() const { return ns.fingerprint; }
   /// Sets `ns` from the fields above (list_devices does this).
   void seal_fingerprint() { ns = vulkan_namespace(make_fingerprint_record()); }
-  /// The full fingerprint record, in this order: vendorID, deviceID,
-  /// driverID, driverVersion, driverInfo, deviceUUID, driverUUID,
-  /// pipelineCacheUUID, pointerSize (sizeof(void*) of this build), and
+  /// The fingerprint record of the device's compatibility class (GPU model +
+  /// driver build; device_info.cpp says why each field is in or out), in this
+  /// order: vendorID, deviceID, driverID, driverVersion, driverInfo,
+  /// driverUUID, pipelineCacheUUID, pointerSize (sizeof(void*) of this build), and
   /// deviceProfile (the version of the feature set kcache enables when it
   /// creates a VkDevice, k_device_profile: changing which features are enabled
   /// can change compiled code, so it must change the namespace).
@@ -181,10 +184,18 @@ struct BlobWrapper {
 
 /// XXH3-128 over the record's tagged fields (the namespace keeps only 64 bits
 /// of a similar hash; the wrapper keeps all 128).
+/// Per-card fields are dropped first (compatible_record), so one blob serves
+/// every card of its GPU model and driver build.
 util::Hash128 fingerprint_hash(const FingerprintRecord& record);
+/// The hash kcache 0.1.0 wrote (fingerprint schema 1): every field as given,
+/// deviceUUID included. Only for reading blobs of schema-1 bundles.
+util::Hash128 schema1_fingerprint_hash(const FingerprintRecord& record);
 
 /// Wraps `raw` (a vkGetPipelineCacheData blob) for `device`.
 std::vector<std::uint8_t> wrap_blob(const DeviceInfo& device, std::span<const std::uint8_t> raw);
+/// The wrapper with each header field given (wrap_blob fills them from a device).
+std::vector<std::uint8_t> wrap_blob_for(const util::Hash128& fingerprint, std::uint32_t driver_version,
+                                        std::uint32_t pointer_size, std::span<const std::uint8_t> raw);
 
 /// Decodes a wrapper from untrusted bytes, checking only its own integrity:
 /// corruption for a bad magic, non-zero flags, a length that disagrees with

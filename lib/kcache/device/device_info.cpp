@@ -72,8 +72,29 @@ std::string DeviceInfo::api_version_text() const { return device::api_version_te
 std::string DeviceInfo::driver_version_text() const { return device::driver_version_text(vendor_id, driver_version); }
 
 FingerprintRecord DeviceInfo::make_fingerprint_record() const {
+  // A vulkan namespace names a compatibility class: every card whose driver
+  // accepts the others' pipeline-cache blobs. Each field below is kept
+  // because two devices that differ in it can make a blob miss (silently: a
+  // driver that does not recognise a blob recompiles) or be refused:
+  //   vendorID, deviceID   the GPU model; the Vulkan header check compares them
+  //   driverID             which driver (NVIDIA proprietary, RADV, AMDVLK,
+  //                        ANV, lavapipe…): two drivers of one GPU never share blobs
+  //   driverVersion,       the driver build; NVIDIA's pipelineCacheUUID changes
+  //   driverInfo           per release, but Mesa's lavapipe reports one UUID in
+  //                        every version, so the version must be in the id
+  //   driverUUID           the driver build as the spec defines it (devices with
+  //                        equal driverUUIDs run the same driver build)
+  //   pipelineCacheUUID    the spec's blob compatibility key
+  //   pointerSize          32- and 64-bit processes write different blobs
+  //   deviceProfile        the feature set kcache enables can change code
+  // Per-card identities are left out: deviceUUID (one physical card; every
+  // H200 has its own), deviceLUID (one adapter, Windows) and the PCI address.
+  // A blob filled on one H200 served 64 of 64 pipelines on another H200 with
+  // FAIL_ON_PIPELINE_COMPILE_REQUIRED, so they are provenance (`kcache
+  // devices`, the origin of built entries), never part of the id.
   // Field names and their order are persisted (in stores and bundles, and via
-  // the namespace hash): append only.
+  // the namespace hash): append only. Until kcache 0.1.0 the record also had
+  // deviceUUID after driverInfo (is_per_card_field; compatible_record drops it).
   FingerprintRecord r;
   r.fields = {
       {"vendorID", fmt::format("{:#06x}", vendor_id)},
@@ -81,7 +102,6 @@ FingerprintRecord DeviceInfo::make_fingerprint_record() const {
       {"driverID", std::to_string(driver_id)},
       {"driverVersion", driver_version_text()},
       {"driverInfo", driver_info},
-      {"deviceUUID", uuid_text(device_uuid)},
       {"driverUUID", uuid_text(driver_uuid)},
       {"pipelineCacheUUID", uuid_text(pipeline_cache_uuid)},
       {"pointerSize", std::to_string(sizeof(void*))},

@@ -61,25 +61,40 @@ Result<void> check_pipeline_cache_header(std::span<const std::uint8_t> blob, con
   return {};
 }
 
-util::Hash128 fingerprint_hash(const FingerprintRecord& record) {
+namespace {
+
+util::Hash128 hash_fields(const FingerprintRecord& record) {
   util::Hasher h;
   h.field("blob-fingerprint-scheme", "1");
   for (const auto& [k, v] : record.fields) h.field(k, v);
   return h.finish();
 }
 
-std::vector<std::uint8_t> wrap_blob(const DeviceInfo& device, std::span<const std::uint8_t> raw) {
+}  // namespace
+
+util::Hash128 fingerprint_hash(const FingerprintRecord& record) { return hash_fields(compatible_record(record)); }
+
+util::Hash128 schema1_fingerprint_hash(const FingerprintRecord& record) { return hash_fields(record); }
+
+std::vector<std::uint8_t> wrap_blob_for(const util::Hash128& fingerprint, std::uint32_t driver_version,
+                                        std::uint32_t pointer_size, std::span<const std::uint8_t> raw) {
   util::ByteWriter w;
+  w.reserve(k_wrapper_header_size + raw.size());
   w.raw(k_wrapper_magic);
   w.u16(k_wrapper_max_version);
   w.u16(0);
-  w.raw(fingerprint_hash(device.record()).bytes);
-  w.u32(device.driver_version);
-  w.u32(static_cast<std::uint32_t>(sizeof(void*)));
+  w.raw(fingerprint.bytes);
+  w.u32(driver_version);
+  w.u32(pointer_size);
   w.u64(raw.size());
   w.raw(util::hash_bytes(raw).bytes);
   w.raw(raw);
   return w.take();
+}
+
+std::vector<std::uint8_t> wrap_blob(const DeviceInfo& device, std::span<const std::uint8_t> raw) {
+  return wrap_blob_for(fingerprint_hash(device.record()), device.driver_version,
+                       static_cast<std::uint32_t>(sizeof(void*)), raw);
 }
 
 Result<BlobWrapper> parse_blob_wrapper(std::span<const std::uint8_t> wrapped) {

@@ -119,7 +119,11 @@ Result<PipelineRecipe> read_pipeline_recipe(const Entry& e) {
   return r;
 }
 
-Result<void> check_blob_against_record(std::span<const std::uint8_t> wrapped, const FingerprintRecord& record) {
+namespace {
+
+/// check_blob_against_record with the wrapper's fingerprint compared to `expected_hash`.
+Result<BlobWrapper> check_blob(std::span<const std::uint8_t> wrapped, const FingerprintRecord& record,
+                               const util::Hash128& expected_hash) {
   auto w = KCACHE_TRY(parse_blob_wrapper(wrapped));
   auto field = [&](std::string_view name) -> Result<std::string> {
     if (const std::string* v = record.find(name)) return *v;
@@ -142,11 +146,25 @@ Result<void> check_blob_against_record(std::span<const std::uint8_t> wrapped, co
   if (blob_driver != driver_version)
     return fail(Category::fingerprint_mismatch, "pipeline blob: driverVersion: blob {} ≠ record {}", blob_driver,
                 driver_version);
-  if (w.fingerprint != fingerprint_hash(record))
+  if (w.fingerprint != expected_hash)
     return fail(Category::fingerprint_mismatch,
                 "pipeline blob: fingerprint: built for a device whose record hashes to {}, not this record's {}",
-                w.fingerprint.hex().substr(0, 16), fingerprint_hash(record).hex().substr(0, 16));
-  return check_pipeline_cache_header(w.blob, expected);
+                w.fingerprint.hex().substr(0, 16), expected_hash.hex().substr(0, 16));
+  KCACHE_CHECK(check_pipeline_cache_header(w.blob, expected));
+  return w;
+}
+
+}  // namespace
+
+Result<void> check_blob_against_record(std::span<const std::uint8_t> wrapped, const FingerprintRecord& record) {
+  KCACHE_CHECK(check_blob(wrapped, record, fingerprint_hash(record)));
+  return {};
+}
+
+Result<std::vector<std::uint8_t>> rewrap_schema1_blob(std::span<const std::uint8_t> wrapped,
+                                                      const FingerprintRecord& schema1_record) {
+  auto w = KCACHE_TRY(check_blob(wrapped, schema1_record, schema1_fingerprint_hash(schema1_record)));
+  return wrap_blob_for(fingerprint_hash(schema1_record), w.driver_version, w.pointer_size, w.blob);
 }
 
 }  // namespace kcache::device

@@ -74,4 +74,11 @@ Result<PipelineRecipe> read_pipeline_recipe(const Entry& entry);
 /// every stored blob and by import before a bundle's blob is written.
 Result<void> check_blob_against_record(std::span<const std::uint8_t> wrapped, const FingerprintRecord& record);
 
+/// A blob of a fingerprint-schema-1 bundle (its wrapper hashes `schema1_record`,
+/// deviceUUID included), checked as check_blob_against_record does against
+/// that record, then wrapped again for the record's compatibility class, so
+/// every card of that class accepts it. Errors as check_blob_against_record.
+Result<std::vector<std::uint8_t>> rewrap_schema1_blob(std::span<const std::uint8_t> wrapped,
+                                                      const FingerprintRecord& schema1_record);
+
 }  // namespace kcache::device

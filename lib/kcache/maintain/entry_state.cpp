@@ -31,6 +31,13 @@ const definition::KernelSpec* EntryClassifier::wanted(const std::string& ns, con
 
 Classification EntryClassifier::classify(const Namespace& ns, const Entry& entry) {
   Classification c;
+  if (ns.backend == "vulkan" && has_per_card_fields(ns.record)) {
+    c.state = EntryState::stale;
+    c.toolchain_stale = true;
+    c.changes.push_back({"fingerprint", "schema 1 (one card: deviceUUID in the id)",
+                         "schema 2 (GPU model and driver): " + vulkan_namespace(ns.record).name()});
+    return c;
+  }
   auto toolchain = build::toolchain_changes(entry, m_toolchain);
   c.toolchain_stale = !toolchain.empty();
   if (!m_manifest) {

@@ -35,12 +35,14 @@ struct Classification {
   /// For stale: why (stored → current), essential changes only.
   std::vector<build::Change> changes;
   /// Built by another toolchain (key schema, glslang, SPIRV-Tools, optimiser
-  /// recipe): can never hit again whatever the manifest says. Set for any
-  /// state, so an orphan can be stale too.
+  /// recipe), or stored in a vulkan namespace of fingerprint schema 1 (its id
+  /// named one card, so no lookup reaches it): can never hit again whatever
+  /// the manifest says. Set for any state, so an orphan can be stale too.
   bool toolchain_stale = false;
 };
 
 /// Classifies entries against an optional manifest.
+///   - An entry of a fingerprint-schema-1 vulkan namespace is stale, always.
 ///   - Without a manifest: stale when built by another toolchain, else unknown.
 ///   - With one: orphan when the manifest has no kernel of that name, or the
 ///     entry is in a spirv namespace other than its kernel's target; a device

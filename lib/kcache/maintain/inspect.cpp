@@ -68,6 +68,12 @@ void mark_foreign(StoreReport& report, const manifest::Manifest* manifest,
         summary.foreign = true;
         summary.foreign_reason = fmt::format("no kernel of {} targets {}", manifest->path.string(), ns.fingerprint);
       }
+    } else if (has_per_card_fields(ns.record)) {
+      summary.foreign = true;
+      summary.foreign_reason = fmt::format(
+          "fingerprint schema changed: this namespace's id named one card (deviceUUID); its GPU model and driver "
+          "are now {} — rebuild or re-import there; kcache gc --stale removes these entries",
+          vulkan_namespace(ns.record).name());
     } else if (!local_devices) {
       summary.foreign = true;
       summary.foreign_reason = "no local device to match: " + local_devices.error().message;

@@ -61,9 +61,9 @@ Result<void> check_namespace(const Namespace& ns) {
     return {};
   }
   if (ns.backend == "vulkan") {
-    auto expected = vulkan_namespace(ns.record);
-    if (expected.fingerprint != ns.fingerprint)
-      return fail(Category::corruption, "its fingerprint record hashes to {}, not to its name", expected.fingerprint);
+    auto expected = recorded_vulkan_id(ns.record);
+    if (expected != ns.fingerprint)
+      return fail(Category::corruption, "its fingerprint record hashes to {}, not to its name", expected);
     return {};
   }
   return fail(Category::corruption, "unknown backend '{}'", ns.backend);

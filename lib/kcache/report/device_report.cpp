@@ -50,6 +50,9 @@ std::string devices_text(const std::vector<device::DeviceInfo>& devices, std::op
                                                       ? "yes (pipelineCreationCacheControl)"
                                                       : "no (verify compares creation times instead)");
     for (const auto& [k, v] : d.record().fields) out += fmt::format("    {}: {}\n", k, v.empty() ? "-" : v);
+    out += fmt::format("  this card: deviceUUID {} (provenance: every card of this GPU model and driver shares the "
+                       "namespace)\n",
+                       device::uuid_text(d.device_uuid));
   }
   return out;
 }
@@ -68,7 +71,8 @@ std::string devices_json(const std::vector<device::DeviceInfo>& devices, std::op
                     {"namespace", d.ns.name()},
                     {"default", chosen && *chosen == d.index},
                     {"fail_on_compile_required", d.fail_on_compile_required},
-                    {"record", record_json(d.record())}});
+                    {"record", record_json(d.record())},
+                    {"device_uuid", device::uuid_text(d.device_uuid)}});
   }
   json out = {{"schema", "kcache.devices/1"}, {"devices", std::move(list)}};
   return out.dump(2) + "\n";

@@ -124,4 +124,28 @@ Result<std::unique_ptr<Store>> open_lmdb_store(const std::filesystem::path& dir,
   return internal::open_lmdb_store(dir, options, internal::LockFile::automatic);
 }
 
+Result<bool> remove_store_if_empty(const std::filesystem::path& dir) {
+  {
+    // The exclusive kcache.lock (as compact takes it) proves no other kcache
+    // process has the store open while its files go.
+    auto lock = internal::StoreLock::exclusive(dir);
+    if (!lock) return false;
+    // Without LMDB's lock file: nobody else has the store open, and the
+    // shared kcache.lock a normal open takes would wait for our own.
+    OpenOptions options;
+    options.read_only = true;
+    auto store = KCACHE_TRY(internal::open_lmdb_store(dir, options, internal::LockFile::never));
+    bool empty = false;
+    KCACHE_CHECK(store->read([&](Reader& r) -> Result<void> {
+      empty = KCACHE_TRY(r.namespace_records()).empty();
+      return {};
+    }));
+    if (!empty) return false;
+  }
+  std::error_code ec;
+  for (const char* name : {"data.mdb", "lock.mdb", "kcache.lock"}) std::filesystem::remove(dir / name, ec);
+  std::filesystem::remove(dir, ec);  // only when empty: anything else in the folder stays
+  return true;
+}
+
 }  // namespace kcache::store

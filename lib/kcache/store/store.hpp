@@ -240,6 +240,13 @@ struct OpenOptions {
 /// count apply.
 Result<std::unique_ptr<Store>> open_lmdb_store(const std::filesystem::path& dir, const OpenOptions& options = {});
 
+/// Removes the store in `dir` if it holds no namespace (what a refused first
+/// import leaves behind): its files (data.mdb, lock.mdb, kcache.lock) and the
+/// folder when nothing else is in it. Returns whether it was removed; a
+/// store with any namespace, or in use by another process, is left as is.
+/// No Store of `dir` may be open in this process.
+Result<bool> remove_store_if_empty(const std::filesystem::path& dir);
+
 /// Sizes of data.mdb before and after compact_lmdb_store.
 struct CompactResult {
   std::uint64_t bytes_before = 0;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <thread>
 
 namespace kcache::transfer {
@@ -63,16 +64,60 @@ Result<Target> resolve_target(store::Store& store, const Namespace& bundle_ns, c
 
 /// What every entry must pass before it may be written (docs/design.md "Bundles":
 /// every SPIR-V module through the validator, every pipeline-cache header).
-Result<void> validate_entry(const Entry& e, const Namespace& bundle_ns, const FingerprintRecord& target) {
+/// Returns the payload to store instead of the bundle's, or an empty vector
+/// to keep it: a blob of a fingerprint-schema-1 bundle is checked against the
+/// bundle's own record and wrapped again for its compatibility class.
+Result<std::vector<std::uint8_t>> validate_entry(const Entry& e, const Namespace& bundle_ns,
+                                                 const FingerprintRecord& target) {
   if (bundle_ns.backend == "spirv") {
     if (e.payload_kind != PayloadKind::spirv)
       return fail(Category::validation_failed, "a pipeline-cache blob in a spirv namespace");
     auto words = KCACHE_TRY(compile::spirv_words(e.payload));
-    return compile::validate(words, bundle_ns.fingerprint);
+    KCACHE_CHECK(compile::validate(words, bundle_ns.fingerprint));
+    return std::vector<std::uint8_t>{};
   }
   if (e.payload_kind != PayloadKind::pipeline_cache)
     return fail(Category::validation_failed, "a SPIR-V module in a vulkan namespace (expected a pipeline-cache blob)");
-  return device::check_blob_against_record(e.payload, target);
+  if (has_per_card_fields(bundle_ns.record)) return device::rewrap_schema1_blob(e.payload, bundle_ns.record);
+  KCACHE_CHECK(device::check_blob_against_record(e.payload, target));
+  return std::vector<std::uint8_t>{};
+}
+
+/// The SPIR-V modules a vulkan bundle's pipelines were built from, as this
+/// store holds them: (spirv namespace, kernel) → payload digest, for the
+/// bundle's kernels. A pipeline entry is useless without its module (the
+/// runtime and verify create the pipeline from it), so import checks each.
+using SpirvModules = std::map<std::pair<std::string, std::string>, util::Hash128>;
+
+Result<SpirvModules> spirv_modules(store::Store& store, const bundle::BundleHeader& header) {
+  SpirvModules out;
+  KCACHE_CHECK(store.read([&](store::Reader& r) -> Result<void> {
+    for (const auto& rec : KCACHE_TRY(r.namespace_records())) {
+      if (rec.ns.backend != "spirv") continue;
+      for (const auto& ie : header.index)
+        if (auto e = r.get(rec.ns.name(), ie.kernel); e && *e)
+          out.emplace(std::pair{rec.ns.name(), ie.kernel}, (*e)->payload_digest);
+    }
+    return {};
+  }));
+  return out;
+}
+
+/// Whether the store holds the exact module `pipeline` was built from.
+Result<void> check_module_present(const Entry& pipeline, const SpirvModules& modules) {
+  auto recipe = KCACHE_TRY(device::read_pipeline_recipe(pipeline));
+  auto it = modules.find({recipe.spirv_namespace, pipeline.kernel});
+  if (it == modules.end())
+    return fail(Category::not_found,
+                "its SPIR-V module is not in {} of this store, and a pipeline cannot be created without it: import "
+                "the {} bundle first (kcache export --namespace {} where it was built)",
+                recipe.spirv_namespace, recipe.spirv_namespace, recipe.spirv_namespace);
+  if (it->second != recipe.spirv_digest)
+    return fail(Category::fingerprint_mismatch,
+                "the store's SPIR-V module in {} differs from the one this pipeline was built from: import the "
+                "matching {} bundle first",
+                recipe.spirv_namespace, recipe.spirv_namespace);
+  return {};
 }
 
 ImportAction classify(const Entry& incoming, const std::optional<Entry>& stored) {
@@ -101,11 +146,15 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
   result.header = reader.header();
   result.dry_run = options.dry_run;
   const Namespace& ns = result.header.ns;
+  // The namespace the entries go to. A vulkan bundle of fingerprint schema 1
+  // (its record names one card) goes to its compatibility class, where every
+  // card of that GPU model and driver finds it.
+  const Namespace into = ns.backend == "vulkan" ? vulkan_namespace(ns.record) : ns;
   // Everything that needs only the head comes first: a foreign or untrusted
   // bundle is refused before a byte of payload is decompressed.
-  auto target = KCACHE_TRY(resolve_target(store, ns, options.target));
+  auto target = KCACHE_TRY(resolve_target(store, into, options.target));
   result.target = target.text;
-  if (auto diffs = diff_fingerprints(ns.record, target.record); !diffs.empty())
+  if (auto diffs = diff_fingerprints(compatible_record(ns.record), compatible_record(target.record)); !diffs.empty())
     return fail(Category::fingerprint_mismatch, "{} ({}) does not match {}: {}", in.label(), ns.name(), target.text,
                 describe_differences(diffs, "bundle", "target"));
   if (!options.trusted.empty())
@@ -120,7 +169,9 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
     if (!e) KCACHE_CHECK(bundle::in_context(reader.finish(), in.label()));
     return e;
   };
-  util::OrderedParallelMap<Entry, Result<void>> window(
+  std::optional<SpirvModules> modules;
+  if (ns.backend == "vulkan") modules = KCACHE_TRY(spirv_modules(store, result.header));
+  util::OrderedParallelMap<Entry, Result<std::vector<std::uint8_t>>> window(
       options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency()),
       [&](const Entry& e) { return validate_entry(e, ns, target.record); });
   auto next_valid = [&]() -> Result<std::optional<Entry>> {
@@ -131,6 +182,15 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
         result.refused.push_back({checked->item.kernel, std::move(checked->result).error()});
         continue;
       }
+      if (!checked->result->empty()) {
+        checked->item.payload = std::move(*checked->result);
+        seal_payload(checked->item);
+      }
+      if (modules)
+        if (auto present = check_module_present(checked->item, *modules); !present) {
+          result.refused.push_back({checked->item.kernel, std::move(present).error()});
+          continue;
+        }
       checked->item.origin_kind = OriginKind::imported;
       checked->item.origin_detail = origin;
       return std::optional<Entry>{std::move(checked->item)};
@@ -140,7 +200,7 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
   if (options.dry_run) {
     KCACHE_CHECK(store.read([&](store::Reader& r) -> Result<void> {
       while (auto e = KCACHE_TRY(next_valid())) {
-        switch (classify(*e, KCACHE_TRY(r.get(ns.name(), e->kernel)))) {
+        switch (classify(*e, KCACHE_TRY(r.get(into.name(), e->kernel)))) {
           case ImportAction::imported: ++result.imported; break;
           case ImportAction::already_present: ++result.already_present; break;
           default: ++result.replaced; break;
@@ -164,7 +224,7 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
     }
     return e;
   };
-  auto summary = store.put_stream(ns, stream);
+  auto summary = store.put_stream(into, stream);
   if (!summary) {
     if (!result.refused.empty() && summary.error().message == k_refused) return result;
     return tl::unexpected(std::move(summary).error());
