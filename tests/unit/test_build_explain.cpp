@@ -1,4 +1,4 @@
-// Why-stale explanations (pipeline/explain.hpp) over the memory store:
+// Why-stale explanations (build/explain.hpp) over the memory store:
 // one edit gives one reason; a missing kernel is explained by its nearest
 // stored relative (another namespace, another variant, another device).
 #include "kcache/build/build.hpp"

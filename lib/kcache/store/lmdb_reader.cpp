@@ -21,18 +21,9 @@ class LmdbReader final : public Reader {
   }
 
   Result<void> scan(std::string_view ns_name, const std::function<bool(Entry&&)>& visit) override {
-    KCACHE_CHECK(internal::check_namespace_name(ns_name));
-    std::string prefix = internal::entry_prefix(ns_name);
-    if (prefix.size() >= k_max_key_bytes) return {};  // no entry key can be that long
-    Cursor cursor = KCACHE_TRY(Cursor::open(m_txn, m_env.entries()));
-    MDB_val key = to_val(prefix), value{};
-    for (bool found = KCACHE_TRY(cursor.get(key, value, MDB_SET_RANGE)); found && to_string(key).starts_with(prefix);
-         found = KCACHE_TRY(cursor.get(key, value, MDB_NEXT))) {
-      auto entry = internal::decode_stored_entry(to_string(key), to_bytes(value));
-      if (!entry) return in_store(std::move(entry).error());
-      if (!visit(std::move(*entry))) break;
-    }
-    return {};
+    return each_entry(ns_name, [&](Entry&& entry, const MDB_val&, const MDB_val&) -> Result<bool> {
+      return visit(std::move(entry));
+    });
   }
 
   Result<std::vector<NamespaceRecord>> namespace_records() override {
@@ -55,19 +46,10 @@ class LmdbReader final : public Reader {
 
   Result<void> scan_facts(std::string_view ns_name,
                           const std::function<bool(Entry&&, const EntryFacts&)>& visit) override {
-    KCACHE_CHECK(internal::check_namespace_name(ns_name));
-    std::string prefix = internal::entry_prefix(ns_name);
-    if (prefix.size() >= k_max_key_bytes) return {};
-    Cursor cursor = KCACHE_TRY(Cursor::open(m_txn, m_env.entries()));
-    MDB_val key = to_val(prefix), value{};
-    for (bool found = KCACHE_TRY(cursor.get(key, value, MDB_SET_RANGE)); found && to_string(key).starts_with(prefix);
-         found = KCACHE_TRY(cursor.get(key, value, MDB_NEXT))) {
-      auto entry = internal::decode_stored_entry(to_string(key), to_bytes(value));
-      if (!entry) return in_store(std::move(entry).error());
+    return each_entry(ns_name, [&](Entry&& entry, const MDB_val& key, const MDB_val& value) -> Result<bool> {
       EntryFacts facts{key.mv_size + value.mv_size, KCACHE_TRY(usage_of(to_string(key)))};
-      if (!visit(std::move(*entry), facts)) break;
-    }
-    return {};
+      return visit(std::move(entry), facts);
+    });
   }
 
   Result<void> runs(const std::function<bool(RunRecord&&)>& visit) override {
@@ -86,6 +68,24 @@ class LmdbReader final : public Reader {
   }
 
  private:
+  /// Decodes every entry of `ns_name` in key order and hands it to `visit`
+  /// with its raw key and value, until `visit` returns false.
+  template <typename Visit>
+  Result<void> each_entry(std::string_view ns_name, Visit&& visit) {
+    KCACHE_CHECK(internal::check_namespace_name(ns_name));
+    std::string prefix = internal::entry_prefix(ns_name);
+    if (prefix.size() >= k_max_key_bytes) return {};  // no entry key can be that long
+    Cursor cursor = KCACHE_TRY(Cursor::open(m_txn, m_env.entries()));
+    MDB_val key = to_val(prefix), value{};
+    for (bool found = KCACHE_TRY(cursor.get(key, value, MDB_SET_RANGE)); found && to_string(key).starts_with(prefix);
+         found = KCACHE_TRY(cursor.get(key, value, MDB_NEXT))) {
+      auto entry = internal::decode_stored_entry(to_string(key), to_bytes(value));
+      if (!entry) return in_store(std::move(entry).error());
+      if (!KCACHE_TRY(visit(std::move(*entry), key, value))) break;
+    }
+    return {};
+  }
+
   Result<std::optional<EntryUsage>> usage_of(std::string_view key) {
     if (!m_env.has_lifecycle()) return std::optional<EntryUsage>{};
     auto value = KCACHE_TRY(m_txn.get(m_env.usage(), key, "a usage record"));
