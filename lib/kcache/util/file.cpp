@@ -81,14 +81,27 @@ Result<void> AtomicFile::commit() {
   return {};
 }
 
-Result<std::string> read_file(const std::filesystem::path& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+Result<std::string> read_file(const std::filesystem::path& path, ReadLimits limits) {
+  // O_NONBLOCK: opening a FIFO without a writer would otherwise block for
+  // ever before fstat could refuse it; it does not affect regular files.
+  const int flags = O_RDONLY | O_CLOEXEC | (limits.regular_only ? O_NONBLOCK : 0);
+  UniqueFd fd(::open(path.c_str(), flags));
   if (!fd) return os_error(path, "read", errno);
-  std::string out;
   struct stat st {};
-  if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode)) out.reserve(static_cast<std::size_t>(st.st_size));
-  else if (S_ISDIR(st.st_mode))
-    return fail(Category::invalid_argument, "cannot read {}: it is a directory", path.string());
+  if (::fstat(fd.get(), &st) != 0) return os_error(path, "read", errno);
+  if (S_ISDIR(st.st_mode)) return fail(Category::invalid_argument, "cannot read {}: it is a directory", path.string());
+  if (limits.regular_only && !S_ISREG(st.st_mode))
+    return fail(Category::invalid_argument, "cannot read {}: not a regular file (a device, FIFO or socket)",
+                path.string());
+  auto too_large = [&] {
+    return fail(Category::invalid_argument, "cannot read {}: larger than the limit of {} bytes", path.string(),
+                limits.max_bytes);
+  };
+  std::string out;
+  if (S_ISREG(st.st_mode)) {
+    if (static_cast<std::uint64_t>(st.st_size) > limits.max_bytes) return too_large();
+    out.reserve(static_cast<std::size_t>(st.st_size));
+  }
   char buf[1 << 16];
   for (;;) {
     ssize_t n = ::read(fd.get(), buf, sizeof buf);
@@ -97,6 +110,8 @@ Result<std::string> read_file(const std::filesystem::path& path) {
       return os_error(path, "read", errno);
     }
     if (n == 0) break;
+    // Checked as it grows too: a file may grow after fstat, a device has no size.
+    if (out.size() + static_cast<std::uint64_t>(n) > limits.max_bytes) return too_large();
     out.append(buf, static_cast<std::size_t>(n));
   }
   return out;

@@ -67,9 +67,19 @@ class AtomicFile {
   UniqueFd m_fd;
 };
 
+/// What read_file accepts. The defaults read anything readable (stdin-like
+/// paths included); input from elsewhere (a bundle's record, an #include)
+/// passes limits so that /dev/zero, a FIFO or a huge file cannot hang the
+/// process or exhaust its memory.
+struct ReadLimits {
+  std::uint64_t max_bytes = UINT64_MAX;  ///< more is invalid_argument, nothing past it is read
+  bool regular_only = false;             ///< refuse devices, FIFOs and sockets (opened non-blocking)
+};
+
 /// Whole file as bytes; not_found when missing, invalid_argument for a
-/// directory, io_error otherwise.
-Result<std::string> read_file(const std::filesystem::path& path);
+/// directory, for a special file when `limits.regular_only`, or for a file
+/// over `limits.max_bytes`; io_error otherwise.
+Result<std::string> read_file(const std::filesystem::path& path, ReadLimits limits = {});
 
 /// Writes `data` to `path` through an AtomicFile.
 Result<void> write_file_atomic(const std::filesystem::path& path, std::span<const std::uint8_t> data,
