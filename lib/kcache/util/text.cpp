@@ -36,4 +36,55 @@ std::string iso_time(std::uint64_t unix_seconds) {
   return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", tm);
 }
 
+namespace {
+
+/// Length of the valid UTF-8 sequence starting at text[i] whose code point is
+/// printable; 0 for invalid UTF-8 or a control character.
+std::size_t printable_sequence(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char b = byte(i);
+  if (b < 0x80) return (b >= 0x20 && b != 0x7f) ? 1 : 0;
+  std::size_t len = 0;
+  char32_t cp = 0, min = 0;
+  if ((b & 0xe0) == 0xc0) len = 2, cp = b & 0x1fu, min = 0x80;
+  else if ((b & 0xf0) == 0xe0) len = 3, cp = b & 0x0fu, min = 0x800;
+  else if ((b & 0xf8) == 0xf0) len = 4, cp = b & 0x07u, min = 0x10000;
+  else return 0;
+  if (i + len > text.size()) return 0;
+  for (std::size_t k = 1; k < len; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3fu);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;  // overlong, too large, surrogate
+  if (cp >= 0x80 && cp <= 0x9f) return 0;                                    // C1 controls
+  return len;
+}
+
+}  // namespace
+
+bool is_printable_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = printable_sequence(text, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string escape_untrusted(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    if (const std::size_t n = printable_sequence(text, i); n > 0) {
+      if (text[i] == '\\') out += '\\';
+      out.append(text.substr(i, n));
+      i += n;
+    } else {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[i]));
+      ++i;
+    }
+  }
+  return out;
+}
+
 }  // namespace kcache::util

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace kcache::util {
 
@@ -17,5 +18,17 @@ std::string to_hex(std::span<const std::uint8_t> bytes);
 
 /// "2025-01-31T12:00:00Z": unix seconds as ISO 8601 UTC.
 std::string iso_time(std::uint64_t unix_seconds);
+
+/// Whether `text` is valid UTF-8 (shortest forms, no surrogates) holding no
+/// control character (C0, DEL, C1): safe to print as it is. Names that come
+/// from elsewhere (a bundle's kernel names) must satisfy this to be accepted.
+bool is_printable_utf8(std::string_view text);
+
+/// `text` made safe for a terminal or a log: printable UTF-8 is kept, every
+/// control character and every byte of invalid UTF-8 becomes "\xNN" (and a
+/// backslash "\\"), so untrusted bytes can neither move the cursor nor
+/// corrupt JSON. Equal to `text` when is_printable_utf8(text) and it holds
+/// no backslash.
+std::string escape_untrusted(std::string_view text);
 
 }  // namespace kcache::util

@@ -1,0 +1,45 @@
+// util/text and util/path: the checks every untrusted name and path passes.
+#include "kcache/util/path.hpp"
+#include "kcache/util/text.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace kcache::util;
+using namespace std::string_literals;
+
+TEST_CASE("is_contained_relative_path accepts only normalised paths inside their folder") {
+  CHECK(is_contained_relative_path("shaders/blur.comp"));
+  CHECK(is_contained_relative_path("a"));
+  CHECK(is_contained_relative_path("dir.with.dots/..hidden"));
+  for (const char* bad : {"", "/etc/shadow", "~/x", "../x", "a/../../x", "a/..", "./a", "a/./b", "a//b", "a/",
+                          "..", "."})
+    CHECK_MESSAGE(!is_contained_relative_path(bad), bad);
+  CHECK(!is_contained_relative_path("a\nb"));
+  CHECK(!is_contained_relative_path("a\0b"s));
+  CHECK(!is_contained_relative_path("a\x1b[2Jb"));
+  CHECK(is_contained_relative_path(std::string(k_max_relative_path, 'x')));
+  CHECK(!is_contained_relative_path(std::string(k_max_relative_path + 1, 'x')));
+}
+
+TEST_CASE("is_printable_utf8 refuses control characters and invalid UTF-8") {
+  CHECK(is_printable_utf8("blur[T=float,WIDTH=4]"));
+  CHECK(is_printable_utf8("ядро-ü-€-😀"));
+  CHECK(is_printable_utf8(""));
+  for (std::string bad : {"a\x1b[31mred"s, "a\rb"s, "a\0b"s, "\x7f"s, "\xc2\x9b"s /* C1 CSI */, "\xff"s,
+                          "\xc0\xaf"s /* overlong '/' */, "\xed\xa0\x80"s /* surrogate */, "\xe2\x82"s /* cut */,
+                          "\xf4\x90\x80\x80"s /* > U+10FFFF */})
+    CHECK_MESSAGE(!is_printable_utf8(bad), escape_untrusted(bad));
+}
+
+TEST_CASE("escape_untrusted keeps printable text and makes the rest visible") {
+  CHECK(escape_untrusted("blur-ü") == "blur-ü");
+  CHECK(escape_untrusted("a\x1b[2Jb") == "a\\x1b[2Jb");
+  CHECK(escape_untrusted("a\rb\n") == "a\\x0db\\x0a");
+  CHECK(escape_untrusted("\xff\xfe") == "\\xff\\xfe");
+  CHECK(escape_untrusted("a\\x1b") == "a\\\\x1b");  // a literal backslash cannot forge an escape
+  CHECK(escape_untrusted("a\0b"s) == "a\\x00b");
+  for (std::string s : {"\x1b]0;title\x07"s, "\xc2\x9b"s, "x\xed\xa0\x80y"s})
+    CHECK(is_printable_utf8(escape_untrusted(s)));
+}
