@@ -34,3 +34,23 @@ source = "k.comp"
 target = "vulkan9"' "p/kcache.toml:4: unknown target 'vulkan9'"
 expect_exit 3 "$KCACHE" build does-not-exist.toml
 expect_in err "manifest does-not-exist.toml not found"
+# Hostile manifests (issue 14): a source outside the folder, a define that
+# would inject preprocessor lines, and 10^10 variants, refused at once by the
+# real binary (the product is never expanded: memory stays small).
+printf 'void f() {}\n' > outside.comp
+check '[[kernel]]
+name = "k"
+source = "../outside.comp"' "p/kcache.toml:3: kernel 'k': source '../outside.comp' does not name a file inside the manifest's folder"
+check '[[kernel]]
+name = "k"
+source = "k.comp"
+defines = { X = "1\n#error injected" }' "p/kcache.toml:4: define 'X' holds a newline"
+big='[[kernel]]
+name = "k"
+source = "k.comp"
+[kernel.variants]'
+for key in A B C D E F G H I J; do big+=$'\n'"$key = [0,1,2,3,4,5,6,7,8,9]"; done
+printf '%s\n' "$big" > p/kcache.toml
+/usr/bin/time -f '%M' -o rss.txt "$KCACHE" build p/kcache.toml >out 2>err && fail "10^10 variants accepted"
+expect_in err "p/kcache.toml:4: kernel 'k' expands to over 65536 variants"
+(( $(tail -1 rss.txt) < 200000 )) || fail "refusing 10^10 variants took $(tail -1 rss.txt) KiB"

@@ -89,6 +89,87 @@ TEST_CASE("bad manifests are refused with file:line and what to do") {
   }
 }
 
+TEST_CASE("hostile manifests: paths out of the folder, multi-line values, huge variant products") {
+  struct Case {
+    std::string text;
+    const char* expect;
+  };
+  const std::string k = "[[kernel]]\nname = \"a\"\n";
+  const Case cases[] = {
+      // The fuzzer's finding: an empty source was accepted as a kernel source.
+      {k + "source = \"\"\n", "m.toml:3: kernel 'a': source '' does not name a file inside the manifest's folder"},
+      {k + "source = \".\"\n", "does not name a file inside"},
+      {k + "source = \"../outside.comp\"\n", "source '../outside.comp' does not name a file inside"},
+      {k + "source = \"a/../../x.comp\"\n", "does not name a file inside"},
+      {k + "source = \"a.comp\"\ninclude_dirs = [\"../shared\"]\n",
+       "m.toml:4: include dir '../shared' is not inside the manifest's folder"},
+      {k + "source = \"a.comp\"\ndefines = { X = \"1\\n#include \\\"/etc/passwd\\\"\" }\n",
+       "m.toml:4: define 'X' holds a newline"},
+      {k + "source = \"a.comp\"\n[kernel.variants]\nT = [\"float\", \"int\\n#error x\"]\n",
+       "m.toml:5: variant 'T' has a value with a newline"},
+      // toml++ 3.3.0 has undefined behaviour on some code points (the
+      // fuzzer's findings): refused, anywhere, before it parses.
+      {k + "source = \"a.comp\" \u00a7\n", "m.toml:3:19: character U+00A7 is one the TOML parser"},
+      {k + "s\u00e9ource = \"a.comp\"\n", "m.toml:3:2: character U+00E9"},
+      {k + "source = \"a.comp\"  # caf\u00e9\n", "m.toml:3:25: character U+00E9"},
+      {k + "source = \"a.comp\"\ndefines = { X = \"\"\"\\\n \u2c5e\"\"\" }", "character U+2C5E"},
+      {k + "source = \"a.comp\"\noptimize = -\"pe \u00bb\"\n", "m.toml:4:17: character U+00BB"},
+      {k + "source = \"a.comp\" \xe0\x82\xa9\n", "character U+00A9"},  // overlong spelling
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.text);
+    auto m = parse(c.text);
+    REQUIRE_FALSE(m);
+    CHECK(m.error().category == kcache::Category::invalid_argument);
+    CHECK_MESSAGE(m.error().message.find(c.expect) != std::string::npos, m.error().message);
+  }
+}
+
+TEST_CASE("other non-ASCII text is fine, and escapes spell the refused code points") {
+  auto m = parse("# \u2014 \u2192 \u4e2d\u6587 \U0001f600 comment\n[[kernel]]\nname = \"a\"  # \u2014\n"
+                 "source = \"a.comp\"\ndefines = { NOTE = \"caf\\u00e9 \u4e2d\", ML = \"\"\"\n\\u00a7 \u3000\"\"\" }\n");
+  REQUIRE_MESSAGE(m, m.error().message);
+  REQUIRE(m->kernels.size() == 1);
+  CHECK(m->kernels[0].defines == std::vector<kcache::Field>{{"ML", "\u00a7 \u3000"},
+                                                                        {"NOTE", "caf\u00e9 \u4e2d"}});
+}
+
+TEST_CASE("a variant product over k_max_kernels is refused before expansion") {
+  // 10 lists of 10 values: 10^10 kernels. Refused at once (no allocation of
+  // the product: this test would run out of memory otherwise).
+  std::string text = "[[kernel]]\nname = \"a\"\nsource = \"a.comp\"\n[kernel.variants]\n";
+  for (char key = 'A'; key < 'A' + 10; ++key) text += fmt::format("{} = [0,1,2,3,4,5,6,7,8,9]\n", key);
+  auto m = parse(text);
+  REQUIRE_FALSE(m);
+  CHECK_MESSAGE(m.error().message.find("m.toml:4: kernel 'a' expands to over 65536 variants") != std::string::npos,
+                m.error().message);
+  // The limit counts the whole manifest: two kernels of 2^15 + 1 variants each.
+  std::string two;
+  for (const char* name : {"a", "b"}) {
+    two += fmt::format("[[kernel]]\nname = \"{}\"\nsource = \"a.comp\"\n[kernel.variants]\n", name);
+    two += "A = [";
+    for (int i = 0; i <= 32768; ++i) two += fmt::format("{}{}", i ? "," : "", i);
+    two += "]\n";
+  }
+  auto m2 = parse(two);
+  REQUIRE_FALSE(m2);
+  CHECK_MESSAGE(m2.error().message.find("kernel 'b' expands to 32769 variants") != std::string::npos,
+                m2.error().message);
+  // Exactly at the limit is accepted.
+  std::string at = "[[kernel]]\nname = \"a\"\nsource = \"a.comp\"\n[kernel.variants]\n";
+  for (char key = 'A'; key < 'A' + 16; ++key) at += fmt::format("{} = [0,1]\n", key);
+  auto m3 = parse(at);
+  REQUIRE_MESSAGE(m3, m3.error().message);
+  CHECK(m3->kernels.size() == kcache::manifest::k_max_kernels);
+}
+
+TEST_CASE("include dirs are normalised; \".\" is the manifest's folder") {
+  auto m = parse("[[kernel]]\nname = \"a\"\nsource = \"./src/a.comp\"\ninclude_dirs = [\".\", \"inc/\", \"x/../y\"]\n");
+  REQUIRE_MESSAGE(m, m.error().message);
+  CHECK(m->kernels[0].source == "src/a.comp");
+  CHECK(m->kernels[0].include_dirs == std::vector<std::string>{".", "inc", "y"});
+}
+
 TEST_CASE("every problem is reported at once") {
   auto m = parse("[[kernel]]\nname = \"a\"\nsource = \"a.comp\"\nfoo = 1\nbar = 2\n");
   REQUIRE_FALSE(m);
@@ -112,7 +193,8 @@ TEST_CASE("a missing source file is named with where it was looked for") {
 TEST_CASE("fuzz seed corpus: manifest_parser seeds are accepted or refused as their names say") {
   const std::set<std::string> all = {"valid_minimal.toml", "valid_all_keys.toml",   "valid_example.toml",
                                      "broken_syntax.toml", "broken_duplicate.toml", "broken_unknown_key.toml",
-                                     "broken_values.toml"};
+                                     "broken_values.toml", "broken_empty_source.toml",
+                                     "broken_non_ascii_outside_string.toml", "broken_toml_value_lookahead.toml"};
   auto seeds = kcache::test::read_seeds("manifest_parser", all);
   for (const auto& [name, bytes] : seeds) {
     CAPTURE(name);

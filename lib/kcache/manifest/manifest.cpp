@@ -2,6 +2,8 @@
 
 #include "kcache/definition/definition.hpp"
 #include "kcache/util/file.hpp"
+#include "kcache/util/path.hpp"
+#include "kcache/util/text.hpp"
 
 #define TOML_EXCEPTIONS 0
 #include <toml++/toml.h>
@@ -42,6 +44,60 @@ class Diagnostics {
 };
 
 bool is_absolute_like(std::string_view p) { return !p.empty() && (p[0] == '/' || p[0] == '~'); }
+
+/// `raw` normalised ("a/./b/" -> "a/b") when it names something inside the
+/// manifest's folder; "." itself only when `allow_root`. nullopt for "",
+/// "..", "../x", "a/../../x" and paths with control characters: every path
+/// a manifest puts into an entry must stay inside the project, so that the
+/// entry's records never lead a later check outside it.
+std::optional<std::string> contained_path(std::string_view raw, bool allow_root) {
+  std::string p = definition::FileCache::normalise(std::string(raw));
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  if (allow_root && (p == "." || raw == "." || raw == "./")) return std::string(".");
+  if (!util::is_contained_relative_path(p)) return std::nullopt;
+  return p;
+}
+
+/// Whether a define or variant value is one preprocessor token sequence on
+/// one line: a newline would let a value inject "#include" or "#error" lines
+/// into every source it is defined for.
+bool is_single_line_value(std::string_view v) {
+  return std::none_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+/// A code point that toml++ 3.3.0, as Debian 12 ships it, mishandles: its
+/// is_non_ascii_horizontal_whitespace() reaches __builtin_unreachable()
+/// (undefined behaviour) for U+00A1-U+0499, U+2C5E-U+3057 except U+3000, and
+/// U+FB26-U+FEFE: the blocks its generated bit mask leaves to a switch that
+/// has no case for them (upstream issues #190 and #295, fixed after 3.3.0). The
+/// parser asks that question in many places (after a value, in a value's
+/// look-ahead, after a backslash in a multi-line string), so the only safe
+/// rule is to keep these code points from toml++ altogether: a manifest that
+/// needs one writes it as a \uXXXX escape in a quoted string.
+struct MishandledCodePoint {
+  int line = 0, column = 0;  ///< 1-based; column in bytes; line 0 = none found
+  char32_t code_point = 0;
+};
+
+MishandledCodePoint first_code_point_toml_mishandles(std::string_view text) {
+  int line = 1;
+  std::size_t line_start = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (b == '\n') ++line, line_start = i + 1;
+    if (b < 0xc0) continue;
+    // Decoded as leniently as any reader might (overlong forms included), so
+    // that no spelling of a bad code point slips through.
+    const std::size_t len = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : 2;
+    if (i + len > text.size()) break;
+    char32_t c = b & (0x7fu >> len);
+    for (std::size_t k = 1; k < len; ++k) c = (c << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3fu);
+    const bool bad = (c >= 0xa1 && c <= 0x499) || (c >= 0x2c5e && c <= 0x3057 && c != 0x3000) ||
+                     (c >= 0xfb26 && c <= 0xfefe);
+    if (bad) return {line, static_cast<int>(i - line_start + 1), c};
+  }
+  return {};
+}
 
 /// A scalar TOML value as define/variant text; nullopt for tables and arrays.
 std::optional<std::string> scalar_text(const toml::node& node) {
@@ -118,6 +174,9 @@ void read_options(const toml::table& t, Options& o, Diagnostics& diag) {
         auto text = scalar_text(v);
         if (!is_identifier(k.str())) diag.add(&v, fmt::format("define '{}' is not a valid macro name", k.str()));
         else if (!text) diag.add(&v, fmt::format("define '{}' must be a string, number or boolean", k.str()));
+        else if (!is_single_line_value(*text))
+          diag.add(&v, fmt::format("define '{}' holds a newline or control character — a value must be one line",
+                                   k.str()));
         else o.defines[std::string(k.str())] = *text;
       }
     } else {
@@ -134,7 +193,11 @@ void read_options(const toml::table& t, Options& o, Diagnostics& diag) {
           diag.add(&v, fmt::format("include dir '{}' is absolute — use a path relative to the manifest's folder, "
                                    "so that keys do not depend on where the project is checked out",
                                    *s));
-        else dirs.push_back(definition::FileCache::normalise(*s));
+        else if (auto dir = contained_path(*s, true); !dir)
+          diag.add(&v, fmt::format("include dir '{}' is not inside the manifest's folder — use \".\" or a relative "
+                                   "path such as \"include\" (no '..' out of the folder)",
+                                   util::escape_untrusted(*s)));
+        else dirs.push_back(std::move(*dir));
       }
     } else {
       diag.add(n, "'include_dirs' must be an array of paths, e.g. include_dirs = [\"include\"]");
@@ -220,6 +283,10 @@ std::vector<std::pair<std::string, std::vector<std::string>>> read_variants(cons
     for (const auto& item : *arr) {
       auto text = scalar_text(item);
       if (!text) diag.add(&item, fmt::format("variant '{}' values must be strings, numbers or booleans", key));
+      else if (!is_single_line_value(*text))
+        diag.add(&item, fmt::format("variant '{}' has a value with a newline or control character — a value must be "
+                                    "one line",
+                                    key));
       else if (!seen.insert(*text).second) diag.add(&item, fmt::format("variant '{}' lists '{}' twice", key, *text));
       else values.push_back(*text);
     }
@@ -254,7 +321,14 @@ void expand_kernel(const Options& defaults, const toml::table& kt, Diagnostics& 
                                       *name, *source));
     return;
   }
-  std::string source_rel = definition::FileCache::normalise(*source);
+  auto contained_source = contained_path(*source, false);
+  if (!contained_source) {
+    diag.add(source_node, fmt::format("kernel '{}': source '{}' does not name a file inside the manifest's folder — "
+                                      "give a relative path such as \"shaders/{}.comp\" (no '..' out of the folder)",
+                                      *name, util::escape_untrusted(*source), *name));
+    return;
+  }
+  std::string source_rel = std::move(*contained_source);
   if (check_files && !std::filesystem::is_regular_file(root / source_rel))
     diag.add(source_node, fmt::format("kernel '{}': source '{}' does not exist (looked in {})", *name, *source,
                                       (root / source_rel).string()));
@@ -274,6 +348,21 @@ void expand_kernel(const Options& defaults, const toml::table& kt, Diagnostics& 
   auto variants = read_variants(kt.get("variants"), diag);
   for (const auto& [k, values] : variants)
     if (values.empty()) return;
+  // The product is checked before anything is expanded: 10 lists of 10
+  // values would otherwise allocate 10^10 kernels.
+  std::uint64_t count = 1;
+  for (const auto& [k, values] : variants) {
+    count *= values.size();
+    if (count > k_max_kernels) break;  // stays far from overflow: each factor is < 2^32
+  }
+  if (count > k_max_kernels - std::min(out.size(), k_max_kernels)) {
+    diag.add(kt.get("variants"),
+             fmt::format("kernel '{}' expands to {}{} variants, more than the {} kernels a manifest may hold "
+                         "(with the {} before it) — split the variant lists or the manifest",
+                         *name, count > k_max_kernels ? "over " : "", std::min<std::uint64_t>(count, k_max_kernels),
+                         k_max_kernels, out.size()));
+    return;
+  }
 
   KernelSpec base;
   base.base_name = *name;
@@ -323,6 +412,12 @@ void expand_kernel(const Options& defaults, const toml::table& kt, Diagnostics& 
 Result<Manifest> parse_manifest(std::string_view text, const std::string& display_name,
                                 const std::filesystem::path& root, bool check_files) {
   Diagnostics diag(display_name);
+  if (const auto bad = first_code_point_toml_mishandles(text); bad.line > 0)
+    return fail(Category::invalid_argument,
+                "{}:{}:{}: character U+{:04X} is one the TOML parser (toml++ 3.3.0) cannot read safely — write it as "
+                "\\u{:04X} inside a \"quoted string\", or leave it out of comments",
+                display_name, bad.line, bad.column, static_cast<std::uint32_t>(bad.code_point),
+                static_cast<std::uint32_t>(bad.code_point));
   toml::parse_result parsed = toml::parse(text, display_name);
   if (!parsed) {
     const auto& err = parsed.error();

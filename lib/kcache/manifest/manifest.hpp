@@ -32,12 +32,18 @@ struct Manifest {
 /// Longest kernel name accepted (store keys are limited to 511 bytes).
 inline constexpr std::size_t k_max_kernel_name = 400;
 
+/// Most kernels one manifest may expand to, variants included; a larger
+/// variant product is refused (file:line) before any kernel is expanded.
+inline constexpr std::size_t k_max_kernels = 65536;
+
 /// Reads and expands the manifest at `path`. not_found if the file is
 /// missing; invalid_argument with one line per problem otherwise.
 Result<Manifest> load_manifest(const std::filesystem::path& path);
 
 /// Parses manifest text; `display_name` prefixes messages, `root` resolves
-/// sources (their existence is checked when `check_files` is set).
+/// sources (their existence is checked when `check_files` is set). Sources
+/// and include dirs must stay inside `root`; define and variant values are
+/// one line each.
 Result<Manifest> parse_manifest(std::string_view text, const std::string& display_name,
                                 const std::filesystem::path& root, bool check_files = true);
 
