@@ -6,6 +6,7 @@
 #include "kcache/report/transfer_report.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/transfer/transfer.hpp"
+#include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -23,9 +24,23 @@ struct ImportArgs {
   bool device_given = false;
   std::vector<std::string> trust;
   bool dry_run = false;
+  bool replace = false;
   bool json = false;
   unsigned jobs = 0;
 };
+
+/// One line per conflict the user asked to replace: never silent.
+std::string replaced_on_request_text(const transfer::ImportResult& r) {
+  std::string out;
+  for (const auto& c : r.conflicts)
+    out += fmt::format("kcache: warning: {} on request (--replace): '{}', {}\n",
+                       r.dry_run ? "would be replaced" : "replaced", util::escape_untrusted(c.kernel),
+                       c.kind == transfer::ConflictKind::older
+                           ? fmt::format("an older build (built {}) over one built {}",
+                                         util::iso_time(c.bundle_created), util::iso_time(c.stored_created))
+                           : std::string("same key as the stored entry but other module bytes"));
+  return out;
+}
 
 int run_import(const ImportArgs& args) {
   if (args.input == "-" && ::isatty(STDIN_FILENO))
@@ -33,6 +48,7 @@ int run_import(const ImportArgs& args) {
         {Category::invalid_argument, "reading a bundle from a terminal: pipe one in, or name a FILE.kcb"});
   transfer::ImportOptions options;
   options.dry_run = args.dry_run;
+  options.replace = args.replace;
   options.jobs = args.jobs;
   if (!args.jobs) {
     auto jobs = jobs_from_env();
@@ -63,11 +79,33 @@ int run_import(const ImportArgs& args) {
   if (!result) return report_error(result.error());
   const auto& r = *result;
   fmt::print("{}", args.json ? report::import_json(r, args.input) : report::import_text(r, in.label()));
-  if (r.refused.empty()) return k_exit_ok;
+  if (r.empty_bundle) {
+    if (!args.json) fmt::print("nothing to import: {} has no entries; the store is unchanged\n", in.label());
+    return k_exit_ok;
+  }
+  if (r.refused.empty()) {
+    if (args.replace) fmt::print(stderr, "{}", replaced_on_request_text(r));
+    return k_exit_ok;
+  }
   fmt::print(stderr, "{}", report::import_refusals_text(r));
+  // Conflicts alone are a policy refusal (exit 1, as merge's conflicts);
+  // any entry that failed validation makes the bundle bad (exit 6).
+  // (With --replace, conflicts are not refusals.)
+  const std::size_t conflict_refusals = args.replace ? 0 : r.conflicts.size();
+  if (conflict_refusals > 0 && r.refused.size() == conflict_refusals)
+    return report_error(
+        {Category::validation_failed,
+         fmt::format("{} of {} entries of {} conflict with the store's entries; nothing {} "
+                     "imported. Pass --replace to take the bundle's entries anyway",
+                     r.conflicts.size(), r.header.index.size(), in.label(), r.dry_run ? "would be" : "was")});
   return report_error(
-      {Category::corruption, fmt::format("{} of {} entries of {} failed validation; nothing was imported",
-                                         r.refused.size(), r.header.index.size(), in.label())});
+      {Category::corruption,
+       fmt::format("{} of {} entries of {} {}; nothing was imported", r.refused.size(), r.header.index.size(),
+                   in.label(),
+                   conflict_refusals == 0 ? std::string("failed validation")
+                                          : fmt::format("failed validation or conflict with the store ({} "
+                                                        "conflicts)",
+                                                        conflict_refusals))});
 }
 
 }  // namespace
@@ -86,9 +124,16 @@ void register_import(CLI::App& app, Action& action) {
       "target: SPIR-V is portable); for vulkan bundles --fingerprint FP, else the device\n"
       "(--device SEL, default the first GPU). A mismatch names every differing field and\n"
       "exits 5; a damaged, untrusted or invalid bundle exits 6; the store is then unchanged.\n"
+      "Each entry is compared with the store's entry of that name: new is imported; the same\n"
+      "key and module bytes is already present; another key built no earlier than the stored\n"
+      "entry replaces it (stale: the normal update). Two cases are conflicts, refused unless\n"
+      "--replace (exit 1, each kernel named, nothing written): the same key with other module\n"
+      "bytes (a forged or non-reproducible bundle), and an entry built before the stored one\n"
+      "(a rollback to an older build). A bundle with no entries changes nothing.\n"
       "Examples:\n"
       "  kcache import shaders.kcb --fingerprint vulkan1.2\n"
-      "  curl -s https://ci/shaders.kcb | kcache import - --trust ci.pub");
+      "  curl -s https://ci/shaders.kcb | kcache import - --trust ci.pub\n"
+      "  kcache import last-week.kcb --replace   # roll back on purpose; each kernel named");
   cmd->add_option("bundle", args->input, "bundle file, or - for stdin")->required();
   args->store.add_to(*cmd);
   cmd->add_option("--fingerprint", args->fingerprint,
@@ -100,6 +145,9 @@ void register_import(CLI::App& app, Action& action) {
       ->expected(1, -1);
   cmd->add_option("-j,--jobs", args->jobs, "validator threads (default: $KCACHE_JOBS, else all cores)");
   cmd->add_flag("--dry-run", args->dry_run, "check everything and print the counts, write nothing");
+  cmd->add_flag("--replace", args->replace,
+                "take conflicting entries from the bundle (same key with other bytes, or older than the "
+                "stored entry) instead of refusing; each replaced kernel is named on stderr");
   cmd->add_flag("--json", args->json, "print the result as JSON on stdout");
   cmd->callback([args, &action] { action = [args] { return run_import(*args); }; });
 }

@@ -356,11 +356,12 @@ void expand_kernel(const Options& defaults, const toml::table& kt, Diagnostics& 
     if (count > k_max_kernels) break;  // stays far from overflow: each factor is < 2^32
   }
   if (count > k_max_kernels - std::min(out.size(), k_max_kernels)) {
+    const std::string before = out.empty() ? "" : fmt::format(" after {} kernels before it", out.size());
     diag.add(kt.get("variants"),
-             fmt::format("kernel '{}' expands to {}{} variants, more than the {} kernels a manifest may hold "
-                         "(with the {} before it) — split the variant lists or the manifest",
+             fmt::format("kernel '{}' expands to {}{} variants{}; a manifest may hold at most {} kernels — split "
+                         "the variant lists or the manifest",
                          *name, count > k_max_kernels ? "over " : "", std::min<std::uint64_t>(count, k_max_kernels),
-                         k_max_kernels, out.size()));
+                         before, k_max_kernels));
     return;
   }
 

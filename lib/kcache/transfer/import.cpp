@@ -4,11 +4,13 @@
 #include "kcache/device/device.hpp"
 #include "kcache/device/pipeline_entry.hpp"
 #include "kcache/util/ordered_parallel_map.hpp"
+#include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <thread>
 
 namespace kcache::transfer {
@@ -120,13 +122,85 @@ Result<void> check_module_present(const Entry& pipeline, const SpirvModules& mod
   return {};
 }
 
-ImportAction classify(const Entry& incoming, const std::optional<Entry>& stored) {
-  if (!stored) return ImportAction::imported;
-  if (stored->key == incoming.key && stored->payload_digest == incoming.payload_digest &&
-      stored->inputs == incoming.inputs)
+/// What the conflict rules need of a stored entry (its payload is not kept).
+struct StoredFacts {
+  Key key;
+  util::Hash128 payload_digest;
+  std::uint64_t created = 0;
+  std::vector<InputFile> inputs;  ///< for the dry run's already-present count
+};
+using StoredEntries = std::map<std::string, StoredFacts, std::less<>>;
+
+/// The stored entries of `ns_name` named by the bundle's index, from one
+/// snapshot. A stored record that fails its checks is left out: the store
+/// overwrites such a record (it cannot serve anything), so it is no conflict.
+Result<StoredEntries> stored_entries(store::Store& store, const std::string& ns_name,
+                                     const bundle::BundleHeader& header) {
+  StoredEntries out;
+  KCACHE_CHECK(store.read([&](store::Reader& r) -> Result<void> {
+    for (const auto& ie : header.index) {
+      auto e = r.get(ns_name, ie.kernel);
+      if (!e) {
+        if (e.error().category == Category::corruption || e.error().category == Category::version_mismatch) continue;
+        return tl::unexpected(std::move(e).error());
+      }
+      if (*e) out.emplace(ie.kernel, StoredFacts{(*e)->key, (*e)->payload_digest, (*e)->created, (*e)->inputs});
+    }
+    return {};
+  }));
+  return out;
+}
+
+/// The conflict rules (docs/design.md "Import policy"): same key with other
+/// module bytes, or another key built before the stored entry.
+std::optional<ImportConflict> find_conflict(const Entry& incoming, const StoredFacts& stored) {
+  std::optional<ConflictKind> kind;
+  if (stored.key == incoming.key) {
+    if (stored.payload_digest != incoming.payload_digest) kind = ConflictKind::same_key_other_bytes;
+  } else if (incoming.created < stored.created) {
+    kind = ConflictKind::older;
+  }
+  if (!kind) return std::nullopt;
+  return ImportConflict{incoming.kernel,         *kind,          stored.key,      incoming.key, stored.payload_digest,
+                        incoming.payload_digest, stored.created, incoming.created};
+}
+
+Error conflict_error(const ImportConflict& c) {
+  if (c.kind == ConflictKind::same_key_other_bytes)
+    return {Category::validation_failed,
+            fmt::format("the store has this kernel with the same key ({}) but other module bytes (stored {}, "
+                        "bundle {}): a bundle that changes the module behind a known key is forged or comes from a "
+                        "non-reproducible build, so it is not taken silently; rebuild it, or pass --replace to take "
+                        "the bundle's module",
+                        c.bundle_key.ir.hex().substr(0, 16), c.stored_payload.hex().substr(0, 16),
+                        c.bundle_payload.hex().substr(0, 16))};
+  return {Category::validation_failed,
+          fmt::format("the bundle's entry was built {} ({}), before the stored one built {} ({}): importing it "
+                      "would roll the kernel back to an older build; pass --replace to take the older entry",
+                      util::iso_time(c.bundle_created), c.bundle_key.ir.hex().substr(0, 16),
+                      util::iso_time(c.stored_created), c.stored_key.ir.hex().substr(0, 16))};
+}
+
+ImportAction classify(const Entry& incoming, const StoredEntries& stored) {
+  auto it = stored.find(incoming.kernel);
+  if (it == stored.end()) return ImportAction::imported;
+  const auto& s = it->second;
+  if (s.key == incoming.key && s.payload_digest == incoming.payload_digest && s.inputs == incoming.inputs)
     return ImportAction::already_present;
   return ImportAction::replaced;
 }
+
+/// How many validator threads an import starts for `jobs` (0 = all cores):
+/// never 0, never more than k_max_import_jobs or the core count, whichever is
+/// larger, so that no value of -j can overflow the window or exhaust threads.
+unsigned validator_threads(unsigned jobs) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::clamp(jobs ? jobs : cores, 1u, std::max(k_max_import_jobs, cores));
+}
+
+/// Validates entries on worker threads while the caller's thread reads
+/// them, handing results back in bundle order.
+using ValidatorWindow = util::OrderedParallelMap<Entry, Result<std::vector<std::uint8_t>>>;
 
 }  // namespace
 
@@ -136,6 +210,14 @@ std::string_view import_action_name(ImportAction a) {
     case ImportAction::already_present: return "already_present";
     case ImportAction::replaced: return "replaced";
     case ImportAction::refused: return "refused";
+  }
+  return "?";
+}
+
+std::string_view conflict_kind_name(ConflictKind k) {
+  switch (k) {
+    case ConflictKind::same_key_other_bytes: return "same_key_other_bytes";
+    case ConflictKind::older: return "older";
   }
   return "?";
 }
@@ -161,6 +243,17 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
     result.signer =
         KCACHE_TRY(bundle::in_context(bundle::verify_signature(result.header, options.trusted), in.label()));
 
+  // Nothing to import: check the rest of the file (trailer digest) and write
+  // nothing, not even the namespace record, which would leave an empty
+  // namespace (and a new store) behind.
+  if (result.header.index.empty()) {
+    if (auto e = KCACHE_TRY(bundle::in_context(reader.next(), in.label())))
+      return fail(Category::corruption, "{}: an entry the index does not list", in.label());
+    KCACHE_CHECK(bundle::in_context(reader.finish(), in.label()));
+    result.empty_bundle = true;
+    return result;
+  }
+
   std::string origin = in.fd >= 0 ? in.label() : "bundle " + in.path.filename().string();
   // Reads, checks and validates the next entry; invalid entries are
   // recorded and skipped, so every refusal is listed, not just the first.
@@ -171,12 +264,17 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
   };
   std::optional<SpirvModules> modules;
   if (ns.backend == "vulkan") modules = KCACHE_TRY(spirv_modules(store, result.header));
-  util::OrderedParallelMap<Entry, Result<std::vector<std::uint8_t>>> window(
-      options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency()),
-      [&](const Entry& e) { return validate_entry(e, ns, target.record); });
+  // The snapshot the conflict rules compare with, read before the write
+  // transaction begins: while put_stream pulls entries the store holds its
+  // writer lock, and the Store interface allows no read from inside it (the
+  // memory store's lock is not reentrant). A writer that changes one of
+  // these kernels in between is not compared; docs/design.md "Import policy".
+  const StoredEntries stored = KCACHE_TRY(stored_entries(store, into.name(), result.header));
+  auto window = KCACHE_TRY(ValidatorWindow::start(
+      validator_threads(options.jobs), [&](const Entry& e) { return validate_entry(e, ns, target.record); }));
   auto next_valid = [&]() -> Result<std::optional<Entry>> {
     for (;;) {
-      auto checked = KCACHE_TRY(window.next(read));
+      auto checked = KCACHE_TRY(window->next(read));
       if (!checked) return std::optional<Entry>{};
       if (!checked->result) {
         result.refused.push_back({checked->item.kernel, std::move(checked->result).error()});
@@ -191,6 +289,15 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
           result.refused.push_back({checked->item.kernel, std::move(present).error()});
           continue;
         }
+      // After a re-wrap, so that the payload compared is the one stored.
+      if (auto it = stored.find(checked->item.kernel); it != stored.end())
+        if (auto conflict = find_conflict(checked->item, it->second)) {
+          result.conflicts.push_back(std::move(*conflict));
+          if (!options.replace) {
+            result.refused.push_back({checked->item.kernel, conflict_error(result.conflicts.back())});
+            continue;
+          }
+        }
       checked->item.origin_kind = OriginKind::imported;
       checked->item.origin_detail = origin;
       return std::optional<Entry>{std::move(checked->item)};
@@ -198,16 +305,13 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
   };
 
   if (options.dry_run) {
-    KCACHE_CHECK(store.read([&](store::Reader& r) -> Result<void> {
-      while (auto e = KCACHE_TRY(next_valid())) {
-        switch (classify(*e, KCACHE_TRY(r.get(into.name(), e->kernel)))) {
-          case ImportAction::imported: ++result.imported; break;
-          case ImportAction::already_present: ++result.already_present; break;
-          default: ++result.replaced; break;
-        }
+    while (auto e = KCACHE_TRY(next_valid())) {
+      switch (classify(*e, stored)) {
+        case ImportAction::imported: ++result.imported; break;
+        case ImportAction::already_present: ++result.already_present; break;
+        default: ++result.replaced; break;
       }
-      return {};
-    }));
+    }
     return result;
   }
 

@@ -81,14 +81,36 @@ struct ImportTarget {
 enum class ImportAction {
   imported,         ///< new to the store
   already_present,  ///< the store has the same key and payload
-  replaced,         ///< the store had another key or payload under that name (stale)
-  refused,          ///< failed validation: nothing of the bundle is written
+  replaced,         ///< the store had another key (stale), or a conflict replaced on request
+  refused,          ///< failed validation, or a conflict: nothing of the bundle is written
 };
 std::string_view import_action_name(ImportAction a);
 
 struct RefusedEntry {
   std::string kernel;
-  Error error;  ///< what the validator or blob check said
+  Error error;  ///< what the validator, blob check or conflict rule said
+};
+
+/// Why a bundle entry may not replace the stored entry of its name without
+/// ImportOptions::replace (docs/design.md "Import policy").
+enum class ConflictKind {
+  /// Same key, other module bytes. A key names exactly one build, so this is
+  /// a forged bundle or a non-reproducible build; silently taking it would
+  /// let a bundle swap the module behind a kernel every check calls fresh.
+  same_key_other_bytes,
+  /// Another key, but built (the entry's signed `created`) before the stored
+  /// entry: taking it rolls the kernel back to an older build.
+  older,
+};
+std::string_view conflict_kind_name(ConflictKind k);
+
+/// One conflict between a bundle entry and the stored entry of that name.
+struct ImportConflict {
+  std::string kernel;
+  ConflictKind kind = ConflictKind::same_key_other_bytes;
+  Key stored_key, bundle_key;
+  util::Hash128 stored_payload, bundle_payload;          ///< payload digests
+  std::uint64_t stored_created = 0, bundle_created = 0;  ///< unix seconds, from the entries
 };
 
 struct ImportResult {
@@ -98,9 +120,18 @@ struct ImportResult {
   std::size_t imported = 0;
   std::size_t already_present = 0;
   std::size_t replaced = 0;
-  std::vector<RefusedEntry> refused;  ///< non-empty: nothing was written
+  /// Every refused entry: failed validation, or (without `replace`) a
+  /// conflict. Non-empty: nothing was written.
+  std::vector<RefusedEntry> refused;
+  /// Every conflict with the store, in bundle order. Without `replace` each is
+  /// also in `refused` (nothing written); with it each was replaced (counted
+  /// in `replaced`), and is listed so that the caller can say so.
+  std::vector<ImportConflict> conflicts;
   bool dry_run = false;
   bool written = false;  ///< a transaction committed (false for dry runs, refusals and no-op imports)
+  /// The bundle has no entries: it was checked completely and nothing was
+  /// written, not even its namespace record.
+  bool empty_bundle = false;
 };
 
 struct ImportOptions {
@@ -110,9 +141,17 @@ struct ImportOptions {
   std::vector<bundle::PublicKey> trusted;
   bool dry_run = false;  ///< check and count everything, write nothing
   bundle::ReadLimits limits;
-  /// Validator threads (0 = all cores); entries are read on the calling thread.
+  /// Validator threads (0 = all cores); entries are read on the calling
+  /// thread. Any value is accepted: more than k_max_import_jobs (or the
+  /// core count, when larger) is capped, as validation is CPU-bound.
   unsigned jobs = 0;
+  /// Take conflicting entries (ImportConflict) from the bundle instead of
+  /// refusing the import; each is still listed in ImportResult::conflicts.
+  bool replace = false;
 };
+
+/// The most validator threads an import starts when the machine has fewer cores.
+inline constexpr unsigned k_max_import_jobs = 256;
 
 /// Checks a bundle completely and writes it into `store` in one transaction,
 /// or writes nothing. Order: head (format, sizes, limits, head digest), then
@@ -121,10 +160,17 @@ struct ImportOptions {
 /// through spirv-val for the bundle's target, pipeline-cache blobs against
 /// the target record), then the whole-file digest; only then the commit.
 /// Imported entries get origin "imported" with the bundle's label.
+/// Each entry is compared with the stored entry of its name in a snapshot
+/// read just before the write (docs/design.md "Import policy"): conflicts
+/// (same key with other bytes; an older build over a newer one) are refused
+/// like invalid entries unless options.replace. A bundle without entries is
+/// checked and writes nothing (empty_bundle).
 /// Errors: corruption / version_mismatch (damaged or foreign bytes, bad or
 /// untrusted signature), fingerprint_mismatch naming every differing field
 /// with both values, device_unavailable (vulkan bundle, no --fingerprint, no
-/// device), invalid_argument (--device for a spirv bundle), store errors.
+/// device), invalid_argument (--device for a spirv bundle), store errors,
+/// io_error when a validator thread cannot be started (e.g. a process limit;
+/// nothing is written and no thread is left behind).
 /// Entries that fail validation are not an error: they are listed in
 /// `refused` (all of them, not just the first) and nothing is written.
 Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, const ImportOptions& options);

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -35,17 +36,35 @@ class OrderedParallelMap {
   /// Produces the next item, nullopt at the end, or an error that next() returns at once.
   using Produce = std::function<Result<std::optional<In>>()>;
 
-  OrderedParallelMap(unsigned threads, Fn fn) : m_fn(std::move(fn)), m_window(4 * std::max(1u, threads)) {
-    for (unsigned t = 0; t < std::max(1u, threads); ++t)
-      m_workers.emplace_back([this](std::stop_token stop) { work(stop); });
+  /// Starts max(1, threads) workers with a window of 4 items per worker.
+  /// io_error naming the OS's reason when a thread cannot be started (a
+  /// process or thread limit); the workers already started are stopped and
+  /// joined then, so a failed start never leaves a thread or a hang behind.
+  /// The caller bounds `threads` (the window is computed in size_t).
+  static Result<std::unique_ptr<OrderedParallelMap>> start(unsigned threads, Fn fn) {
+    threads = std::max(1u, threads);
+    std::unique_ptr<OrderedParallelMap> map(new OrderedParallelMap(std::move(fn), std::size_t{4} * threads));
+    map->m_workers.reserve(threads);
+    for (unsigned t = 0; t < threads; ++t) {
+      try {
+        map->m_workers.emplace_back([p = map.get()] { p->work(); });
+      } catch (const std::system_error& e) {
+        return fail(Category::io_error,
+                    "cannot start worker thread {} of {}: {} (a process or thread limit? pass a smaller -j)", t + 1,
+                    threads, e.what());
+      }  // ~OrderedParallelMap stops and joins the ones started
+    }
+    return map;
   }
+
   ~OrderedParallelMap() {
     {
       // Under the lock, so no worker is between its predicate and its wait.
       std::lock_guard lock(m_mutex);
-      for (auto& w : m_workers) w.request_stop();
+      m_stop = true;
     }
     m_wake.notify_all();
+    for (auto& t : m_workers) t.join();
   }
   OrderedParallelMap(const OrderedParallelMap&) = delete;
   OrderedParallelMap& operator=(const OrderedParallelMap&) = delete;
@@ -62,11 +81,11 @@ class OrderedParallelMap {
       auto slot = std::make_shared<Slot>(std::move(*item));
       m_slots.push_back(slot);
       std::lock_guard lock(m_mutex);
-      m_todo.push_back(slot);
+      m_todo.push_back(std::move(slot));
       m_wake.notify_one();
     }
     if (m_slots.empty()) return std::optional<Mapped>{};
-    auto slot = m_slots.front();
+    auto slot = std::move(m_slots.front());
     m_slots.pop_front();
     std::unique_lock lock(m_mutex);
     m_done.wait(lock, [&] { return slot->result.has_value(); });
@@ -80,13 +99,15 @@ class OrderedParallelMap {
     std::optional<Out> result;  ///< set by a worker under m_mutex
   };
 
-  void work(std::stop_token stop) {
+  OrderedParallelMap(Fn fn, std::size_t window) : m_fn(std::move(fn)), m_window(window) {}
+
+  void work() {
     for (;;) {
       std::shared_ptr<Slot> slot;
       {
         std::unique_lock lock(m_mutex);
-        m_wake.wait(lock, [&] { return stop.stop_requested() || !m_todo.empty(); });
-        if (m_todo.empty()) return;
+        m_wake.wait(lock, [&] { return m_stop || !m_todo.empty(); });
+        if (m_stop) return;
         slot = std::move(m_todo.front());
         m_todo.pop_front();
       }
@@ -103,8 +124,9 @@ class OrderedParallelMap {
   std::deque<std::shared_ptr<Slot>> m_slots;  // in flight, input order (caller's thread only)
   std::mutex m_mutex;
   std::condition_variable m_wake, m_done;
+  bool m_stop = false;                       // guarded by m_mutex
   std::deque<std::shared_ptr<Slot>> m_todo;  // guarded by m_mutex
-  std::vector<std::jthread> m_workers;       // last: joined before the rest is destroyed
+  std::vector<std::thread> m_workers;        // joined by the destructor
 };
 
 }  // namespace kcache::util
