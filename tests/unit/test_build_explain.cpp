@@ -7,6 +7,8 @@
 
 #include "test_support.hpp"
 
+#include <sys/stat.h>
+
 namespace kcache::build {
 namespace {
 
@@ -172,6 +174,106 @@ TEST_CASE("record_run logs the run and touches the hits") {
   CHECK(runs[1].hits == 1);
   CHECK(runs[1].command == "build");
   CHECK(runs[0].phases.size() == k_phase_count);
+}
+
+}  // namespace kcache::build
+
+namespace kcache::build {
+namespace {
+
+/// The stored entry of `kernel` with `inputs` appended, written back: what a
+/// hostile bundle's record (or a tampered store) would hold.
+void plant_inputs(store::Store& s, const std::string& kernel, const std::vector<InputFile>& inputs) {
+  Entry e;
+  REQUIRE(s.read([&](store::Reader& r) -> Result<void> {
+    e = KCACHE_TRY(r.get("spirv/vulkan1.2", kernel)).value();
+    return {};
+  }));
+  for (const auto& i : inputs) e.inputs.push_back(i);
+  auto put = s.put(spirv_namespace("vulkan1.2"), std::vector<Entry>{e});
+  REQUIRE_MESSAGE(put.has_value(), put.error().message);
+  REQUIRE(s.read([&](store::Reader& r) -> Result<void> {
+    Entry back = KCACHE_TRY(r.get("spirv/vulkan1.2", kernel)).value();
+    CHECK(back.inputs.size() == e.inputs.size());
+    return {};
+  }));
+}
+
+}  // namespace
+
+/// The stored entry's recorded input paths, '|'-joined.
+std::string stored_inputs(store::Store& s, const std::string& kernel) {
+  std::string out;
+  REQUIRE(s.read([&](store::Reader& r) -> Result<void> {
+    Entry e = KCACHE_TRY(r.get("spirv/vulkan1.2", kernel)).value();
+    for (const auto& i : e.inputs) out += (out.empty() ? "" : "|") + i.path;
+    return {};
+  }));
+  return out;
+}
+
+TEST_CASE("a recorded input outside the project is never read; a build rewrites the record") {
+  Project p;
+  p.dir.write("k.comp", k_shader);
+  // The outside file has the very hash the record claims: were it read, the
+  // entry would pass the direct check as fresh.
+  auto outside = p.dir.write("../outside-" + p.dir.path().filename().string(), "secret\n");
+  const std::string rel = "../" + outside.filename().string();
+  const std::string toml = "[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\ndefines = { VALUE = 1 }\n";
+  p.build(toml);
+  plant_inputs(*p.store, "k",
+               {{rel, util::hash_string("secret\n")}, {outside.string(), util::hash_string("secret\n")}});
+
+  auto m = p.manifest(toml);
+  definition::FileCache files(m.root);
+  const auto& spec = m.kernels.at(0);
+  std::optional<Entry> stored;
+  REQUIRE(p.store->read([&](store::Reader& r) -> Result<void> {
+    stored = KCACHE_TRY(r.get("spirv/vulkan1.2", "k"));
+    return {};
+  }));
+  auto direct = check_direct(definition::compute_id(spec), compile::Toolchain::installed().fields(spec.optimize),
+                             stored.value(), files);
+  CHECK(direct.state == Freshness::stale);
+  CHECK(names(direct.changes) == "input:" + rel + ",input:" + outside.string());
+  // The kernel itself reads neither: expanded, it is what the store holds.
+  CHECK(p.explain(toml, "k").state == Freshness::fresh);
+
+  // A build re-expands instead of trusting the record, and rewrites it with
+  // the inputs the kernel really read.
+  auto r = build::build(m, *p.store, {});
+  REQUIRE_MESSAGE(r.has_value(), r.error().message);
+  CHECK(r->count(Outcome::hit) == 1);
+  CHECK(stored_inputs(*p.store, "k") == "k.comp");
+}
+
+TEST_CASE("recorded inputs naming /dev/zero or a FIFO neither hang nor get hashed") {
+  Project p;
+  p.dir.write("k.comp", k_shader);
+  REQUIRE(::mkfifo((p.dir.path() / "pipe").c_str(), 0600) == 0);  // no writer: a blocking open hangs
+  std::filesystem::create_symlink("/dev/zero", p.dir.path() / "zero");
+  const std::string toml = "[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\ndefines = { VALUE = 1 }\n";
+  p.build(toml);
+  plant_inputs(*p.store, "k", {{"/dev/zero", {}}, {"pipe", {}}, {"zero", {}}});
+
+  auto m = p.manifest(toml);
+  definition::FileCache files(m.root);
+  const auto& spec = m.kernels.at(0);
+  std::optional<Entry> stored;
+  REQUIRE(p.store->read([&](store::Reader& r) -> Result<void> {
+    stored = KCACHE_TRY(r.get("spirv/vulkan1.2", "k"));
+    return {};
+  }));
+  auto a = assess(spec, stored.value(), files, compile::Toolchain::installed());
+  CHECK(a.state == Freshness::fresh);  // after expanding: the kernel reads none of them
+  CHECK(!a.direct);
+  auto direct = check_direct(definition::compute_id(spec), compile::Toolchain::installed().fields(spec.optimize),
+                             stored.value(), files);
+  CHECK(names(direct.changes) == "input:/dev/zero,input:pipe,input:zero");
+  CHECK(p.explain(toml, "k").state == Freshness::fresh);
+  auto r = build::build(m, *p.store, {});
+  REQUIRE_MESSAGE(r.has_value(), r.error().message);
+  CHECK(stored_inputs(*p.store, "k") == "k.comp");
 }
 
 }  // namespace kcache::build

@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <utility>
 
 namespace kcache::compile {
 namespace {
@@ -64,31 +65,68 @@ TargetEnv target_env(std::string_view target) {
 /// project-relative path to its bytes; the resolved name handed back to
 /// glslang is that relative path, so messages and #line markers never carry
 /// an absolute path.
+///
+/// An include that is refused (absolute, leaving the project, a special or
+/// oversized file, nested deeper than definition::k_max_include_depth) is
+/// handed back as glslang's failed-include result carrying the reason, so
+/// that the error names the including file and line.
 class ProjectIncluder : public glslang::TShader::Includer {
  public:
-  using Open = std::function<std::shared_ptr<const SourceFile>(const std::string&)>;
+  using Open = std::function<Result<std::shared_ptr<const SourceFile>>(const std::string&)>;
   ProjectIncluder(const std::vector<std::string>& include_dirs, Open open)
       : m_include_dirs(include_dirs), m_open(std::move(open)) {}
 
-  IncludeResult* includeLocal(const char* header, const char* includer, size_t) override {
-    auto dir = std::filesystem::path(includer).parent_path();
-    return try_open(FileCache::normalise(dir / header));
+  IncludeResult* includeLocal(const char* header, const char* includer, size_t depth) override {
+    m_refusal.clear();
+    if (depth > definition::k_max_include_depth) return refuse(too_deep());
+    auto dir = std::filesystem::path(includer).parent_path().generic_string();
+    return try_open(definition::include_path(dir, header));
   }
-  IncludeResult* includeSystem(const char* header, const char*, size_t) override {
+  IncludeResult* includeSystem(const char* header, const char*, size_t depth) override {
+    if (depth > definition::k_max_include_depth) return refuse(too_deep());
+    IncludeResult* found = nullptr;
     for (const auto& dir : m_include_dirs)
-      if (auto* r = try_open(FileCache::normalise(std::filesystem::path(dir) / header))) return r;
-    return nullptr;
+      if ((found = try_open(definition::include_path(dir, header)))) break;
+    // Nothing found: a refusal seen on the way (here or in includeLocal) is
+    // the better message than "not found".
+    std::string refusal = std::exchange(m_refusal, {});
+    if (!found && !refusal.empty()) return refuse(std::move(refusal));
+    return found;
   }
-  void releaseInclude(IncludeResult* r) override { delete r; }
+  void releaseInclude(IncludeResult* r) override {
+    if (r) delete static_cast<std::string*>(r->userData);
+    delete r;
+  }
 
  private:
-  IncludeResult* try_open(const std::string& rel) {
-    auto file = m_open(rel);
-    if (!file) return nullptr;
-    return new IncludeResult(file->path, file->content.data(), file->content.size(), nullptr);
+  /// A found file, or nullptr (remembering why when it was refused rather than missing).
+  IncludeResult* try_open(const Result<std::string>& rel) {
+    if (!rel) {
+      if (m_refusal.empty()) m_refusal = rel.error().message;
+      return nullptr;
+    }
+    auto file = m_open(*rel);
+    if (!file) {
+      if (file.error().category != Category::not_found && m_refusal.empty()) m_refusal = file.error().message;
+      return nullptr;
+    }
+    return new IncludeResult((*file)->path, (*file)->content.data(), (*file)->content.size(), nullptr);
+  }
+  /// glslang's failed include: empty name, the message as data; it reports
+  /// "FILE:LINE: '#include' : MESSAGE for header name: HEADER".
+  static IncludeResult* refuse(std::string message) {
+    auto* text = new std::string(std::move(message) + "; refused");  // glslang appends " for header name: X"
+    return new IncludeResult("", text->data(), text->size(), text);
+  }
+  static std::string too_deep() {
+    return fmt::format(
+        "#include nested deeper than {} files (an include cycle without include guards?): give "
+        "the headers an #ifndef guard or #pragma once",
+        definition::k_max_include_depth);
   }
   const std::vector<std::string>& m_include_dirs;
   Open m_open;
+  std::string m_refusal;  ///< why a candidate of the current #include was refused
 };
 
 /// What a TShader borrows (glslang keeps the pointers, not copies): must
@@ -186,33 +224,27 @@ Result<Definition> expand(const KernelSpec& spec, FileCache& files, PhaseTimes& 
   init_glslang();
   Stopwatch watch;
   Definition def;
-  std::optional<Error> read_error;
-  auto open = [&](const std::string& rel) -> std::shared_ptr<const SourceFile> {
-    auto file = files.get(rel);
-    if (!file) {
-      if (file.error().category != Category::not_found && !read_error) read_error = file.error();
-      return nullptr;
-    }
+  auto open = [&](const std::string& rel) -> Result<std::shared_ptr<const SourceFile>> {
+    auto file = KCACHE_TRY(files.get(rel));
     // Record each input once, in first-read order.
     for (const auto& seen : def.files)
-      if (seen->path == (*file)->path) return *file;
-    def.files.push_back(*file);
-    def.inputs.push_back({(*file)->path, (*file)->hash});
-    return *file;
+      if (seen->path == file->path) return file;
+    def.files.push_back(file);
+    def.inputs.push_back({file->path, file->hash});
+    return file;
   };
   auto main = open(spec.source);
   if (!main) {
-    if (read_error) return tl::unexpected(*read_error);
+    if (main.error().category != Category::not_found) return tl::unexpected(main.error());
     return fail(Category::not_found, "{}: source file not found", spec.source);
   }
   ShaderInput input;
   glslang::TShader shader(to_glslang(spec.stage));
-  configure(shader, spec, *main, input);
+  configure(shader, spec, **main, input);
   ProjectIncluder includer(spec.include_dirs, open);
   bool ok = shader.preprocess(GetDefaultResources(), 100, ENoProfile, false, false, messages_for(spec), &def.expanded,
                               includer);
   watch.lap(times[Phase::expand]);
-  if (read_error) return tl::unexpected(*read_error);
   if (!ok) return fail(Category::compile_failed, "{}", clean_log(shader.getInfoLog()));
   return def;
 }
@@ -221,10 +253,10 @@ Result<Compiled> compile(const KernelSpec& spec, const Definition& def, PhaseTim
   init_glslang();
   Stopwatch watch;
   if (def.files.empty()) return fail(Category::invalid_argument, "{}: definition has no source", spec.name);
-  auto open = [&](const std::string& rel) -> std::shared_ptr<const SourceFile> {
+  auto open = [&](const std::string& rel) -> Result<std::shared_ptr<const SourceFile>> {
     for (const auto& f : def.files)
       if (f->path == rel) return f;
-    return nullptr;
+    return fail(Category::not_found, "{}: not read during expansion", rel);
   };
   auto stage = to_glslang(spec.stage);
   ShaderInput input;

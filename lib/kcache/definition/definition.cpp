@@ -2,6 +2,8 @@
 
 #include "kcache/util/file.hpp"
 #include "kcache/util/hash.hpp"
+#include "kcache/util/path.hpp"
+#include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 
@@ -18,20 +20,52 @@ Result<std::shared_ptr<const SourceFile>> FileCache::get(const std::string& rel)
     std::lock_guard lock(m_mutex);
     if (auto it = m_files.find(rel); it != m_files.end()) return it->second;
   }
-  // Read outside the lock: two threads may read the same file once each at
-  // worst, which is cheaper than serialising all reads.
-  Result<std::shared_ptr<const SourceFile>> result = util::read_file(m_root / rel).map([&](std::string content) {
-    auto file = std::make_shared<SourceFile>();
-    file->path = rel;
-    file->hash = util::hash_string(content);
-    file->content = std::move(content);
-    return std::shared_ptr<const SourceFile>(std::move(file));
-  });
-  if (!result)
-    result =
-        tl::unexpected(Error{result.error().category, fmt::format("cannot read {}: {}", rel, result.error().message)});
+  Result<std::shared_ptr<const SourceFile>> result;
+  if (!util::is_contained_relative_path(rel)) {
+    // Checked before touching the file system: a recorded "/dev/zero" or
+    // "../../etc/shadow" is never opened, whoever wrote the record.
+    result = fail(Category::invalid_argument,
+                  "refusing to read '{}': not a relative path inside the project folder {} (kcache reads only "
+                  "files under the manifest's folder; copy the file into it and name it relative to it)",
+                  util::escape_untrusted(rel), m_root.string());
+  } else {
+    // Read outside the lock: two threads may read the same file once each at
+    // worst, which is cheaper than serialising all reads.
+    result = util::read_file(m_root / rel, util::ReadLimits{k_max_source_bytes, true}).map([&](std::string content) {
+      auto file = std::make_shared<SourceFile>();
+      file->path = rel;
+      file->hash = util::hash_string(content);
+      file->content = std::move(content);
+      return std::shared_ptr<const SourceFile>(std::move(file));
+    });
+    if (!result) {
+      // read_file names the joined path; the message names the project path once.
+      std::string why = result.error().message;
+      if (std::string prefix = "cannot read " + (m_root / rel).string() + ": "; why.starts_with(prefix))
+        why.erase(0, prefix.size());
+      if (result.error().category == Category::invalid_argument)
+        why += fmt::format("; a source or include must be a regular file of at most {} MiB", k_max_source_bytes >> 20);
+      result = tl::unexpected(Error{result.error().category, fmt::format("cannot read {}: {}", rel, why)});
+    }
+  }
   std::lock_guard lock(m_mutex);
   return m_files.emplace(rel, std::move(result)).first->second;
+}
+
+Result<std::string> include_path(std::string_view dir, std::string_view header) {
+  if (header.empty()) return fail(Category::invalid_argument, "#include names an empty path");
+  if (header.front() == '/' || header.front() == '~')
+    return fail(Category::invalid_argument,
+                "#include \"{}\" is an absolute path; kcache reads only files inside the manifest's folder: copy "
+                "the file into the project and include it by a relative path or through include_dirs",
+                util::escape_untrusted(header));
+  std::string rel = FileCache::normalise(std::filesystem::path(dir) / std::filesystem::path(header));
+  if (!util::is_contained_relative_path(rel))
+    return fail(Category::invalid_argument,
+                "#include \"{}\" resolves to '{}', outside the manifest's folder; kcache reads only files inside "
+                "it: move the file into the project (or the manifest up to a common folder)",
+                util::escape_untrusted(header), util::escape_untrusted(rel));
+  return rel;
 }
 
 namespace {

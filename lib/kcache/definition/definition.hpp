@@ -14,10 +14,12 @@
 #include "kcache/definition/kernel_spec.hpp"
 #include "kcache/util/error.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -34,14 +36,33 @@ struct SourceFile {
   Hash128 hash;
 };
 
+/// Most bytes one source or include file may have: a shader source is
+/// kilobytes; more is a mistake (or /dev/zero behind a symlink) that would
+/// otherwise exhaust memory.
+inline constexpr std::uint64_t k_max_source_bytes = 16ull << 20;
+
+/// Deepest #include nesting accepted: real projects nest a handful; an
+/// include cycle without include guards would otherwise expand for ever.
+inline constexpr std::size_t k_max_include_depth = 64;
+
 /// Reads project files once per run and remembers them, so an include
 /// shared by a thousand variants is read and hashed once. Paths are relative
 /// to `root` (the manifest's folder) and normalised; absolute paths never
 /// leave this class, which keeps them out of keys.
+///
+/// Paths come from elsewhere (an #include line, a stored entry's recorded
+/// inputs, which a bundle may have brought), so get() is the one gate for
+/// every project read: it refuses a path that is not contained in the
+/// project (util::is_contained_relative_path: absolute, "..", unnormalised),
+/// anything but a regular file (a device, FIFO or socket, also behind a
+/// symlink) and files over k_max_source_bytes; it never hangs or reads
+/// without bound.
 class FileCache {
  public:
   explicit FileCache(std::filesystem::path root);
-  /// The file at `rel` (relative to root): not_found when missing.
+  /// The file at `rel` (relative to root): not_found when missing;
+  /// invalid_argument when `rel` is not a contained relative path, names a
+  /// special file or is over k_max_source_bytes (the message says what to do).
   Result<std::shared_ptr<const SourceFile>> get(const std::string& rel);
   /// Normalises a path relative to root ("a/./b/../c" → "a/c").
   static std::string normalise(const std::filesystem::path& rel);
@@ -52,6 +73,14 @@ class FileCache {
   std::mutex m_mutex;
   std::unordered_map<std::string, Result<std::shared_ptr<const SourceFile>>> m_files;
 };
+
+/// The project-relative path an #include of `header` names when looked up
+/// in project folder `dir` ("" for the project root), normalised.
+/// invalid_argument when `header` is absolute or the path leaves the
+/// project: includes must stay inside the manifest's folder so that no
+/// absolute or outside path enters a key, and a manifest from elsewhere
+/// cannot read the machine's files.
+Result<std::string> include_path(std::string_view dir, std::string_view header);
 
 /// A kernel after include expansion.
 struct Definition {

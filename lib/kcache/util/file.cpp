@@ -1,11 +1,13 @@
 #include "kcache/util/file.hpp"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <random>
 
 namespace kcache::util {
 
@@ -47,22 +49,88 @@ bool write_all(int fd, std::span<const std::uint8_t> data) {
   return true;
 }
 
-Result<AtomicFile> AtomicFile::create(const std::filesystem::path& target, mode_t mode) {
-  // mkstemp, not a pid-derived name: two threads of one process (or a
-  // stale file from a crash) never collide.
-  std::string temp = target.string() + ".tmp-XXXXXX";
-  UniqueFd fd(::mkstemp(temp.data()));
-  if (!fd) {
-    auto folder = target.parent_path().empty() ? std::filesystem::path(".") : target.parent_path();
-    return os_error(folder, "create a temporary file in", errno);
+namespace {
+
+/// 16 random hex digits for a temporary's name: unguessable, so another
+/// user cannot plant a file or symlink where it will be created.
+std::string random_suffix() {
+  std::uint8_t raw[8];
+  std::size_t got = 0;
+  while (got < sizeof raw) {
+    ssize_t n = ::getrandom(raw + got, sizeof raw - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    got += static_cast<std::size_t>(n);
   }
-  // mkstemp makes 0600; the target gets the mode the caller asked for.
+  if (got < sizeof raw) {  // no getrandom (old kernel, seccomp): the OS's other source
+    std::random_device rd;
+    for (auto& b : raw) b = static_cast<std::uint8_t>(rd());
+  }
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::string out;
+  for (auto b : raw) {
+    out.push_back(k_hex[b >> 4]);
+    out.push_back(k_hex[b & 15]);
+  }
+  return out;
+}
+
+/// Whether `st` is something a rename over would destroy rather than
+/// replace: a device, FIFO or socket.
+bool is_special(const struct stat& st) { return !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode); }
+
+}  // namespace
+
+Result<AtomicFile> AtomicFile::create(const std::filesystem::path& target, mode_t mode) {
+  std::filesystem::path dest = target;
+  struct stat st {};
+  if (::stat(target.c_str(), &st) == 0) {
+    if (is_special(st)) {
+      // In place: no O_TRUNC (a device has nothing to truncate, and a file
+      // swapped in meanwhile must not lose its bytes), no O_CREAT.
+      UniqueFd fd(::open(target.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY));
+      if (!fd) return os_error(target, "open for writing", errno);
+      struct stat opened {};
+      if (::fstat(fd.get(), &opened) != 0) return os_error(target, "open for writing", errno);
+      if (is_special(opened)) return AtomicFile(target, "", std::move(fd), true);
+      // Replaced by a regular file since stat: treat it as one (below).
+      if (::stat(target.c_str(), &st) != 0) st = opened;
+    }
+    // A symlink to a regular file: replace the file it names and keep the
+    // link (/dev/stdout → /proc/self/fd/1 → a redirected file; as root a
+    // rename over the link would replace /dev/stdout itself).
+    struct stat lst {};
+    if (S_ISREG(st.st_mode) && ::lstat(target.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+      std::error_code ec;
+      auto resolved = std::filesystem::canonical(target, ec);
+      if (!ec) dest = resolved;
+    }
+  }
+  // Beside the destination (rename needs one filesystem), under a random
+  // name created exclusively: O_EXCL refuses any existing name, O_NOFOLLOW
+  // says so for symlinks too, O_CLOEXEC keeps it from worker children.
+  std::string temp;
+  UniqueFd fd;
+  int err = EEXIST;
+  for (int attempt = 0; attempt < 16 && err == EEXIST; ++attempt) {
+    temp = dest.string() + ".tmp-" + random_suffix();
+    fd = UniqueFd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    err = fd ? 0 : errno;
+  }
+  if (!fd) {
+    auto folder = dest.parent_path().empty() ? std::filesystem::path(".") : dest.parent_path();
+    return os_error(folder, "create a temporary file in", err);
+  }
+  // Created 0600 (never readable by others while half written); the target
+  // gets the mode the caller asked for.
   if (::fchmod(fd.get(), mode) != 0) {
-    int err = errno;
+    err = errno;
     ::unlink(temp.c_str());
     return os_error(target, "set the mode of", err);
   }
-  return AtomicFile(target, std::move(temp), std::move(fd));
+  return AtomicFile(dest, std::move(temp), std::move(fd), false);
 }
 
 AtomicFile::~AtomicFile() {
@@ -75,6 +143,12 @@ Result<void> AtomicFile::write(std::span<const std::uint8_t> data) {
 }
 
 Result<void> AtomicFile::commit() {
+  if (m_in_place) {
+    // fsync means nothing to a FIFO or most devices (EINVAL); close reports
+    // a deferred write error.
+    if (m_fd.reset() != 0) return os_error(m_target, "write", errno);
+    return {};
+  }
   if (::fsync(m_fd.get()) != 0 || m_fd.reset() != 0) return os_error(m_target, "flush to disk", errno);
   if (::rename(m_temp.c_str(), m_target.c_str()) != 0) return os_error(m_target, "move into place", errno);
   m_temp.clear();

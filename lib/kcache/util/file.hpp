@@ -1,6 +1,7 @@
 // File I/O that returns Results and never leaves half-written output: an
 // owned descriptor, whole-file reads, and files written under a temporary
-// name beside their target and renamed over it only when complete.
+// name beside their target and renamed over it only when complete (or, for
+// a device or FIFO, written in place: renaming over one would destroy it).
 // Thread-safety: the functions are reentrant; an object is used by one thread.
 #pragma once
 
@@ -41,30 +42,46 @@ class UniqueFd {
 /// errno set on failure.
 bool write_all(int fd, std::span<const std::uint8_t> data);
 
-/// A file being written under a temporary name beside `target`; commit()
-/// fsyncs it and renames it over the target, so readers see the old file or
-/// the new one, never a mix. Destroyed uncommitted, the temporary is removed.
+/// An output file that readers see whole or not at all. A regular target
+/// (or a missing one) is written under a fresh temporary name beside it and
+/// commit() fsyncs it and renames it over the target, so readers see the old
+/// file or the new one, never a mix; destroyed uncommitted, the temporary is
+/// removed. A symlink to a regular file is followed: the file it names is
+/// replaced and the link stays (so `-o /dev/stdout` redirected to a file
+/// never replaces /dev/stdout). A target that is, or links to, something
+/// else (a character or block device, a FIFO, e.g. /dev/null, /dev/stdout
+/// on a pipe) cannot be replaced without destroying it: it is opened for
+/// writing in place (no truncation; a FIFO's open waits for its reader), and
+/// commit() only closes it.
 class AtomicFile {
  public:
-  /// Creates the temporary file with `mode`. io_error / not_found naming
-  /// the target's folder when it cannot.
+  /// Opens the output for `target`; a temporary file gets `mode`. The
+  /// temporary is created exclusively with a random name (O_EXCL,
+  /// O_NOFOLLOW: a planted file or symlink is never opened) and close-on-exec
+  /// (a worker child never inherits it). io_error / not_found naming the
+  /// target's folder when it cannot be created, the target when a special
+  /// file cannot be opened (a socket cannot).
   static Result<AtomicFile> create(const std::filesystem::path& target, mode_t mode = 0644);
   AtomicFile(AtomicFile&&) noexcept = default;
   AtomicFile& operator=(AtomicFile&&) noexcept = default;
   ~AtomicFile();
 
   int fd() const { return m_fd.get(); }
+  /// Whether writes go straight to the target (a device or FIFO).
+  bool in_place() const { return m_in_place; }
   /// Appends `data`; io_error naming the target.
   Result<void> write(std::span<const std::uint8_t> data);
-  /// fsync, close, rename over the target; io_error naming the target.
+  /// A temporary: fsync, close, rename over the target. In place: close.
+  /// io_error naming the target.
   Result<void> commit();
 
  private:
-  AtomicFile(std::filesystem::path target, std::string temp, UniqueFd fd)
-      : m_target(std::move(target)), m_temp(std::move(temp)), m_fd(std::move(fd)) {}
-  std::filesystem::path m_target;
-  std::string m_temp;  ///< empty once committed or moved from
+  AtomicFile(std::filesystem::path target, std::string temp, UniqueFd fd, bool in_place)
+      : m_target(std::move(target)), m_temp(std::move(temp)), m_fd(std::move(fd)), m_in_place(in_place) {}
+  std::filesystem::path m_target;  ///< what is written or renamed over (a followed symlink's file)
+  std::string m_temp;              ///< empty once committed or moved from, and when in place
   UniqueFd m_fd;
+  bool m_in_place = false;
 };
 
 /// What read_file accepts. The defaults read anything readable (stdin-like
@@ -81,7 +98,8 @@ struct ReadLimits {
 /// over `limits.max_bytes`; io_error otherwise.
 Result<std::string> read_file(const std::filesystem::path& path, ReadLimits limits = {});
 
-/// Writes `data` to `path` through an AtomicFile.
+/// Writes `data` to `path` through an AtomicFile (so a device or FIFO
+/// target is written in place, anything else replaced whole).
 Result<void> write_file_atomic(const std::filesystem::path& path, std::span<const std::uint8_t> data,
                                mode_t mode = 0644);
 
