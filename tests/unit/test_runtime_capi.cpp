@@ -6,6 +6,9 @@
 
 #include "test_runtime_support.hpp"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace kcache;
 using namespace kcache::test;
 
@@ -128,6 +131,84 @@ TEST_CASE("runtime C API: a changed device field withholds the blob, errors carr
   kcache_store_close(nullptr);
   kcache_kernel_free(nullptr);
   CHECK(std::string(kcache_version()) == KCACHE_VERSION);
+}
+
+TEST_CASE("runtime C API: every function takes NULL without crashing (kcache.h says what it returns)") {
+  CHECK(kcache_store_open(nullptr, nullptr) == KCACHE_ERROR_INVALID_ARGUMENT);
+  kcache_kernel* k = reinterpret_cast<kcache_kernel*>(1);
+  CHECK(kcache_lookup(nullptr, "scale", nullptr, nullptr, &k) == KCACHE_ERROR_INVALID_ARGUMENT);
+  CHECK(kcache_lookup(nullptr, nullptr, nullptr, nullptr, nullptr) == KCACHE_ERROR_INVALID_ARGUMENT);
+  CHECK(kcache_lookup_key(nullptr, nullptr, nullptr, nullptr, nullptr) == KCACHE_ERROR_INVALID_ARGUMENT);
+  CHECK(kcache_list_kernels(nullptr, nullptr, nullptr, nullptr) == KCACHE_ERROR_INVALID_ARGUMENT);
+  CHECK(!std::string(kcache_last_error()).empty());
+  kcache_store_close(nullptr);
+  kcache_kernel_free(nullptr);
+
+  CHECK(kcache_kernel_name(nullptr) == nullptr);
+  CHECK(kcache_kernel_key_id(nullptr) == nullptr);
+  CHECK(kcache_kernel_target(nullptr) == nullptr);
+  CHECK(kcache_kernel_stage(nullptr) == nullptr);
+  CHECK(kcache_kernel_entry_point(nullptr) == nullptr);
+  CHECK(kcache_kernel_blob_reason(nullptr) == nullptr);
+  CHECK(kcache_kernel_interface_error(nullptr) == nullptr);
+  CHECK(kcache_kernel_blob_status(nullptr) == KCACHE_BLOB_ABSENT);
+  CHECK(kcache_kernel_push_constant_size(nullptr) == 0);
+  size_t size = 7;
+  uint32_t count = 7;
+  CHECK(kcache_kernel_spirv(nullptr, &size) == nullptr);
+  CHECK(size == 0);
+  size = 7;
+  CHECK(kcache_kernel_pipeline_cache(nullptr, &size) == nullptr);
+  CHECK(size == 0);
+  size = 7;
+  CHECK(kcache_kernel_spec_data(nullptr, &size) == nullptr);
+  CHECK(size == 0);
+  CHECK(kcache_kernel_bindings(nullptr, &count) == nullptr);
+  CHECK(count == 0);
+  count = 7;
+  CHECK(kcache_kernel_spec_entries(nullptr, &count) == nullptr);
+  CHECK(count == 0);
+  CHECK(kcache_kernel_spirv(nullptr, nullptr) == nullptr);
+  CHECK(kcache_kernel_bindings(nullptr, nullptr) == nullptr);
+  CHECK(std::string(kcache_status_name(static_cast<kcache_status>(99))) == "unknown");
+}
+
+TEST_CASE("runtime C API: a truncated store is KCACHE_ERROR_CORRUPTION, never SIGBUS in the application") {
+  TempDir dir;
+  auto store = dir.path() / "store";
+  auto words = compile_glsl(dir, "scale", k_runtime_shader);
+  std::vector<Entry> entries;
+  for (int i = 0; i < 16; ++i) {
+    auto padded = words;
+    padded.resize(words.size() + 5000, static_cast<std::uint32_t>(i));
+    entries.push_back(spirv_entry("k" + std::to_string(i), padded));
+  }
+  entries.push_back(spirv_entry("scale", words));
+  put(store, spirv_namespace("vulkan1.2"), entries);
+  auto data = store / "data.mdb";
+  auto full = std::filesystem::file_size(data);
+  REQUIRE(full > 16 * 20'000);
+  std::filesystem::resize_file(data, full / 2);
+  // In a child: before the open-time check, the lookup dies of SIGBUS.
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    kcache_store* s = nullptr;
+    int rc = kcache_store_open(store.c_str(), &s);
+    if (rc == KCACHE_OK) {
+      kcache_kernel* k = nullptr;
+      rc = kcache_lookup(s, "scale", nullptr, nullptr, &k);
+      for (int i = 0; i < 16 && rc == KCACHE_OK; ++i) {
+        kcache_kernel_free(k);
+        rc = kcache_lookup(s, ("k" + std::to_string(i)).c_str(), nullptr, nullptr, &k);
+      }
+    }
+    ::_exit(rc == KCACHE_ERROR_CORRUPTION && contains(kcache_last_error(), "truncated") ? 0 : 10 + rc);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK_MESSAGE(WIFEXITED(status), "killed by signal ", WTERMSIG(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 TEST_CASE("runtime C++ API: Store and Kernel wrap the C handles") {

@@ -2,12 +2,14 @@
 
 #include "kcache/bundle/bundle.hpp"
 #include "kcache/compile/compiler.hpp"
+#include "kcache/report/report.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 namespace kcache::cli {
@@ -32,8 +34,9 @@ int exit_code_for(Category c) {
 }
 
 int report_error(const Error& e) {
-  if (use_color()) fmt::print(stderr, "kcache: \033[1;31merror:\033[0m {}\n", e.message);
-  else fmt::print(stderr, "kcache: error: {}\n", e.message);
+  const std::string message = report::terminal_text(e.message);
+  if (use_color()) fmt::print(stderr, "kcache: \033[1;31merror:\033[0m {}\n", message);
+  else fmt::print(stderr, "kcache: error: {}\n", message);
   return exit_code_for(e.category);
 }
 
@@ -45,18 +48,46 @@ bool use_color() {
   return stderr_is_terminal() && !(no_color && *no_color) && !(term && std::string_view(term) == "dumb");
 }
 
+namespace {
+
+/// `text` as a decimal whole number from `min` to `max`, else nullopt.
+std::optional<std::uint64_t> whole_number(std::string_view text, std::uint64_t min, std::uint64_t max) {
+  std::uint64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || n < min || n > max) return std::nullopt;
+  return n;
+}
+
+}  // namespace
+
 Result<unsigned> jobs_from_env() {
   const char* env = std::getenv("KCACHE_JOBS");
   if (!env || !*env) return 0u;
   const std::string_view text(env);
-  unsigned jobs = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), jobs);
-  if (ec != std::errc{} || end != text.data() + text.size() || jobs < 1 || jobs > 4096)
+  auto jobs = whole_number(text, 1, k_max_jobs);
+  if (!jobs)
     return fail(Category::invalid_argument,
-                "KCACHE_JOBS='{}' is not a number of threads from 1 to 4096; unset it (all cores) or set e.g. "
+                "KCACHE_JOBS='{}' is not a number of threads from 1 to {}; unset it (all cores) or set e.g. "
                 "KCACHE_JOBS=8",
-                text);
-  return jobs;
+                text, k_max_jobs);
+  return static_cast<unsigned>(*jobs);
+}
+
+CLI::Validator count_validator(std::string what, std::uint64_t max) {
+  return CLI::Validator(
+      [what, max](std::string& text) -> std::string {
+        if (whole_number(text, 1, max)) return {};
+        if (max == UINT64_MAX) return fmt::format("'{}' is not a number of {} (1 or more)", text, what);
+        return fmt::format("'{}' is not a number of {} from 1 to {}", text, what, max);
+      },
+      "");
+}
+
+CLI::Validator jobs_validator() { return count_validator("threads", k_max_jobs); }
+
+void bound_thread_counts(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    if (CLI::Option* jobs = sub->get_option_no_throw("--jobs")) jobs->check(jobs_validator());
 }
 
 std::string top_level_footer() {
@@ -65,7 +96,7 @@ std::string top_level_footer() {
          "Environment:\n"
          "  KCACHE_STORE          store directory when --store is not given (else $XDG_CACHE_HOME/kcache,\n"
          "                        else ~/.cache/kcache)\n"
-         "  KCACHE_JOBS           default -j of build and verify (else all cores)\n"
+         "  KCACHE_JOBS           default -j of build, verify and import, 1 to 4096 (else all cores)\n"
          "  KCACHE_MAP_SIZE       LMDB map size of a store (e.g. 64G, the default; 8M), the most it can hold\n"
          "  NO_COLOR              when set and not empty, no colour in messages (colour and progress lines\n"
          "                        are only ever shown on a terminal)\n"
@@ -85,7 +116,13 @@ std::string top_level_footer() {
 
 void StoreOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--store", dir,
-                 "store directory (default: $KCACHE_STORE, else $XDG_CACHE_HOME/kcache, else ~/.cache/kcache)");
+                 "store directory (default: $KCACHE_STORE, else $XDG_CACHE_HOME/kcache, else ~/.cache/kcache)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return text.empty() ? std::string("needs a folder (leave --store out for the default store)")
+                                : std::string();
+          },
+          ""));
   cmd.add_flag("--read-only", read_only, "open the store without writing anything (also for read-only media)");
 }
 

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -35,7 +36,8 @@ enum ExitCode : int {
 int exit_code_for(Category c);
 
 /// Prints "kcache: error: <message>" (with the category in --verbose) on
-/// stderr and returns the exit code for its category.
+/// stderr and returns the exit code for its category. The message goes
+/// through report::terminal_text: it may name kernels from a store or bundle.
 int report_error(const Error& e);
 
 /// Whether stderr is an interactive terminal (progress lines only then).
@@ -45,10 +47,28 @@ bool stderr_is_terminal();
 /// is unset or empty (https://no-color.org) and TERM is not "dumb".
 bool use_color();
 
+/// The most threads any -j or $KCACHE_JOBS may ask for: one bound for all,
+/// so that a typo (-j 99999) is refused instead of starting that many threads.
+inline constexpr unsigned k_max_jobs = 4096;
+
 /// The default thread count from $KCACHE_JOBS: 0 (= all cores) when unset or
 /// empty; invalid_argument naming the value when it is not a whole number
-/// from 1 to 4096.
+/// from 1 to k_max_jobs.
 Result<unsigned> jobs_from_env();
+
+/// Accepts a decimal whole number from 1 to `max` (no sign, hex or spaces:
+/// CLI11 alone would take "-1" as 2^64-1 and "0x10" as 16); otherwise the
+/// option is refused at parse time (exit 2) with "'TEXT' is not a number of
+/// `what` ...". `what`: "threads", "runs".
+CLI::Validator count_validator(std::string what, std::uint64_t max = UINT64_MAX);
+
+/// The rule of $KCACHE_JOBS for options: count_validator("threads", k_max_jobs).
+CLI::Validator jobs_validator();
+
+/// Adds jobs_validator() to every subcommand's --jobs option (build, verify,
+/// import): the bound lives here once, whichever command file adds a -j.
+/// Call after the subcommands are registered.
+void bound_thread_counts(CLI::App& app);
 
 /// The top-level --help footer: where to find subcommand help, the
 /// environment variables kcache reads and the exit codes. The man page's
@@ -74,9 +94,10 @@ Result<worker::WorkerOptions> worker_options();
 
 /// Options every store-using subcommand shares.
 struct StoreOptions {
-  std::string dir;  ///< --store; empty = default_store_dir()
+  std::string dir;  ///< --store; empty = default_store_dir() (an empty --store '' is refused)
   bool read_only = false;
-  /// Adds --store and --read-only to `cmd`.
+  /// Adds --store and --read-only to `cmd`; --store '' is refused at parse
+  /// time (exit 2), since it would silently mean the default store.
   void add_to(CLI::App& cmd);
   /// Opens the store; `need_write` refuses --read-only early with a clear message.
   Result<std::unique_ptr<store::Store>> open(bool need_write) const;

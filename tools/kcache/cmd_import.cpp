@@ -3,6 +3,7 @@
 #include "bundle_cli.hpp"
 #include "cli.hpp"
 #include "kcache/bundle/key_files.hpp"
+#include "kcache/report/report.hpp"
 #include "kcache/report/transfer_report.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/transfer/transfer.hpp"
@@ -73,8 +74,9 @@ int run_import(const ImportArgs& args) {
   if (!store_existed && !args.dry_run && (!result || !result->written)) {
     store->reset();
     if (auto removed = store::remove_store_if_empty(args.store.path()); !removed)
-      fmt::print(stderr, "kcache: warning: could not remove the empty store {}: {}\n", args.store.path(),
-                 removed.error().message);
+      fmt::print(stderr, "{}",
+                 report::terminal_text(fmt::format("kcache: warning: could not remove the empty store {}: {}\n",
+                                                   args.store.path(), removed.error().message)));
   }
   if (!result) return report_error(result.error());
   const auto& r = *result;
@@ -84,7 +86,7 @@ int run_import(const ImportArgs& args) {
     return k_exit_ok;
   }
   if (r.refused.empty()) {
-    if (args.replace) fmt::print(stderr, "{}", replaced_on_request_text(r));
+    if (args.replace) fmt::print(stderr, "{}", report::terminal_text(replaced_on_request_text(r)));
     return k_exit_ok;
   }
   fmt::print(stderr, "{}", report::import_refusals_text(r));

@@ -37,7 +37,8 @@ void register_stats(CLI::App& app, Action& action) {
       "  kcache stats\n"
       "  kcache stats --last 20 --json");
   args->store.add_to(*cmd);
-  cmd->add_option("--last", args->last, "only the newest N runs (default: the whole log)");
+  cmd->add_option("--last", args->last, "only the newest N runs (default: the whole log)")
+      ->check(count_validator("runs"));
   cmd->add_flag("--json", args->json, "print JSON on stdout");
   cmd->callback([args, &action] { action = [args] { return run_stats(*args); }; });
 }

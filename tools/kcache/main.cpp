@@ -3,6 +3,8 @@
 #include "allocator.hpp"
 #include "cli.hpp"
 
+#include "kcache/report/report.hpp"
+
 #include <fmt/format.h>
 
 #include <exception>
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
   register_keygen(app, action);
   register_manifest(app, action);
   register_pipeline_worker(app, action);
+  bound_thread_counts(app);
   // Set after the subcommands are registered: they keep the short footer.
   app.footer(top_level_footer());
   try {
@@ -47,7 +50,8 @@ int main(int argc, char** argv) {
   try {
     return action ? action() : k_exit_usage;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "kcache: internal error: {}\n", e.what());
+    // what() may quote bytes of a stored name (a library's message).
+    fmt::print(stderr, "kcache: internal error: {}\n", kcache::report::terminal_text(e.what()));
     return k_exit_internal;
   }
 }

@@ -1,6 +1,8 @@
 // Device backend reports (contracts in device_report.hpp).
 #include "kcache/report/device_report.hpp"
 
+#include "kcache/report/render_internal.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -50,11 +52,12 @@ std::string devices_text(const std::vector<device::DeviceInfo>& devices, std::op
                                                       ? "yes (pipelineCreationCacheControl)"
                                                       : "no (verify compares creation times instead)");
     for (const auto& [k, v] : d.record().fields) out += fmt::format("    {}: {}\n", k, v.empty() ? "-" : v);
-    out += fmt::format("  this card: deviceUUID {} (provenance: every card of this GPU model and driver shares the "
-                       "namespace)\n",
-                       device::uuid_text(d.device_uuid));
+    out += fmt::format(
+        "  this card: deviceUUID {} (provenance: every card of this GPU model and driver shares the "
+        "namespace)\n",
+        device::uuid_text(d.device_uuid));
   }
-  return out;
+  return terminal_text(out);
 }
 
 std::string devices_json(const std::vector<device::DeviceInfo>& devices, std::optional<std::uint32_t> chosen) {
@@ -75,7 +78,7 @@ std::string devices_json(const std::vector<device::DeviceInfo>& devices, std::op
                     {"device_uuid", device::uuid_text(d.device_uuid)}});
   }
   json out = {{"schema", "kcache.devices/1"}, {"devices", std::move(list)}};
-  return out.dump(2) + "\n";
+  return internal::json_text(out);
 }
 
 std::string device_stage_summary(const build::BuildResult& result, const device::DeviceInfo& device) {
@@ -91,8 +94,9 @@ std::string device_stage_summary(const build::BuildResult& result, const device:
     else if (r.outcome == Outcome::failed) ++failed;
     create_ms += r.times[Phase::pipeline].wall_ms;
   }
-  return fmt::format("device {}: {} pipelines: {} hit, {} created, {} failed; pipeline creation {:.1f} ms in all\n",
-                     device_line(device), n, hit, built, failed, create_ms);
+  return terminal_text(
+      fmt::format("device {}: {} pipelines: {} hit, {} created, {} failed; pipeline creation {:.1f} ms in all\n",
+                  device_line(device), n, hit, built, failed, create_ms));
 }
 
 std::string store_check_text(const maintain::StoreCheck& check) {
@@ -105,7 +109,7 @@ std::string store_check_text(const maintain::StoreCheck& check) {
   out += fmt::format("{} namespaces, {} entries checked in {:.2f} s: {}\n", check.namespaces, check.entries,
                      check.wall_ms / 1000,
                      check.problems.empty() ? "no problems" : fmt::format("{} problems", check.problems.size()));
-  return out;
+  return terminal_text(out);
 }
 
 std::string store_check_json(const maintain::StoreCheck& check) {
@@ -118,7 +122,7 @@ std::string store_check_json(const maintain::StoreCheck& check) {
   json out = {{"schema", "kcache.verify/1"},     {"mode", "store"},
               {"namespaces", check.namespaces},  {"entries", check.entries},
               {"problems", std::move(problems)}, {"wall_ms", check.wall_ms}};
-  return out.dump(2) + "\n";
+  return internal::json_text(out);
 }
 
 std::string device_verify_text(const maintain::DeviceVerify& v, const device::DeviceInfo& device, bool all) {
@@ -160,7 +164,7 @@ std::string device_verify_text(const maintain::DeviceVerify& v, const device::De
                        refused_by_driver);
   out += fmt::format("{} blobs passed kcache's checks and went to the driver; {:.2f} s\n", v.sent_to_driver,
                      v.wall_ms / 1000);
-  return out;
+  return terminal_text(out);
 }
 
 std::string device_verify_json(const maintain::DeviceVerify& v, const device::DeviceInfo& device) {
@@ -194,7 +198,7 @@ std::string device_verify_json(const maintain::DeviceVerify& v, const device::De
               {"wall_ms", v.wall_ms},
               {"pipelines", std::move(rows)}};
   if (s.both_n > 0) out["create_ms_empty_cache"] = s.without_blob;
-  return out.dump(2) + "\n";
+  return internal::json_text(out);
 }
 
 }  // namespace kcache::report

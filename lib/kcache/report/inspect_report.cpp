@@ -105,7 +105,7 @@ std::string kernel_text(const maintain::KernelReport& report, bool why_only) {
     if (!why_only) text += "\n";
     text += explanation_text(*report.explanation);
   }
-  return text;
+  return terminal_text(text);
 }
 
 std::string kernel_json(const maintain::KernelReport& report, bool why_only) {
@@ -134,7 +134,7 @@ std::string kernel_json(const maintain::KernelReport& report, bool why_only) {
   }
   if (!report.manifest_path.empty() && !report.in_manifest) out["state"] = "orphan";
   if (report.explanation) out["why"] = explanation_json(*report.explanation);
-  return out.dump(2) + "\n";
+  return internal::json_text(out);
 }
 
 std::string why_text(const std::vector<build::Explanation>& all) {
@@ -144,7 +144,8 @@ std::string why_text(const std::vector<build::Explanation>& all) {
     if (e.state == build::Freshness::fresh) ++fresh;
     else text += fmt::format("{}: {}\n", e.kernel, build::describe(e));
   }
-  return text + fmt::format("{} of {} kernels fresh; {} would be rebuilt\n", fresh, all.size(), all.size() - fresh);
+  return terminal_text(
+      text + fmt::format("{} of {} kernels fresh; {} would be rebuilt\n", fresh, all.size(), all.size() - fresh));
 }
 
 std::string why_json(const std::vector<build::Explanation>& all) {
@@ -156,12 +157,13 @@ std::string why_json(const std::vector<build::Explanation>& all) {
   }
   out["fresh"] = fresh;
   out["total"] = all.size();
-  return out.dump(2) + "\n";
+  return internal::json_text(out);
 }
 
 std::string no_foreign_text(bool with_manifest) {
-  return fmt::format("no foreign namespaces: every namespace matches a local device{}\n",
-                     with_manifest ? " or a target the manifest uses" : " (spirv namespaces are portable)");
+  return terminal_text(
+      fmt::format("no foreign namespaces: every namespace matches a local device{}\n",
+                  with_manifest ? " or a target the manifest uses" : " (spirv namespaces are portable)"));
 }
 
 }  // namespace kcache::report

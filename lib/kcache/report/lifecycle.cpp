@@ -1,5 +1,7 @@
 #include "kcache/report/lifecycle.hpp"
 
+#include "kcache/report/render_internal.hpp"
+
 #include "kcache/util/text.hpp"
 
 #include <nlohmann/json.hpp>
@@ -52,7 +54,7 @@ std::string stats_text(const maintain::RunTotals& t, std::size_t rows) {
     out += fmt::format("{:<20}  {:>7}  {:>7}  {:>8}  {:>6}  {:>7.2f} s\n", iso_time(r.time), r.kernels, r.hits,
                        r.compiled + r.stale_replaced, r.failed, static_cast<double>(r.wall_us) / 1e6);
   }
-  return out;
+  return terminal_text(out);
 }
 
 std::string stats_json(const maintain::RunTotals& t) {
@@ -95,7 +97,7 @@ std::string stats_json(const maintain::RunTotals& t) {
               {"hit_rate", t.kernels ? static_cast<double>(t.hits) / static_cast<double>(t.kernels) : 0.0},
               {"phases", std::move(phases)},
               {"recent", std::move(runs)}};
-  return out.dump(2) + "\n";
+  return internal::json_text(out);
 }
 
 namespace {
@@ -142,7 +144,7 @@ std::string gc_text(const GcReport& r) {
     out += fmt::format("warning: could not get under --max-size {} without removing fresh entries\n",
                        human_bytes(*r.max_size));
   out += space_verdict(r);
-  return out;
+  return terminal_text(out);
 }
 
 std::string gc_json(const GcReport& r) {
@@ -176,12 +178,12 @@ std::string gc_json(const GcReport& r) {
     out["file_shrank"] = r.space_after->file_bytes < r.space_before.file_bytes;
     out["compact_suggested"] = r.space_after->file_bytes >= r.space_before.file_bytes && r.space_after->pages_free > 0;
   }
-  return out.dump(2) + "\n";
+  return internal::json_text(out);
 }
 
 std::string compact_text(const store::CompactResult& result) {
-  return fmt::format("compacted data.mdb: {} → {}\n", human_bytes(result.bytes_before),
-                     human_bytes(result.bytes_after));
+  return terminal_text(
+      fmt::format("compacted data.mdb: {} → {}\n", human_bytes(result.bytes_before), human_bytes(result.bytes_after)));
 }
 
 }  // namespace kcache::report

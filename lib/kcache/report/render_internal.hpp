@@ -1,16 +1,25 @@
-// Pieces of JSON more than one report of this module renders.
-// Internal to report/. Thread-safety: pure functions.
+// Pieces more than one report of this module renders, and the two ways a
+// report leaves it: JSON through json_text, text through terminal_text
+// (report.hpp). Internal to report/. Thread-safety: pure functions.
 #pragma once
 
 #include "kcache/build/freshness.hpp"
+#include "kcache/report/report.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <string>
 #include <vector>
 
 namespace kcache::report::internal {
 
 /// [{"field", "kind", "stored", "current"}, ...]: why an entry is stale.
 nlohmann::json changes_json(const std::vector<build::Change>& changes);
+
+/// The one way a report becomes JSON: indented, one trailing newline. Never
+/// throws: strings from a store or bundle may hold invalid UTF-8, which is
+/// written as U+FFFD rather than failing the command after it acted (gc).
+std::string json_text(const nlohmann::json& j);
+std::string json_text(const nlohmann::ordered_json& j);
 
 }  // namespace kcache::report::internal

@@ -36,6 +36,53 @@ using internal::changes_json;
 
 }  // namespace
 
+namespace internal {
+
+namespace {
+
+/// nlohmann escapes C0 controls but writes DEL and the C1 controls (U+0080 to
+/// U+009F; U+009B is a one-character CSI to some terminals) as they are. In
+/// dumped JSON they can only be inside strings, so "\u00NN" is the same
+/// value, and `kcache ... --json` on a terminal stays inert.
+std::string escape_c1(std::string dumped) {
+  std::string out;
+  out.reserve(dumped.size());
+  for (std::size_t i = 0; i < dumped.size(); ++i) {
+    const auto c = static_cast<unsigned char>(dumped[i]);
+    const auto next = i + 1 < dumped.size() ? static_cast<unsigned char>(dumped[i + 1]) : 0;
+    if (c == 0x7f) out += "\\u007f";
+    else if (c == 0xc2 && next >= 0x80 && next <= 0x9f) out += fmt::format("\\u{:04x}", next), ++i;
+    else out += dumped[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+// error_handler_t::replace: invalid UTF-8 becomes U+FFFD instead of a
+// type_error that would end the command after it acted (gc removes first).
+std::string json_text(const nlohmann::json& j) {
+  return escape_c1(j.dump(2, ' ', false, json::error_handler_t::replace)) + "\n";
+}
+
+std::string json_text(const nlohmann::ordered_json& j) {
+  return escape_c1(j.dump(2, ' ', false, json::error_handler_t::replace)) + "\n";
+}
+
+}  // namespace internal
+
+std::string terminal_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (;;) {
+    const std::size_t nl = text.find('\n');
+    out += util::escape_untrusted(text.substr(0, nl));
+    if (nl == std::string_view::npos) return out;
+    out += '\n';
+    text.remove_prefix(nl + 1);
+  }
+}
+
 std::string build_summary(const build::BuildResult& result, bool explain) {
   using build::Outcome;
   std::string out;
@@ -62,7 +109,7 @@ std::string build_summary(const build::BuildResult& result, bool explain) {
   }
   out += fmt::format("time: {:.2f} s wall; cpu by phase: {}\n", result.wall_ms / 1000, phases.empty() ? "-" : phases);
   out += fmt::format("written: {}\n", human_bytes(result.bytes_written));
-  return out;
+  return terminal_text(out);
 }
 
 std::string build_json(const build::BuildResult& result) {
@@ -89,7 +136,7 @@ std::string build_json(const build::BuildResult& result) {
   json out = {
       {"schema", "kcache.build/1"}, {"kernels", std::move(kernels)},         {"counts", std::move(counts)},
       {"wall_ms", result.wall_ms},  {"bytes_written", result.bytes_written}, {"phases", phases_json(result.totals)}};
-  return out.dump(2) + "\n";
+  return internal::json_text(out);
 }
 
 namespace {
@@ -146,7 +193,7 @@ std::string store_text(const maintain::StoreReport& report) {
     out += fmt::format("\n{} fresh, {} stale, {} orphan, {} missing\n", n[maintain::EntryState::fresh],
                        n[maintain::EntryState::stale], n[maintain::EntryState::orphan], report.missing.size());
   }
-  return out;
+  return terminal_text(out);
 }
 
 std::string store_json(const maintain::StoreReport& report) {
@@ -198,7 +245,7 @@ std::string store_json(const maintain::StoreReport& report) {
   for (const auto& [ns, kernel] : report.missing) missing.push_back({{"namespace", ns}, {"kernel", kernel}});
   json out = {{"schema", "kcache.inspect/1"}, {"namespaces", namespaces}, {"entries", entries}};
   if (report.with_manifest) out["missing"] = missing;
-  return out.dump(2) + "\n";
+  return internal::json_text(out);
 }
 
 std::string depfile_text(const std::string& depfile, std::string target, const std::vector<std::string>& deps) {
@@ -227,7 +274,7 @@ std::string manifest_text(const manifest::Manifest& manifest) {
     for (const auto& [name, value] : k.defines) defines += fmt::format(" -D{}={}", name, value);
     out += fmt::format("{}  {} {} {}{}\n", k.name, definition::stage_name(k.stage), k.target, k.source, defines);
   }
-  return out + fmt::format("{} kernels in {}\n", manifest.kernels.size(), manifest.path.string());
+  return terminal_text(out + fmt::format("{} kernels in {}\n", manifest.kernels.size(), manifest.path.string()));
 }
 
 std::string manifest_json(const manifest::Manifest& manifest) {
@@ -258,7 +305,7 @@ std::string manifest_json(const manifest::Manifest& manifest) {
               {"manifest", manifest.path.string()},
               {"root", manifest.root.string()},
               {"kernels", std::move(kernels)}};
-  return out.dump(2) + "\n";
+  return internal::json_text(out);
 }
 
 }  // namespace kcache::report

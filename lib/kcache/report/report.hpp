@@ -12,9 +12,18 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kcache::report {
+
+/// `text` made safe for a terminal or a log, line by line: every line goes
+/// through util::escape_untrusted (control characters and invalid UTF-8
+/// become "\xNN", a backslash "\\"), the newlines between them are kept.
+/// Every text report here returns its text through it, because kernel names,
+/// fingerprint fields and origins come from stores and bundles another
+/// machine wrote; the CLI uses it for error messages, which embed them too.
+std::string terminal_text(std::string_view text);
 
 /// Short text summary of a build: counts per outcome, time per phase,
 /// bytes written, failures with their messages.

@@ -2,6 +2,8 @@
 // transfer_report.hpp).
 #include "kcache/report/transfer_report.hpp"
 
+#include "kcache/report/render_internal.hpp"
+
 #include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
@@ -28,7 +30,7 @@ std::string export_text(const transfer::ExportResult& result, std::string_view o
     out += fmt::format(": {} (records/bundle {:.1f}x)", human_bytes(result.bundle_bytes),
                        static_cast<double>(result.record_bytes) / static_cast<double>(result.bundle_bytes));
   out += fmt::format("\n{}\n", result.signer ? "signed by key " + result.signer->hex() : std::string("unsigned"));
-  return out;
+  return terminal_text(out);
 }
 
 std::string export_json(const transfer::ExportResult& result, std::string_view output) {
@@ -36,7 +38,7 @@ std::string export_json(const transfer::ExportResult& result, std::string_view o
             {"record_bytes", result.record_bytes}, {"payload_bytes", result.payload_bytes},
             {"output", std::string(output)},       {"bundle_bytes", result.bundle_bytes},
             {"signed", result.signer.has_value()}, {"signer", key_or_null(result.signer)}};
-  return j.dump(2) + "\n";
+  return internal::json_text(j);
 }
 
 std::string import_text(const transfer::ImportResult& result, std::string_view bundle_label) {
@@ -52,7 +54,7 @@ std::string import_text(const transfer::ImportResult& result, std::string_view b
   out += fmt::format("{}imported {}, already present {}, replaced (stale) {}, refused {}{}\n",
                      r.dry_run ? "dry run, would have: " : "", r.imported, r.already_present, r.replaced,
                      r.refused.size(), r.dry_run ? " — nothing written" : "");
-  return out;
+  return terminal_text(out);
 }
 
 std::string import_json(const transfer::ImportResult& result, std::string_view bundle) {
@@ -75,22 +77,22 @@ std::string import_json(const transfer::ImportResult& result, std::string_view b
   for (const auto& x : r.refused)
     j["refused"].push_back(
         {{"kernel", x.kernel}, {"category", category_name(x.error.category)}, {"message", x.error.message}});
-  return j.dump(2) + "\n";
+  return internal::json_text(j);
 }
 
 std::string import_refusals_text(const transfer::ImportResult& result) {
   std::string out;
   for (const auto& x : result.refused)
     out += fmt::format("kcache: refused entry '{}': {}\n", x.kernel, x.error.message);
-  return out;
+  return terminal_text(out);
 }
 
 std::string merge_text(const bundle::MergeResult& result, std::string_view output_label) {
   const auto& r = result;
   if (!r.conflicts.empty()) return {};
-  return fmt::format("merged {} bundles of {}: {} entries, {} duplicates dropped → {}{}\n", r.inputs, r.ns.name(),
-                     r.entries, r.duplicates, output_label,
-                     r.bundle_bytes ? fmt::format(" ({})", human_bytes(r.bundle_bytes)) : "");
+  return terminal_text(fmt::format("merged {} bundles of {}: {} entries, {} duplicates dropped → {}{}\n", r.inputs,
+                                   r.ns.name(), r.entries, r.duplicates, output_label,
+                                   r.bundle_bytes ? fmt::format(" ({})", human_bytes(r.bundle_bytes)) : ""));
 }
 
 std::string merge_json(const bundle::MergeResult& result, std::string_view output) {
@@ -107,7 +109,7 @@ std::string merge_json(const bundle::MergeResult& result, std::string_view outpu
                               {"first_key", c.first_key.id.hex() + "/" + c.first_key.ir.hex()},
                               {"second_key", c.second_key.id.hex() + "/" + c.second_key.ir.hex()},
                               {"same_key", c.same_key}});
-  return j.dump(2) + "\n";
+  return internal::json_text(j);
 }
 
 std::string merge_conflicts_text(const bundle::MergeResult& result) {
@@ -130,7 +132,7 @@ std::string merge_conflicts_text(const bundle::MergeResult& result) {
       "kcache: error: {} conflicting kernels; nothing written. Rebuild them from one source, or leave "
       "out the stale bundle\n",
       result.conflicts.size());
-  return out;
+  return terminal_text(out);
 }
 
 std::string bundle_text(const bundle::BundleSummary& summary, std::string_view bundle_label) {
@@ -156,7 +158,7 @@ std::string bundle_text(const bundle::BundleSummary& summary, std::string_view b
     text += fmt::format("    {:<14} {:>9}  {}  {}\n", kind_name(e.payload_kind), e.payload_size,
                         e.key.ir.hex().substr(0, 16), e.kernel);
   if (!summary.error) text += "  integrity: ok (every entry and the whole-file digest check out)\n";
-  return text;
+  return terminal_text(text);
 }
 
 std::string bundle_json(const bundle::BundleSummary& summary, std::string_view bundle) {
@@ -194,7 +196,7 @@ std::string bundle_json(const bundle::BundleSummary& summary, std::string_view b
                             {"record_bytes", e.record_size},
                             {"digest", e.digest.hex()}});
   if (summary.error) j["error"] = summary.error->message;
-  return j.dump(2) + "\n";
+  return internal::json_text(j);
 }
 
 }  // namespace kcache::report

@@ -138,14 +138,22 @@ void kcache_store_close(kcache_store* store) { delete store; }
 
 kcache_status kcache_lookup(kcache_store* store, const char* name, const kcache_device* device, const char* target,
                             kcache_kernel** out) {
-  if (!name) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "name must not be NULL");
+  if (!name)
+    return guarded([&] {
+      if (out) *out = nullptr;
+      return failed(KCACHE_ERROR_INVALID_ARGUMENT, "name must not be NULL");
+    });
   return lookup(store, device, target, out,
                 [&](const kcache::runtime::detail::Catalog& c, const auto& o) { return c.find(name, o); });
 }
 
 kcache_status kcache_lookup_key(kcache_store* store, const char* key_id, const kcache_device* device,
                                 const char* target, kcache_kernel** out) {
-  if (!key_id) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "key_id must not be NULL");
+  if (!key_id)
+    return guarded([&] {
+      if (out) *out = nullptr;
+      return failed(KCACHE_ERROR_INVALID_ARGUMENT, "key_id must not be NULL");
+    });
   return lookup(store, device, target, out,
                 [&](const kcache::runtime::detail::Catalog& c, const auto& o) { return c.find_by_key(key_id, o); });
 }
@@ -165,18 +173,21 @@ kcache_status kcache_list_kernels(kcache_store* store, const char* target, int (
 
 void kcache_kernel_free(kcache_kernel* kernel) { delete kernel; }
 
-const char* kcache_kernel_name(const kcache_kernel* k) { return k->k.name.c_str(); }
-const char* kcache_kernel_key_id(const kcache_kernel* k) { return k->k.key_id.c_str(); }
-const char* kcache_kernel_target(const kcache_kernel* k) { return k->k.target.c_str(); }
-const char* kcache_kernel_stage(const kcache_kernel* k) { return k->k.stage.c_str(); }
-const char* kcache_kernel_entry_point(const kcache_kernel* k) { return k->k.entry_point.c_str(); }
+// Every accessor takes NULL (kcache.h): an application that ignored a failed
+// lookup gets NULL / 0 back, not a crash inside the library.
+const char* kcache_kernel_name(const kcache_kernel* k) { return k ? k->k.name.c_str() : nullptr; }
+const char* kcache_kernel_key_id(const kcache_kernel* k) { return k ? k->k.key_id.c_str() : nullptr; }
+const char* kcache_kernel_target(const kcache_kernel* k) { return k ? k->k.target.c_str() : nullptr; }
+const char* kcache_kernel_stage(const kcache_kernel* k) { return k ? k->k.stage.c_str() : nullptr; }
+const char* kcache_kernel_entry_point(const kcache_kernel* k) { return k ? k->k.entry_point.c_str() : nullptr; }
 
 const uint32_t* kcache_kernel_spirv(const kcache_kernel* k, size_t* words) {
-  if (words) *words = k->k.spirv.size();
-  return k->k.spirv.data();
+  if (words) *words = k ? k->k.spirv.size() : 0;
+  return k && !k->k.spirv.empty() ? k->k.spirv.data() : nullptr;
 }
 
 kcache_blob_status kcache_kernel_blob_status(const kcache_kernel* k) {
+  if (!k) return KCACHE_BLOB_ABSENT;
   switch (k->k.blob_status) {
     case kcache::runtime::detail::BlobStatus::served: return KCACHE_BLOB_SERVED;
     case kcache::runtime::detail::BlobStatus::absent: return KCACHE_BLOB_ABSENT;
@@ -186,31 +197,31 @@ kcache_blob_status kcache_kernel_blob_status(const kcache_kernel* k) {
   return KCACHE_BLOB_NOT_REQUESTED;
 }
 
-const char* kcache_kernel_blob_reason(const kcache_kernel* k) { return k->k.blob_reason.c_str(); }
+const char* kcache_kernel_blob_reason(const kcache_kernel* k) { return k ? k->k.blob_reason.c_str() : nullptr; }
 
 const uint8_t* kcache_kernel_pipeline_cache(const kcache_kernel* k, size_t* bytes) {
-  const bool served = k->k.blob_status == kcache::runtime::detail::BlobStatus::served;
+  const bool served = k && k->k.blob_status == kcache::runtime::detail::BlobStatus::served;
   if (bytes) *bytes = served ? k->k.pipeline_cache.size() : 0;
   return served ? k->k.pipeline_cache.data() : nullptr;
 }
 
 const kcache_binding* kcache_kernel_bindings(const kcache_kernel* k, uint32_t* count) {
-  if (count) *count = static_cast<uint32_t>(k->bindings.size());
-  return k->bindings.empty() ? nullptr : k->bindings.data();
+  if (count) *count = k ? static_cast<uint32_t>(k->bindings.size()) : 0;
+  return !k || k->bindings.empty() ? nullptr : k->bindings.data();
 }
 
-uint32_t kcache_kernel_push_constant_size(const kcache_kernel* k) { return k->k.interface.push_constant_size; }
+uint32_t kcache_kernel_push_constant_size(const kcache_kernel* k) { return k ? k->k.interface.push_constant_size : 0; }
 
 const kcache_spec_entry* kcache_kernel_spec_entries(const kcache_kernel* k, uint32_t* count) {
-  if (count) *count = static_cast<uint32_t>(k->spec_entries.size());
-  return k->spec_entries.empty() ? nullptr : k->spec_entries.data();
+  if (count) *count = k ? static_cast<uint32_t>(k->spec_entries.size()) : 0;
+  return !k || k->spec_entries.empty() ? nullptr : k->spec_entries.data();
 }
 
 const void* kcache_kernel_spec_data(const kcache_kernel* k, size_t* bytes) {
-  if (bytes) *bytes = k->k.interface.spec_data.size();
-  return k->k.interface.spec_data.empty() ? nullptr : k->k.interface.spec_data.data();
+  if (bytes) *bytes = k ? k->k.interface.spec_data.size() : 0;
+  return !k || k->k.interface.spec_data.empty() ? nullptr : k->k.interface.spec_data.data();
 }
 
-const char* kcache_kernel_interface_error(const kcache_kernel* k) { return k->k.interface_error.c_str(); }
+const char* kcache_kernel_interface_error(const kcache_kernel* k) { return k ? k->k.interface_error.c_str() : nullptr; }
 
 }  // extern "C"

@@ -16,6 +16,13 @@
  * Errors: every fallible call returns a kcache_status; on failure the
  * message of the last failed call on the calling thread is kcache_last_error().
  *
+ * NULL: every function accepts NULL for every pointer argument and never
+ * crashes on it. A fallible call returns KCACHE_ERROR_INVALID_ARGUMENT (when
+ * `out` is not NULL, *out is set to NULL); a kcache_kernel_* accessor given
+ * a NULL kernel returns NULL (strings and arrays), 0 (sizes, with any count
+ * or size out-parameter set to 0) or KCACHE_BLOB_ABSENT; freeing or closing
+ * NULL does nothing. NULL `dir` and `target` keep their documented meanings.
+ *
  * Thread-safety: a kcache_store may be used from several threads at once
  * (every lookup reads its own snapshot). A kcache_kernel is an immutable value:
  * read it from any thread, free it once. Pointers returned by kcache_kernel_*
@@ -113,13 +120,15 @@ KCACHE_API const char* kcache_last_error(void);
 /** Opens the store in directory `dir` read-only; nothing is ever written.
  *  `dir` NULL or "" means kcache's default: $KCACHE_STORE, else
  *  $XDG_CACHE_HOME/kcache, else ~/.cache/kcache. NOT_FOUND when there is no
- *  store there, IO, CORRUPTION or VERSION_MISMATCH as the message says. */
+ *  store there, IO, CORRUPTION or VERSION_MISMATCH as the message says;
+ *  INVALID_ARGUMENT when `out` is NULL. */
 KCACHE_API kcache_status kcache_store_open(const char* dir, kcache_store** out);
 
 /** Closes a store; NULL is allowed. Kernels already looked up stay valid. */
 KCACHE_API void kcache_store_close(kcache_store* store);
 
-/** Looks kernel `name` up (e.g. "saxpy[T=float,WIDTH=4]").
+/** Looks kernel `name` up (e.g. "saxpy[T=float,WIDTH=4]"). INVALID_ARGUMENT
+ *  when `store`, `name` or `out` is NULL.
  *  `device`: the device the application will create the pipeline on, or
  *  NULL for SPIR-V only (blob status NOT_REQUESTED).
  *  `target`: the SPIR-V target environment ("vulkan1.2"), or NULL: then the
@@ -137,12 +146,14 @@ KCACHE_API kcache_status kcache_lookup_key(kcache_store* store, const char* key_
 
 /** Calls `visit(name, user)` for every kernel stored as SPIR-V for `target`
  *  (NULL: every target, a name once per target), in name order, until
- *  `visit` returns non-zero. */
+ *  `visit` returns non-zero. INVALID_ARGUMENT when `store` or `visit` is NULL. */
 KCACHE_API kcache_status kcache_list_kernels(kcache_store* store, const char* target,
                                              int (*visit)(const char* name, void* user), void* user);
 
 /** Frees a kernel; NULL is allowed. */
 KCACHE_API void kcache_kernel_free(kcache_kernel* kernel);
+
+/* Accessors: a NULL `kernel` gives NULL, 0 or KCACHE_BLOB_ABSENT (see NULL above). */
 
 /** The kernel's name. */
 KCACHE_API const char* kcache_kernel_name(const kcache_kernel* kernel);
@@ -155,10 +166,11 @@ KCACHE_API const char* kcache_kernel_stage(const kcache_kernel* kernel);
 /** The entry point to pass as pName. */
 KCACHE_API const char* kcache_kernel_entry_point(const kcache_kernel* kernel);
 
-/** The SPIR-V module (for VkShaderModuleCreateInfo: codeSize = *words * 4). */
+/** The SPIR-V module (for VkShaderModuleCreateInfo: codeSize = *words * 4);
+ *  `words` may be NULL. */
 KCACHE_API const uint32_t* kcache_kernel_spirv(const kcache_kernel* kernel, size_t* words);
 
-/** What became of the blob; see kcache_blob_status. */
+/** What became of the blob; see kcache_blob_status (ABSENT for a NULL kernel). */
 KCACHE_API kcache_blob_status kcache_kernel_blob_status(const kcache_kernel* kernel);
 /** Why there is no blob ("" when SERVED). */
 KCACHE_API const char* kcache_kernel_blob_reason(const kcache_kernel* kernel);
