@@ -54,3 +54,8 @@ printf '%s\n' "$big" > p/kcache.toml
 /usr/bin/time -f '%M' -o rss.txt "$KCACHE" build p/kcache.toml >out 2>err && fail "10^10 variants accepted"
 expect_in err "p/kcache.toml:4: kernel 'k' expands to over 65536 variants"
 (( $(tail -1 rss.txt) < 200000 )) || fail "refusing 10^10 variants took $(tail -1 rss.txt) KiB"
+# A source that is a FIFO is named as such, and nothing waits on it.
+mkfifo p/fifo.comp
+check '[[kernel]]
+name = "k"
+source = "fifo.comp"' "p/kcache.toml:3: kernel 'k': source 'fifo.comp' is not a regular file"

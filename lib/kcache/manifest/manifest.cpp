@@ -329,9 +329,17 @@ void expand_kernel(const Options& defaults, const toml::table& kt, Diagnostics& 
     return;
   }
   std::string source_rel = std::move(*contained_source);
-  if (check_files && !std::filesystem::is_regular_file(root / source_rel))
-    diag.add(source_node, fmt::format("kernel '{}': source '{}' does not exist (looked in {})", *name, *source,
-                                      (root / source_rel).string()));
+  if (check_files) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(root / source_rel, ec);
+    if (!std::filesystem::exists(status))
+      diag.add(source_node, fmt::format("kernel '{}': source '{}' does not exist (looked in {})", *name, *source,
+                                        (root / source_rel).string()));
+    else if (!std::filesystem::is_regular_file(status))
+      diag.add(source_node, fmt::format("kernel '{}': source '{}' is not a regular file (a folder, device or FIFO) — "
+                                        "name a shader file",
+                                        *name, *source));
+  }
 
   Options o = defaults;
   Options own;
