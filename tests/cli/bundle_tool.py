@@ -14,9 +14,24 @@ a bundle that is well-formed except for exactly the lie under test.
                                                check the version first)
     bundle_tool.py IN - info                  prints entry names and offsets
 
+Operations that rewrite entry records or change lengths re-encode the whole
+bundle (records, frames, head, trailer; unsigned, one frame per block as
+before), every digest recomputed, the lie kept in both index and record:
+
+    bundle_tool.py IN OUT set-kernel I NAME   entry I's kernel (index and record)
+    bundle_tool.py IN OUT set-input I J PATH  entry I's recorded input J path
+    bundle_tool.py IN OUT set-fingerprint FP  spirv bundle: fingerprint and
+                                              record {target = FP}
+
+NAME and PATH take Python escapes (\\x1b, \\n). Records end in XXH3-128 and
+frames are zstd: both come from the system's libxxhash and libzstd (ctypes),
+the libraries kcache itself links.
+
 BLAKE2b-256 (hashlib.blake2b, digest_size=32) is libsodium's
 crypto_generichash with a 32-byte output and no key.
 """
+import codecs
+import ctypes
 import hashlib
 import struct
 import sys
@@ -82,6 +97,171 @@ def redigest(b: bytearray, head: Head) -> bytearray:
     return b
 
 
+class _Reader:
+    def __init__(self, b: bytes, pos: int = 0):
+        self.b, self.pos = b, pos
+
+    def take(self, n):
+        v = self.b[self.pos:self.pos + n]
+        assert len(v) == n, "truncated"
+        self.pos += n
+        return v
+
+    def u8(self):
+        return self.take(1)[0]
+
+    def u16(self):
+        return struct.unpack("<H", self.take(2))[0]
+
+    def u32(self):
+        return struct.unpack("<I", self.take(4))[0]
+
+    def u64(self):
+        return struct.unpack("<Q", self.take(8))[0]
+
+    def bstr(self):
+        return self.take(self.u32())
+
+    def fields(self):
+        return [(self.bstr(), self.bstr()) for _ in range(self.u32())]
+
+
+def _str(v: bytes) -> bytes:
+    return struct.pack("<I", len(v)) + v
+
+
+def _fields(fs) -> bytes:
+    return struct.pack("<I", len(fs)) + b"".join(_str(k) + _str(v) for k, v in fs)
+
+
+class _XXH128(ctypes.Structure):
+    _fields_ = [("low64", ctypes.c_uint64), ("high64", ctypes.c_uint64)]
+
+
+def xxh3_128(data: bytes) -> bytes:
+    """util::hash_bytes: XXH3-128 in canonical (big-endian) form."""
+    lib = ctypes.CDLL("libxxhash.so.0")
+    lib.XXH3_128bits.restype = _XXH128
+    lib.XXH3_128bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    h = lib.XXH3_128bits(data, len(data))
+    return struct.pack(">QQ", h.high64, h.low64)
+
+
+def _zstd():
+    lib = ctypes.CDLL("libzstd.so.1")
+    p, n = ctypes.c_char_p, ctypes.c_size_t
+    for name, res, args in (("ZSTD_findFrameCompressedSize", n, [p, n]),
+                            ("ZSTD_getFrameContentSize", ctypes.c_ulonglong, [p, n]),
+                            ("ZSTD_decompress", n, [p, n, p, n]),
+                            ("ZSTD_compress", n, [p, n, p, n, ctypes.c_int]),
+                            ("ZSTD_compressBound", n, [n]),
+                            ("ZSTD_isError", ctypes.c_uint, [n])):
+        getattr(lib, name).restype = res
+        getattr(lib, name).argtypes = args
+    return lib
+
+
+class Record:
+    """An entry record (core/entry.hpp, version 1)."""
+
+    def __init__(self, b: bytes):
+        r = _Reader(b)
+        assert r.take(4) == b"KCE\x01", "not an entry record"
+        self.version = r.u16()
+        self.kernel = r.bstr()
+        self.key = r.take(32)
+        self.id_fields = r.fields()
+        self.ir_fields = r.fields()
+        self.inputs = [(r.bstr(), r.take(16)) for _ in range(r.u32())]
+        self.kind = r.u8()
+        self.payload = r.bstr()
+        self.payload_digest = r.take(16)
+        self.created = r.u64()
+        self.origin_kind = r.u8()
+        self.origin = r.bstr()
+        r.take(16)
+        assert r.pos == len(b), "trailing bytes in a record"
+
+    def encode(self) -> bytes:
+        w = b"KCE\x01" + struct.pack("<H", self.version) + _str(self.kernel) + self.key
+        w += _fields(self.id_fields) + _fields(self.ir_fields)
+        w += struct.pack("<I", len(self.inputs)) + b"".join(_str(p) + h for p, h in self.inputs)
+        w += bytes([self.kind]) + _str(self.payload) + self.payload_digest
+        w += struct.pack("<Q", self.created) + bytes([self.origin_kind]) + _str(self.origin)
+        return w + xxh3_128(w)
+
+
+class Bundle:
+    """A whole bundle, parsed (FORMAT.md), re-encodable with fresh digests."""
+
+    def __init__(self, b: bytes):
+        r = _Reader(b)
+        assert r.take(4) == b"KCB\x1a", "not a bundle"
+        self.version, flags, size = r.u16(), r.u16(), r.u32()
+        self.created = r.u64()
+        self.backend, self.fingerprint = r.bstr(), r.bstr()
+        self.record_fields, self.tools = r.fields(), r.fields()
+        self.codec, self.level, self.window_log, self.codec_flags, self.block_bytes = (
+            r.u8(), r.u32(), r.u8(), r.u8(), r.u32())
+        count = r.u32()
+        r.u64()  # total_record_bytes: recomputed
+        self.blocks = [r.u32() for _ in range(r.u32())]
+        self.index = []
+        for _ in range(count):
+            self.index.append([r.bstr(), r.take(32), r.u8(), r.u64(), r.u64(), r.take(32)])
+        assert r.pos == PREAMBLE + size, "header size"
+        r.pos += (SIG_BLOCK if flags & 1 else 0) + 32
+        z = _zstd()
+        content = b""
+        end = len(b) - TRAILER
+        while r.pos < end:
+            rest = b[r.pos:end]
+            n = z.ZSTD_findFrameCompressedSize(rest, len(rest))
+            assert not z.ZSTD_isError(n), "bad frame"
+            cap = z.ZSTD_getFrameContentSize(rest, n)
+            out = ctypes.create_string_buffer(max(cap, 1))
+            got = z.ZSTD_decompress(out, cap, rest, n)
+            assert not z.ZSTD_isError(got), "frame does not decompress"
+            content += out.raw[:got]
+            r.pos += n
+        self.records, pos = [], 0
+        for e in self.index:
+            self.records.append(Record(content[pos:pos + e[4]]))
+            pos += e[4]
+
+    def encode(self) -> bytes:
+        z = _zstd()
+        frames, blobs, k = b"", [], 0
+        for i, rec in enumerate(self.records):
+            blob = rec.encode()
+            e = self.index[i]
+            e[0], e[3], e[4], e[5] = rec.kernel, len(rec.payload), len(blob), hashlib.blake2b(blob, digest_size=32).digest()
+            blobs.append(blob)
+        for n in self.blocks:
+            data = b"".join(blobs[k:k + n])
+            k += n
+            cap = z.ZSTD_compressBound(len(data))
+            out = ctypes.create_string_buffer(cap)
+            got = z.ZSTD_compress(out, cap, data, len(data), 3)
+            assert not z.ZSTD_isError(got)
+            frames += out.raw[:got]
+        body = struct.pack("<Q", self.created) + _str(self.backend) + _str(self.fingerprint)
+        body += _fields(self.record_fields) + _fields(self.tools)
+        body += struct.pack("<BIBBI", self.codec, self.level, self.window_log, self.codec_flags, self.block_bytes)
+        body += struct.pack("<IQI", len(self.index), sum(e[4] for e in self.index), len(self.blocks))
+        body += b"".join(struct.pack("<I", n) for n in self.blocks)
+        for kernel, key, kind, psize, rsize, digest in self.index:
+            body += _str(kernel) + key + struct.pack("<BQQ", kind, psize, rsize) + digest
+        head = b"KCB\x1a" + struct.pack("<HHI", self.version, 0, len(body)) + body
+        out = head + hashlib.blake2b(head, digest_size=32).digest() + frames
+        out += b"KCBT" + struct.pack("<Q", len(out))
+        return out + hashlib.blake2b(out, digest_size=32).digest()
+
+
+def _arg(text: str) -> bytes:
+    return codecs.escape_decode(text.encode("utf-8", "surrogateescape"))[0]
+
+
 def main():
     src, dst, op, *args = sys.argv[1:]
     b = bytearray(open(src, "rb").read())
@@ -110,6 +290,19 @@ def main():
         assert len(old.encode()) == len(name), "names differ in length"
         b[at + 4:at + 4 + len(name)] = name
         redigest(b, h)
+    elif op in ("set-kernel", "set-input", "set-fingerprint"):
+        m = Bundle(bytes(b))
+        if op == "set-kernel":
+            m.records[int(args[0])].kernel = _arg(args[1])
+        elif op == "set-input":
+            rec = m.records[int(args[0])]
+            j = int(args[1])
+            rec.inputs[j] = (_arg(args[2]), rec.inputs[j][1])
+        else:
+            assert m.backend == b"spirv", "set-fingerprint is for spirv bundles"
+            m.fingerprint = _arg(args[0])
+            m.record_fields = [(b"target", m.fingerprint)]
+        b = bytearray(m.encode())
     elif op == "version":
         struct.pack_into("<H", b, 4, int(args[0]))
     else:

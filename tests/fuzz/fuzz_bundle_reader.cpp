@@ -8,7 +8,12 @@
 // recomputed where the input has them), which lets mutations reach the header
 // parser, the limits, zstd and the entry decoder. Limits are lowered so each
 // input stays cheap; the code paths are the same.
+//
+// Issue 14: every refusal must be printable text (hostile names and paths are
+// quoted escaped), and every entry the reader hands out must have passed
+// validate_entry_record() and carry its index entry's kernel name.
 #include "kcache/bundle/bundle.hpp"
+#include "kcache/util/text.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -28,8 +33,13 @@ void read_through(std::span<const std::uint8_t> bytes) {
   limits.max_record_bytes = 16u << 20;
   limits.window_log_max = 20;
 
+  auto printable_refusal = [](const kcache::Error& e) {
+    if (e.message.empty() || !kcache::util::is_printable_utf8(e.message)) std::abort();
+  };
   auto reader = BundleReader::open(bytes, limits);
-  if (!reader) return;
+  if (!reader) return printable_refusal(reader.error());
+  if (reader->header().ns.backend == "spirv" && !kcache::is_known_spirv_target(reader->header().ns.fingerprint))
+    std::abort();
   // A fixed key whose secret no input holds: this must never verify.
   static const KeyPair trusted = [] {
     std::array<std::uint8_t, 32> seed;
@@ -38,11 +48,15 @@ void read_through(std::span<const std::uint8_t> bytes) {
   }();
   if (verify_signature(reader->header(), std::span(&trusted.public_key, 1))) std::abort();
   (void)signed_manifest(reader->header());
-  for (;;) {
+  for (std::size_t i = 0;; ++i) {
     auto e = reader->next();
-    if (!e || !e->has_value()) break;
+    if (!e) return printable_refusal(e.error());
+    if (!e->has_value()) break;
+    if (!kcache::validate_entry_record(**e) || (*e)->kernel != reader->header().index[i].kernel) std::abort();
   }
-  if (reader->finish() && reader->bytes_read() != bytes.size()) std::abort();  // accepted without reading it all
+  auto fin = reader->finish();
+  if (!fin) return printable_refusal(fin.error());
+  if (reader->bytes_read() != bytes.size()) std::abort();  // accepted without reading it all
 }
 
 std::uint32_t le32(const std::uint8_t* p) {

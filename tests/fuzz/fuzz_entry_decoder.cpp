@@ -2,7 +2,10 @@
 // decode_entry() reads records from bundles and from stores, so every byte
 // it sees is untrusted. Any outcome is fine except a crash, a sanitizer
 // report, a hang or unbounded memory; an accepted record must re-encode to
-// exactly its input (the format has one encoding of each entry).
+// exactly its input (the format has one encoding of each entry). Every
+// decoded record also goes through validate_entry_record() (issue 14, what a
+// bundle's record may say): a refusal must say what is wrong in printable
+// text, an accepted record must hold only contained paths and printable names.
 //
 // The record ends in an XXH3-128 digest of everything before it, which would
 // stop nearly every mutation at the first check. So each input is decoded
@@ -10,6 +13,8 @@
 // lets mutations reach the field parser, the caps and the payload digest.
 #include "kcache/core/entry.hpp"
 #include "kcache/util/hash.hpp"
+#include "kcache/util/path.hpp"
+#include "kcache/util/text.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +33,21 @@ void decode_through(std::span<const std::uint8_t> bytes) {
   auto again = kcache::encode_entry(*e);
   if (again.size() != bytes.size() || std::memcmp(again.data(), bytes.data(), bytes.size()) != 0) std::abort();
   if (e->payload.size() > kcache::k_max_payload_bytes) std::abort();
+
+  auto valid = kcache::validate_entry_record(*e);
+  if (!valid) {
+    // Messages quote the hostile text escaped: printable, and bounded.
+    const auto& m = valid.error().message;
+    if (m.empty() || !kcache::util::is_printable_utf8(m) || m.size() > 4096) std::abort();
+    return;
+  }
+  if (e->kernel.empty() || e->kernel.size() > kcache::k_max_kernel_name || !kcache::util::is_printable_utf8(e->kernel))
+    std::abort();
+  for (const auto& in : e->inputs)
+    if (!kcache::util::is_contained_relative_path(in.path)) std::abort();
+  for (const auto* list : {&e->id_fields, &e->ir_fields})
+    for (const auto& [name, value] : *list)
+      if (!kcache::util::is_printable_utf8(name) || !kcache::util::is_printable_utf8(value)) std::abort();
 }
 
 }  // namespace

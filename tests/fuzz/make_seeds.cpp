@@ -6,6 +6,7 @@
 // The manifest seeds are text and live in the tree as written by hand.
 #include "fuzz_support.hpp"
 #include "kcache/bundle/bundle.hpp"
+#include "kcache/bundle/bundle_internal.hpp"
 #include "kcache/core/entry.hpp"
 #include "kcache/device/device.hpp"
 
@@ -92,6 +93,25 @@ Bytes bundle_of(const std::vector<Entry>& entries, const bundle::KeyPair* sign) 
   return Bytes(s.begin(), s.end());
 }
 
+/// A bundle the writer would refuse (issue 14: what its entries say is
+/// hostile), assembled with correct digests so the reader's checks, not a
+/// digest, refuse it: one block, unsigned.
+Bytes hostile_bundle_of(const Namespace& ns, const std::vector<Entry>& entries) {
+  auto h = bundle::make_header(ns, {{"kcache", "0.1.0"}}, 1'700'000'000, entries);
+  h.compression = {3, 16, false, 200};
+  h.block_entry_counts = {static_cast<std::uint32_t>(entries.size())};
+  Bytes records;
+  for (const auto& e : entries) {
+    auto r = encode_entry(e);
+    records.insert(records.end(), r.begin(), r.end());
+  }
+  Bytes out = bundle::internal::encode_head(h);
+  auto frame = bundle::internal::compress_frame(records, 3, 16, true);
+  out.insert(out.end(), frame.begin(), frame.end());
+  bundle::internal::append_trailer(out);
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,6 +136,31 @@ int main(int argc, char** argv) {
   write(ed, "bad_magic", flipped(spirv_record, 0, 0x20));
   write(ed, "version_2", flipped(spirv_record, 4, 0x03));
   write(ed, "flipped_payload", flipped(spirv_record, spirv_record.size() - 60, 0x01));
+  // Records that decode but that validate_entry_record refuses (issue 14),
+  // and one that it accepts with every kind of recorded path.
+  Entry paths = entries[1];
+  paths.id_fields = {{"name", paths.kernel},
+                     {"source", "shaders/saxpy.comp"},
+                     {"include_dir:0", "."},
+                     {"include_dir:1", "inc"},
+                     {"define:T", "float"}};
+  paths.inputs.push_back({"inc/common.glsl", util::hash_string("common")});
+  write(ed, "valid_recorded_paths", encode_entry(paths));
+  Entry hostile = entries[0];
+  hostile.inputs.push_back({"/dev/zero", util::hash_string("zero")});
+  write(ed, "hostile_absolute_input", encode_entry(hostile));
+  hostile = entries[0];
+  hostile.inputs[0].path = "shaders/../../etc/shadow";
+  write(ed, "hostile_dotdot_input", encode_entry(hostile));
+  hostile = entries[0];
+  hostile.id_fields.emplace_back("source", "/etc/shadow");
+  write(ed, "hostile_source_field", encode_entry(hostile));
+  hostile = entries[0];
+  hostile.kernel = "saxpy\x1b]0;pwned\x07[T=float]";
+  write(ed, "hostile_kernel_name", encode_entry(hostile));
+  hostile = entries[0];
+  hostile.ir_fields.emplace_back("glslang", "15\n1");
+  write(ed, "hostile_field_value", encode_entry(hostile));
 
   // Bundles.
   std::array<std::uint8_t, 32> seed;
@@ -135,6 +180,14 @@ int main(int argc, char** argv) {
   Bytes trailing = unsigned_bundle;
   trailing.push_back(0);
   write(br, "trailing_byte", trailing);
+  // Issue 14: well-formed bundles whose entries say something hostile.
+  std::vector<Entry> bad = {entries[0], entries[1]};
+  bad[1].inputs.push_back({"/dev/zero", util::hash_string("zero")});
+  write(br, "hostile_input_path", hostile_bundle_of(device.ns, bad));
+  bad = {entries[0], entries[1]};
+  bad[0].kernel = "saxpy\x1b[2J[T=float]";
+  write(br, "hostile_kernel_name", hostile_bundle_of(device.ns, bad));
+  write(br, "hostile_spirv_target", hostile_bundle_of(spirv_namespace("vulkan9.9"), {entries[0], entries[1]}));
 
   // Pipeline-cache blobs: raw and wrapped.
   const fs::path pc = root / "pipeline_cache_header";

@@ -317,9 +317,16 @@ TEST_CASE("fuzz seed corpus: bundle_reader seeds are read or refused as their na
   // Each damaged seed and the refusal it must meet (the flipped signature
   // byte is inside the head, so the head digest already refuses it).
   const std::map<std::string, Category> broken = {
-      {"truncated_head", Category::corruption},  {"truncated_payload", Category::corruption},
-      {"flipped_header", Category::corruption},  {"flipped_signature", Category::corruption},
-      {"version_2", Category::version_mismatch}, {"trailing_byte", Category::corruption}};
+      {"truncated_head", Category::corruption},
+      {"truncated_payload", Category::corruption},
+      {"flipped_header", Category::corruption},
+      {"flipped_signature", Category::corruption},
+      {"version_2", Category::version_mismatch},
+      {"trailing_byte", Category::corruption},
+      // Issue 14: well-formed, digests right, but what the entries say is hostile.
+      {"hostile_input_path", Category::corruption},
+      {"hostile_kernel_name", Category::corruption},
+      {"hostile_spirv_target", Category::corruption}};
   std::set<std::string> all = valid;
   for (const auto& [name, category] : broken) all.insert(name);
   auto seeds = read_seeds("bundle_reader", all);
@@ -347,10 +354,14 @@ TEST_CASE("fuzz seed corpus: bundle_reader seeds are read or refused as their na
 }
 
 TEST_CASE("fuzz seed corpus: entry_decoder seeds are decoded or refused as their names say") {
-  const std::set<std::string> valid = {"valid_spirv", "valid_pipeline_cache", "valid_empty"};
+  const std::set<std::string> valid = {"valid_spirv", "valid_pipeline_cache", "valid_empty", "valid_recorded_paths"};
   const std::set<std::string> broken = {"truncated_half", "bad_magic", "version_2", "flipped_payload"};
+  // Issue 14: decode, but validate_entry_record refuses what they say.
+  const std::set<std::string> hostile = {"hostile_absolute_input", "hostile_dotdot_input", "hostile_source_field",
+                                         "hostile_kernel_name", "hostile_field_value"};
   std::set<std::string> all = valid;
   all.insert(broken.begin(), broken.end());
+  all.insert(hostile.begin(), hostile.end());
   auto seeds = read_seeds("entry_decoder", all);
   for (const auto& name : valid) {
     CAPTURE(name);
@@ -359,6 +370,17 @@ TEST_CASE("fuzz seed corpus: entry_decoder seeds are decoded or refused as their
     CHECK(encode_entry(*e) == seeds.at(name));  // one encoding per entry
     CHECK((name == "valid_pipeline_cache") == (e->payload_kind == PayloadKind::pipeline_cache));
     CHECK((name == "valid_empty") == e->payload.empty());
+    if (name != "valid_empty") {  // an empty kernel name is not one a bundle may carry
+      auto ok = validate_entry_record(*e);
+      CHECK_MESSAGE(ok.has_value(), (ok ? "" : ok.error().message));
+    }
+  }
+  for (const auto& name : hostile) {
+    CAPTURE(name);
+    auto e = decode_entry(seeds.at(name));
+    if (!e) FAIL(name, " is refused by the decoder: ", e.error().message);
+    auto ok = validate_entry_record(*e);
+    CHECK_MESSAGE(!ok.has_value(), name, " passes validation");
   }
   for (const auto& name : broken) {
     CAPTURE(name);

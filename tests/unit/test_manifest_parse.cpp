@@ -76,6 +76,7 @@ TEST_CASE("bad manifests are refused with file:line and what to do") {
       {"[[kernel]]\nname = \"a\"\n", "needs a 'source'"},
       {"[[kernel]]\nname = \"a\"\nsource = \"/abs/a.comp\"\n", "is absolute"},
       {"[[kernel]]\nname = \"a b\"\nsource = \"a.comp\"\n", "may use only letters"},
+      {"[[kernel]]\nname = \"..\"\nsource = \"a.comp\"\n", "kernel name '..' may use only letters"},
       {"[[kernel]]\nname = \"a\"\nsource = \"a.comp\"\nstage = \"pixel\"\n", "'stage' must be one of"},
       {"[[kernel]]\nname = \"a\"\nsource = \"a.comp\"\nspec_constants = { x = 1 }\n", "must be a constant_id"},
       {"", "no kernels"},

@@ -43,3 +43,11 @@ TEST_CASE("escape_untrusted keeps printable text and makes the rest visible") {
   for (std::string s : {"\x1b]0;title\x07"s, "\xc2\x9b"s, "x\xed\xa0\x80y"s})
     CHECK(is_printable_utf8(escape_untrusted(s)));
 }
+
+TEST_CASE("printable_text escapes what a terminal would act on, once") {
+  CHECK(printable_text("a\x1b[2Jb") == "a\\x1b[2Jb");
+  CHECK(printable_text("path\\name") == "path\\name");  // backslashes kept
+  const std::string once = escape_untrusted("k\x1b]0;x\x07");
+  CHECK(printable_text(once) == once);  // already escaped text is not escaped twice
+  CHECK(printable_text(printable_text("\xff\r")) == printable_text("\xff\r"));
+}

@@ -240,10 +240,14 @@ struct ReadLimits {
 };
 
 /// Reads a bundle as a stream. open() reads and checks the whole head
-/// (preamble, header, index, signature, head digest) and decompresses nothing;
-/// next() yields entries in index order, each checked against its index entry
-/// (size, BLAKE2b digest, kernel, key) and decode_entry(); finish() checks the
-/// trailer digest over the whole file and that nothing follows it.
+/// (preamble, header, index, signature, head digest; check_foreign_namespace
+/// for backend, target and fingerprint record; check_kernel_name for every
+/// index name) and decompresses nothing; next() yields entries in index
+/// order, each checked against its index entry (size, BLAKE2b digest,
+/// kernel, key), by decode_entry() and by validate_entry_record() (recorded
+/// paths inside the project, printable bounded names and fields), so a
+/// caller never sees what a record could not truthfully say; finish() checks
+/// the trailer digest over the whole file and that nothing follows it.
 ///
 /// The whole-file digest is only known at the end: a caller that must not act
 /// on a damaged bundle (import) collects all entries, then calls finish(), and
@@ -268,8 +272,8 @@ class BundleReader {
   const BundleHeader& header() const;
 
   /// The next entry in index order, or nullopt after the last one. corruption
-  /// when its bytes fail any check, naming the entry ("entry 12 of 60 (kernel
-  /// 'matmul[T=f16]')").
+  /// when its bytes or what its record says fail any check, naming the entry
+  /// ("entry 12 of 60 (kernel 'matmul[T=f16]')", untrusted text escaped).
   Result<std::optional<Entry>> next();
 
   /// Reads (and checks) any entries not yet read, then the trailer: digest of

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace kcache::bundle::internal {
@@ -44,6 +46,12 @@ void put_identity(util::ByteWriter& w, const BundleHeader& h);
 /// Appends one index entry. Shared by the head and the signed manifest.
 void put_index_entry(util::ByteWriter& w, const IndexEntry& e);
 
+/// Untrusted text (a kernel name, a field from a bundle) for a message:
+/// util::escape_untrusted of at most its first 120 bytes (cut at a character
+/// boundary, "..." appended when cut), so no message carries control
+/// characters or grows with a hostile field.
+std::string shown(std::string_view text);
+
 /// Streaming BLAKE2b-256 (libsodium crypto_generichash).
 class Blake2b {
  public:
@@ -74,10 +82,16 @@ std::vector<std::uint8_t> encode_head(const BundleHeader& h);
 Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std::uint16_t version,
                                         const ReadLimits& limits);
 
-/// Semantic checks shared by writer and reader: backend known and short
-/// fingerprint derived from the record, kernels unique, sizes consistent,
-/// block counts summing to the entry count. corruption with a message.
-Result<void> check_header(const BundleHeader& h);
+/// Semantic checks shared by writer and reader: the namespace
+/// (check_foreign_namespace: backend, known spirv target, short fingerprint
+/// derived from the record, printable record), kernels unique, sizes
+/// consistent, block counts summing to the entry count. `from_elsewhere`
+/// (the reader) adds the rules for names from another machine: printable
+/// tool versions and check_kernel_name for every index entry. The writer
+/// leaves those to the reader, so that it can still write any name a store
+/// holds and the refusal comes where the bundle is read. corruption with a
+/// message, untrusted text escaped.
+Result<void> check_header(const BundleHeader& h, bool from_elsewhere);
 
 /// Appends the trailer for `bytes` (everything before it) to `bytes`.
 void append_trailer(std::vector<std::uint8_t>& bytes);

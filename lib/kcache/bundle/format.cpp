@@ -69,6 +69,15 @@ EntrySource entries_from(std::span<const Entry> entries) {
 
 namespace internal {
 
+std::string shown(std::string_view text) {
+  constexpr std::size_t k_shown = 120;
+  if (text.size() <= k_shown) return util::escape_untrusted(text);
+  // Cut at a character boundary before escaping, so the message stays UTF-8.
+  std::size_t cut = k_shown;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  return util::escape_untrusted(text.substr(0, cut)) + "...";
+}
+
 Blake2b::Blake2b() {
   sodium_ready();
   crypto_generichash_init(&m_state, nullptr, 0, k_digest_size);
@@ -128,7 +137,7 @@ tl::unexpected<Error> bad_header(std::string_view what) {
 }
 
 std::string entry_name(std::size_t i, std::size_t n, std::string_view kernel) {
-  return fmt::format("entry {} of {} (kernel '{}')", i + 1, n, kernel);
+  return fmt::format("entry {} of {} (kernel '{}')", i + 1, n, shown(kernel));
 }
 
 }  // namespace
@@ -249,27 +258,15 @@ Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std:
   }
   if (sum != *total) return bad_header(fmt::format("entry sizes total {} bytes, header declares {}", sum, *total));
   if (r.remaining() != 0) return bad_header(fmt::format("{} unexpected bytes after the index", r.remaining()));
-  KCACHE_CHECK(check_header(h));
+  KCACHE_CHECK(check_header(h, /*from_elsewhere=*/true));
   return h;
 }
 
-Result<void> check_header(const BundleHeader& h) {
+Result<void> check_header(const BundleHeader& h, bool from_elsewhere) {
   const auto& ns = h.ns;
-  if (ns.backend == "spirv") {
-    if (ns != spirv_namespace(ns.fingerprint))
-      return fail(Category::corruption,
-                  "bundle fingerprint record does not match its short fingerprint '{}' (backend spirv expects "
-                  "exactly one field target={})",
-                  ns.fingerprint, ns.fingerprint);
-  } else if (ns.backend == "vulkan") {
-    auto derived = recorded_vulkan_id(ns.record);
-    if (derived != ns.fingerprint)
-      return fail(Category::corruption,
-                  "bundle short fingerprint '{}' is not derived from its fingerprint record (which gives '{}')",
-                  ns.fingerprint, derived);
-  } else {
-    return fail(Category::corruption, "bundle has unknown backend '{}' (known: spirv, vulkan)", ns.backend);
-  }
+  // Backend, target, record and its text: one rule for every namespace that
+  // comes from elsewhere (core/namespace.hpp).
+  if (auto ok = check_foreign_namespace(ns); !ok) return tl::unexpected(std::move(ok).error().context("bundle"));
   auto too_long = [](const std::vector<Field>& fs) {
     return fs.size() > k_max_fields || std::any_of(fs.begin(), fs.end(), [](const Field& f) {
              return f.first.size() > k_max_string || f.second.size() > k_max_string;
@@ -277,13 +274,20 @@ Result<void> check_header(const BundleHeader& h) {
   };
   if (ns.fingerprint.size() > k_max_string || too_long(ns.record.fields) || too_long(h.tool_versions))
     return fail(Category::corruption, "bundle header has a field list or string over its limit");
+  for (const auto& [name, value] : h.tool_versions)
+    if (from_elsewhere && (!util::is_printable_utf8(name) || !util::is_printable_utf8(value)))
+      return fail(Category::corruption, "bundle tool version '{}' = '{}' holds control characters or invalid UTF-8",
+                  shown(name), shown(value));
   if (h.index.size() > UINT32_MAX) return fail(Category::corruption, "too many entries for one bundle");
 
   const std::size_t n = h.index.size();
   for (std::size_t i = 0; i < n; ++i) {
     const auto& e = h.index[i];
-    if (e.kernel.empty() || e.kernel.size() > k_max_string)
-      return fail(Category::corruption, "bundle entry {} of {} has an empty or over-long kernel name", i + 1, n);
+    // The index names every kernel before anything is decompressed, so a
+    // name that is too long, would drive a terminal or looks like a path is
+    // refused here; each record must then carry the same name.
+    if (auto ok = from_elsewhere ? check_kernel_name(e.kernel) : Result<void>{}; !ok)
+      return fail(Category::corruption, "bundle entry {} of {}: {}", i + 1, n, ok.error().message);
     if (e.payload_size > k_max_payload_bytes || e.record_size < e.payload_size + k_min_record_size)
       return fail(Category::corruption,
                   "bundle {} has inconsistent sizes: record {} bytes cannot hold a {}-byte payload",
@@ -304,7 +308,7 @@ Result<void> check_header(const BundleHeader& h) {
   for (std::size_t k = 1; k < n; ++k)
     if (order[k].first == order[k - 1].first && h.index[order[k].second].kernel == h.index[order[k - 1].second].kernel)
       return fail(Category::corruption, "duplicate key: kernel '{}' appears as entries {} and {}",
-                  h.index[order[k].second].kernel, order[k - 1].second + 1, order[k].second + 1);
+                  shown(h.index[order[k].second].kernel), order[k - 1].second + 1, order[k].second + 1);
 
   std::uint64_t covered = 0;
   for (std::size_t b = 0; b < h.block_entry_counts.size(); ++b) {

@@ -89,16 +89,7 @@ std::uint32_t le32(const std::uint8_t* p) {
 std::uint64_t le64(const std::uint8_t* p) { return std::uint64_t{le32(p)} | std::uint64_t{le32(p + 4)} << 32; }
 
 /// A kernel name from untrusted bytes, safe to put in a one-line message.
-std::string printable(std::string_view s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size() && out.size() < 120; ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') out.push_back(static_cast<char>(c));
-    else out += fmt::format("\\x{:02x}", c);
-  }
-  if (out.size() >= 120) out += "...";
-  return out;
-}
+std::string printable(std::string_view s) { return internal::shown(s); }
 
 tl::unexpected<Error> corrupt(std::string message) {
   return tl::unexpected(Error{Category::corruption, std::move(message)});
@@ -353,6 +344,11 @@ Result<std::optional<Entry>> BundleReader::Impl::next() {
       entry->payload.size() != want.payload_size)
     return corrupt(fmt::format("bundle {}: the record (kernel '{}', {} payload bytes) does not match its index entry",
                                entry_name(i), printable(entry->kernel), entry->payload.size()));
+  // What the record says (recorded paths, names, fields) is checked here, so
+  // that nothing downstream (import, freshness, inspect) sees a record that
+  // could lead it outside the project or drive a terminal.
+  if (auto ok = validate_entry_record(*entry); !ok)
+    return corrupt(fmt::format("bundle {}: {}", entry_name(i), ok.error().message));
   if (i + 1 == block_end) {
     if (frame_done) {
       in_frame = false;

@@ -61,7 +61,7 @@ Result<std::map<std::string, std::string>> parse_key_text(std::string_view text,
       return fail(Category::invalid_argument, "{}: line {}: expected 'NAME VALUE'", what, line_no);
     std::string name(line.substr(0, sp));
     if (!out.emplace(name, std::string(line.substr(sp + 1))).second)
-      return fail(Category::invalid_argument, "{}: line {}: '{}' given twice", what, line_no, name);
+      return fail(Category::invalid_argument, "{}: line {}: '{}' given twice", what, line_no, internal::shown(name));
   }
   if (!seen_header) return fail(Category::invalid_argument, "{}: empty (expected '{}')", what, header);
   return out;

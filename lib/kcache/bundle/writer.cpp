@@ -128,7 +128,7 @@ Result<void> write_impl(Sink& sink, const BundleHeader& in_header, const EntrySo
   h.index = in_header.index;
   h.compression = {options.level, options.window_log, options.long_distance, options.block_bytes};
   h.block_entry_counts = plan_blocks(h.index, options.block_bytes);
-  if (auto ok = internal::check_header(h); !ok)
+  if (auto ok = internal::check_header(h, /*from_elsewhere=*/false); !ok)
     return fail(Category::invalid_argument, "cannot write bundle: {}", ok.error().message);
   if (options.sign) {
     if (!internal::sodium_ready()) return fail(Category::io_error, "libsodium failed to initialise");

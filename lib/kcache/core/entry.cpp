@@ -1,6 +1,8 @@
 #include "kcache/core/entry.hpp"
 
 #include "kcache/util/bytes.hpp"
+#include "kcache/util/path.hpp"
+#include "kcache/util/text.hpp"
 
 #include <cstring>
 
@@ -27,7 +29,94 @@ tl::unexpected<Error> corrupt(std::string_view what) {
   return fail(Category::corruption, "entry record is corrupt: {}", what);
 }
 
+/// Untrusted text for a message: escaped, and cut (at a character boundary,
+/// before escaping) so that one huge field cannot make a huge message.
+std::string shown(std::string_view text) {
+  constexpr std::size_t k_shown = 120;
+  if (text.size() <= k_shown) return util::escape_untrusted(text);
+  std::size_t cut = k_shown;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  return util::escape_untrusted(text.substr(0, cut)) + "...";
+}
+
+tl::unexpected<Error> refuse(std::string message) {
+  return tl::unexpected(Error{Category::corruption, std::move(message)});
+}
+
+/// A recorded include dir: "." (the manifest's folder itself) or a contained
+/// path; a trailing '/' is tolerated, as kcache 0.1.0 recorded "include/".
+bool is_recorded_include_dir(std::string_view dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.remove_suffix(1);
+  return dir == "." || util::is_contained_relative_path(dir);
+}
+
+Result<void> check_fields(const std::vector<Field>& fields, std::string_view list) {
+  if (fields.size() > k_max_record_fields)
+    return refuse(fmt::format("{} lists {} fields; limit {}", list, fields.size(), k_max_record_fields));
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    const auto& [name, value] = fields[i];
+    const auto where = [&] { return fmt::format("{} field {} of {}", list, i + 1, fields.size()); };
+    if (name.empty() || name.size() > k_max_field_name)
+      return refuse(fmt::format("{}: field name '{}' is {} bytes (must be 1..{})", where(), shown(name), name.size(),
+                                k_max_field_name));
+    if (value.size() > k_max_field_value)
+      return refuse(
+          fmt::format("{} ('{}'): value is {} bytes; limit {}", where(), shown(name), value.size(), k_max_field_value));
+    if (!util::is_printable_utf8(name) || !util::is_printable_utf8(value))
+      return refuse(
+          fmt::format("{}: '{}' = '{}' holds control characters or invalid UTF-8", where(), shown(name), shown(value)));
+  }
+  return {};
+}
+
 }  // namespace
+
+Result<void> check_kernel_name(std::string_view kernel) {
+  if (kernel.empty()) return refuse("kernel name is empty");
+  if (kernel.size() > k_max_kernel_name)
+    return refuse(
+        fmt::format("kernel name '{}' is {} bytes; limit {}", shown(kernel), kernel.size(), k_max_kernel_name));
+  if (!util::is_printable_utf8(kernel))
+    return refuse(fmt::format("kernel name '{}' holds control characters or invalid UTF-8", shown(kernel)));
+  // The base name is the manifest's [[kernel]] name: letters, digits and
+  // "_-." there; here only what could make it look like a path is refused,
+  // since names become store keys and appear next to paths in output.
+  const std::string_view base = kernel.substr(0, kernel.find('['));
+  if (base.empty() || base == "." || base == ".." || base.find_first_of("/\\") != std::string_view::npos)
+    return refuse(
+        fmt::format("kernel name '{}' has base name '{}': it must be non-empty, not '.' or '..', and "
+                    "without '/' or a backslash",
+                    shown(kernel), shown(base)));
+  return {};
+}
+
+Result<void> validate_entry_record(const Entry& e) {
+  KCACHE_CHECK(check_kernel_name(e.kernel));
+  KCACHE_CHECK(check_fields(e.id_fields, "id"));
+  KCACHE_CHECK(check_fields(e.ir_fields, "ir"));
+  for (const auto& [name, value] : e.id_fields) {
+    const bool is_source = name == "source";
+    const bool is_include = name.starts_with("include_dir:");
+    if ((is_source && !util::is_contained_relative_path(value)) || (is_include && !is_recorded_include_dir(value)))
+      return refuse(
+          fmt::format("id field '{}' = '{}' is not a relative path inside the project ({}{} bytes at "
+                      "most, normalised, no '..', no control characters)",
+                      shown(name), shown(value), is_include ? "\".\" or " : "", util::k_max_relative_path));
+  }
+  if (e.inputs.size() > k_max_record_inputs)
+    return refuse(fmt::format("{} inputs; limit {}", e.inputs.size(), k_max_record_inputs));
+  for (std::size_t i = 0; i < e.inputs.size(); ++i) {
+    const std::string& path = e.inputs[i].path;
+    if (!util::is_contained_relative_path(path))
+      return refuse(
+          fmt::format("input {} of {}: path '{}' ({} bytes) is not a relative path inside the project "
+                      "({} bytes at most, normalised, no '..', no control characters)",
+                      i + 1, e.inputs.size(), shown(path), path.size(), util::k_max_relative_path));
+  }
+  if (e.origin_detail.size() > k_max_origin_detail)
+    return refuse(fmt::format("origin is {} bytes; limit {}", e.origin_detail.size(), k_max_origin_detail));
+  return {};
+}
 
 void put_fields(util::ByteWriter& w, const std::vector<Field>& fields) {
   w.u32(static_cast<std::uint32_t>(fields.size()));
@@ -102,7 +191,8 @@ Result<Entry> decode_entry(std::span<const std::uint8_t> bytes) {
       !get_fields(r, e.ir_fields, k_max_fields, k_max_string))
     return corrupt("bad field list");
   auto n_inputs = r.u32();
-  if (!n_inputs || *n_inputs > k_max_fields) return corrupt("bad input list");
+  if (!n_inputs) return corrupt("truncated before the input list");
+  if (*n_inputs > k_max_fields) return corrupt(fmt::format("{} inputs; limit {}", *n_inputs, k_max_fields));
   for (std::uint32_t i = 0; i < *n_inputs; ++i) {
     auto path = r.str(k_max_string);
     auto hash = get_hash(r);

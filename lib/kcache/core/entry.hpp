@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -103,5 +104,45 @@ Result<Entry> decode_entry(std::span<const std::uint8_t> bytes);
 
 /// Sets `payload_digest` from `payload`.
 void seal_payload(Entry& entry);
+
+// What a record from elsewhere (a bundle; later a store being verified) must
+// satisfy beyond decoding: decode_entry() proves the bytes are a record,
+// validate_entry_record() that what the record says is safe to believe.
+// Recorded paths are later opened (freshness re-hashes inputs), kernel names
+// and fields are printed and become store keys, so each is bounded and
+// checked here, once, rather than at every use.
+
+/// Longest kernel name a record may carry: the manifest's limit (a longer
+/// name cannot have been built), well inside the store's 511-byte keys.
+inline constexpr std::size_t k_max_kernel_name = 400;
+/// Most inputs (source and included files) one record may list.
+inline constexpr std::uint32_t k_max_record_inputs = 4096;
+/// Most fields in one of a record's field lists (id_fields, ir_fields).
+inline constexpr std::uint32_t k_max_record_fields = 4096;
+/// Longest field name ("define:NAME", "spec_constant:3", ...).
+inline constexpr std::size_t k_max_field_name = 1024;
+/// Longest field value (a define or variant value, a toolchain version).
+inline constexpr std::size_t k_max_field_value = 64u << 10;
+/// Longest origin_detail ("bundle NAME.kcb", a host and tool).
+inline constexpr std::size_t k_max_origin_detail = 8u << 10;
+
+/// Checks a kernel name from elsewhere: 1..k_max_kernel_name bytes,
+/// printable UTF-8 (util::is_printable_utf8), and a base name (the part
+/// before the first '[', the variant suffix) without '/' or a backslash that is
+/// not "." or "..". Variant values after '[' may hold any printable text, as
+/// a manifest's may. corruption with a message that shows the name escaped
+/// (util::escape_untrusted) and says what is wrong; no "bundle" context.
+Result<void> check_kernel_name(std::string_view kernel);
+
+/// Checks what a decoded record says, for records from elsewhere: the kernel
+/// name (check_kernel_name); at most k_max_record_fields fields per list,
+/// names of at most k_max_field_name and values of at most
+/// k_max_field_value bytes, all printable UTF-8; at most k_max_record_inputs
+/// inputs, each path util::is_contained_relative_path; the recorded paths
+/// among the id fields ("source", and "include_dir:N", which may also be
+/// "." or end in '/') likewise; origin_detail at most k_max_origin_detail
+/// bytes. corruption naming the first problem (which input or field, its
+/// value escaped). Pure; what the payload holds is the importer's check.
+Result<void> validate_entry_record(const Entry& entry);
 
 }  // namespace kcache

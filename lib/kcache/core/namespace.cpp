@@ -1,6 +1,9 @@
 #include "kcache/core/namespace.hpp"
 
 #include "kcache/util/hash.hpp"
+#include "kcache/util/text.hpp"
+
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -62,6 +65,50 @@ Namespace vulkan_namespace(FingerprintRecord record) {
 }
 
 std::string recorded_vulkan_id(const FingerprintRecord& record) { return short_id_of(record); }
+
+bool is_known_spirv_target(std::string_view target) {
+  return std::find(k_spirv_targets.begin(), k_spirv_targets.end(), target) != k_spirv_targets.end();
+}
+
+Result<void> check_foreign_namespace(const Namespace& ns) {
+  constexpr std::size_t k_max_fields = 4096;
+  constexpr std::size_t k_max_string = 64u << 10;
+  const auto shown = [](std::string_view s) { return util::escape_untrusted(s.substr(0, 120)); };
+  // An unknown target is named as such even when it also holds control
+  // characters: it would otherwise create a namespace of that name and have
+  // its modules validated against some other target.
+  if (ns.backend == "spirv" && !is_known_spirv_target(ns.fingerprint))
+    return fail(Category::corruption, "unknown SPIR-V target '{}' (known: {})", shown(ns.fingerprint),
+                fmt::join(k_spirv_targets, ", "));
+  const auto& fields = ns.record.fields;
+  if (fields.size() > k_max_fields)
+    return fail(Category::corruption, "fingerprint record has {} fields; limit {}", fields.size(), k_max_fields);
+  for (const auto& [name, value] : fields) {
+    if (name.size() > k_max_string || value.size() > k_max_string)
+      return fail(Category::corruption, "fingerprint record field '{}' is over {} bytes", shown(name), k_max_string);
+    if (!util::is_printable_utf8(name) || !util::is_printable_utf8(value))
+      return fail(Category::corruption,
+                  "fingerprint record field '{}' = '{}' holds control characters or invalid UTF-8", shown(name),
+                  shown(value));
+  }
+  if (ns.backend == "spirv") {
+    if (ns != spirv_namespace(ns.fingerprint))
+      return fail(Category::corruption,
+                  "fingerprint record does not match its short fingerprint '{}' (backend spirv expects exactly one "
+                  "field target={})",
+                  ns.fingerprint, ns.fingerprint);
+    return {};
+  }
+  if (ns.backend == "vulkan") {
+    auto derived = recorded_vulkan_id(ns.record);
+    if (derived != ns.fingerprint)
+      return fail(Category::corruption,
+                  "short fingerprint '{}' is not derived from its fingerprint record (which gives '{}')",
+                  shown(ns.fingerprint), derived);
+    return {};
+  }
+  return fail(Category::corruption, "unknown backend '{}' (known: spirv, vulkan)", shown(ns.backend));
+}
 
 Result<std::pair<std::string, std::string>> parse_namespace_name(std::string_view name) {
   auto slash = name.find('/');

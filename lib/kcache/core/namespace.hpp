@@ -5,7 +5,9 @@
 
 #include "kcache/util/error.hpp"
 
+#include <array>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -81,6 +83,24 @@ Namespace vulkan_namespace(FingerprintRecord record);
 /// (deviceUUID included) gives its old id and a current record its
 /// vulkan_namespace() id. What stored and shipped names are checked against.
 std::string recorded_vulkan_id(const FingerprintRecord& record);
+
+/// The SPIR-V target environments kcache compiles for, oldest first. A spirv
+/// namespace's fingerprint is one of them; definition::is_known_target (the
+/// manifest's `target`) should answer from this same list.
+inline constexpr std::array<std::string_view, 4> k_spirv_targets = {"vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3"};
+
+/// Whether `target` is one of k_spirv_targets.
+bool is_known_spirv_target(std::string_view target);
+
+/// Checks a namespace that came from elsewhere (a bundle's head; a store
+/// being verified): backend `spirv` with a known target and exactly the
+/// record {target}, or `vulkan` whose short fingerprint is
+/// recorded_vulkan_id(record); record fields at most 4096, each name and
+/// value printable UTF-8 (util::is_printable_utf8) of at most 64 KiB. So a
+/// namespace from elsewhere can neither invent a target nor carry text that
+/// drives a terminal. corruption naming what is wrong, untrusted text
+/// escaped (util::escape_untrusted); no "bundle" context.
+Result<void> check_foreign_namespace(const Namespace& ns);
 
 /// Splits "backend/fingerprint"; invalid_argument when malformed.
 Result<std::pair<std::string, std::string>> parse_namespace_name(std::string_view name);

@@ -1,5 +1,7 @@
 #include "kcache/definition/kernel_spec.hpp"
 
+#include "kcache/core/namespace.hpp"
+
 #include <array>
 #include <utility>
 
@@ -49,8 +51,6 @@ std::optional<Stage> parse_stage(std::string_view s) { return lookup(k_stages, s
 std::optional<Language> parse_language(std::string_view s) { return lookup(k_languages, s); }
 std::optional<Optimize> parse_optimize(std::string_view s) { return lookup(k_optimize, s); }
 
-bool is_known_target(std::string_view t) {
-  return t == "vulkan1.0" || t == "vulkan1.1" || t == "vulkan1.2" || t == "vulkan1.3";
-}
+bool is_known_target(std::string_view t) { return kcache::is_known_spirv_target(t); }
 
 }  // namespace kcache::definition

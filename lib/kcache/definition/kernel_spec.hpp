@@ -27,7 +27,7 @@ std::optional<Stage> parse_stage(std::string_view s);
 std::optional<Language> parse_language(std::string_view s);
 std::optional<Optimize> parse_optimize(std::string_view s);
 
-/// Supported target environments, "vulkan1.0" .. "vulkan1.3".
+/// Supported target environments, "vulkan1.0" .. "vulkan1.3" (kcache::k_spirv_targets).
 bool is_known_target(std::string_view target);
 inline constexpr std::string_view k_default_target = "vulkan1.2";
 

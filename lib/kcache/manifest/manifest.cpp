@@ -92,8 +92,8 @@ MishandledCodePoint first_code_point_toml_mishandles(std::string_view text) {
     if (i + len > text.size()) break;
     char32_t c = b & (0x7fu >> len);
     for (std::size_t k = 1; k < len; ++k) c = (c << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3fu);
-    const bool bad = (c >= 0xa1 && c <= 0x499) || (c >= 0x2c5e && c <= 0x3057 && c != 0x3000) ||
-                     (c >= 0xfb26 && c <= 0xfefe);
+    const bool bad =
+        (c >= 0xa1 && c <= 0x499) || (c >= 0x2c5e && c <= 0x3057 && c != 0x3000) || (c >= 0xfb26 && c <= 0xfefe);
     if (bad) return {line, static_cast<int>(i - line_start + 1), c};
   }
   return {};
@@ -119,8 +119,11 @@ bool is_identifier(std::string_view s) {
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
+/// Letters, digits, '_', '-' and '.', but not "." or "..": the name is a
+/// store key and appears beside paths (kcache::check_kernel_name refuses
+/// those too when a bundle carries them).
 bool is_valid_kernel_name(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+  return !s.empty() && s != "." && s != ".." && std::all_of(s.begin(), s.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
   });
 }
@@ -175,8 +178,8 @@ void read_options(const toml::table& t, Options& o, Diagnostics& diag) {
         if (!is_identifier(k.str())) diag.add(&v, fmt::format("define '{}' is not a valid macro name", k.str()));
         else if (!text) diag.add(&v, fmt::format("define '{}' must be a string, number or boolean", k.str()));
         else if (!is_single_line_value(*text))
-          diag.add(&v, fmt::format("define '{}' holds a newline or control character — a value must be one line",
-                                   k.str()));
+          diag.add(&v,
+                   fmt::format("define '{}' holds a newline or control character — a value must be one line", k.str()));
         else o.defines[std::string(k.str())] = *text;
       }
     } else {
@@ -303,9 +306,11 @@ void expand_kernel(const Options& defaults, const toml::table& kt, Diagnostics& 
   const toml::node* name_node = kt.get("name");
   auto name = name_node ? name_node->value<std::string>() : std::nullopt;
   if (!name || !is_valid_kernel_name(*name)) {
-    diag.add(name_node ? name_node : &kt,
-             name ? fmt::format("kernel name '{}' may use only letters, digits, '_', '-' and '.'", *name)
-                  : std::string("kernel needs a 'name' (letters, digits, '_', '-', '.')"));
+    diag.add(
+        name_node ? name_node : &kt,
+        name ? fmt::format("kernel name '{}' may use only letters, digits, '_', '-' and '.' (and is not '.' or '..')",
+                           *name)
+             : std::string("kernel needs a 'name' (letters, digits, '_', '-', '.')"));
     return;
   }
   const toml::node* source_node = kt.get("source");

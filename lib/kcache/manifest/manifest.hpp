@@ -13,6 +13,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include "kcache/core/entry.hpp"
 #include "kcache/definition/kernel_spec.hpp"
 #include "kcache/util/error.hpp"
 
@@ -29,8 +30,9 @@ struct Manifest {
   std::vector<definition::KernelSpec> kernels;  ///< expanded, in manifest order
 };
 
-/// Longest kernel name accepted (store keys are limited to 511 bytes).
-inline constexpr std::size_t k_max_kernel_name = 400;
+/// Longest kernel name accepted, variant suffix included: the limit every
+/// store and bundle applies (kcache::check_kernel_name).
+inline constexpr std::size_t k_max_kernel_name = kcache::k_max_kernel_name;
 
 /// Most kernels one manifest may expand to, variants included; a larger
 /// variant product is refused (file:line) before any kernel is expanded.

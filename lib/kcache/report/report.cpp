@@ -76,7 +76,7 @@ std::string terminal_text(std::string_view text) {
   out.reserve(text.size());
   for (;;) {
     const std::size_t nl = text.find('\n');
-    out += util::escape_untrusted(text.substr(0, nl));
+    out += util::printable_text(text.substr(0, nl));
     if (nl == std::string_view::npos) return out;
     out += '\n';
     text.remove_prefix(nl + 1);

@@ -18,8 +18,9 @@
 namespace kcache::report {
 
 /// `text` made safe for a terminal or a log, line by line: every line goes
-/// through util::escape_untrusted (control characters and invalid UTF-8
-/// become "\xNN", a backslash "\\"), the newlines between them are kept.
+/// through util::printable_text (control characters and invalid UTF-8
+/// become "\xNN"; backslashes stay, so names the library already escaped
+/// are not escaped twice), the newlines between them are kept.
 /// Every text report here returns its text through it, because kernel names,
 /// fingerprint fields and origins come from stores and bundles another
 /// machine wrote; the CLI uses it for error messages, which embed them too.

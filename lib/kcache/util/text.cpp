@@ -56,7 +56,7 @@ std::size_t printable_sequence(std::string_view text, std::size_t i) {
     cp = (cp << 6) | (byte(i + k) & 0x3fu);
   }
   if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;  // overlong, too large, surrogate
-  if (cp >= 0x80 && cp <= 0x9f) return 0;                                    // C1 controls
+  if (cp >= 0x80 && cp <= 0x9f) return 0;                                     // C1 controls
   return len;
 }
 
@@ -71,12 +71,14 @@ bool is_printable_utf8(std::string_view text) {
   return true;
 }
 
-std::string escape_untrusted(std::string_view text) {
+namespace {
+
+std::string escape(std::string_view text, bool escape_backslash) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
     if (const std::size_t n = printable_sequence(text, i); n > 0) {
-      if (text[i] == '\\') out += '\\';
+      if (escape_backslash && text[i] == '\\') out += '\\';
       out.append(text.substr(i, n));
       i += n;
     } else {
@@ -86,5 +88,11 @@ std::string escape_untrusted(std::string_view text) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string escape_untrusted(std::string_view text) { return escape(text, true); }
+
+std::string printable_text(std::string_view text) { return escape(text, false); }
 
 }  // namespace kcache::util

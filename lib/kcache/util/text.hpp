@@ -31,4 +31,10 @@ bool is_printable_utf8(std::string_view text);
 /// no backslash.
 std::string escape_untrusted(std::string_view text);
 
+/// Like escape_untrusted but leaves backslashes as they are, so that text
+/// holding names already escaped by escape_untrusted is not escaped twice:
+/// for a terminal, where only control characters and invalid UTF-8 do harm.
+/// printable_text(printable_text(x)) == printable_text(x).
+std::string printable_text(std::string_view text);
+
 }  // namespace kcache::util
