@@ -43,31 +43,37 @@ expect_in fill2.out "$(sed 's/:.*//' fill.out):"
 outcomes+=" library, 1 MiB map: $(sed 's/:.*//' fill.out), a second refusal changed nothing;"
 
 # full_build WHAT STORE [ENV...]: the example built into STORE where it does
-# not fit. A write the store refuses is a warning (docs/design.md "Store rules"): the
-# kernel is reported refused_write with a store_full error, the build goes
-# on, and the exit code stays 0 (or 4 when the store cannot be opened at
-# all). Checks the figures against the store; sets REFUSED and ENTRIES.
+# not fit. A kernel that compiled but could not be stored is a failure of the
+# build (docs/design.md "Store rules"): each is reported refused_write with a
+# store_full error, the build stores what fits, and it exits 4 with one error
+# line counting and naming the unstored kernels (so CI stops before exporting
+# an incomplete store); also 4, with no entry, when the store cannot be
+# created at all. Checks the figures against the store; sets REFUSED and ENTRIES.
 full_build() {
   local what=$1 dir=$2; shift 2
   run_full "$what" env "$@" "$KCACHE" build proj/kcache.toml --json --store "$dir"
-  [[ $LAST_RC -eq 0 || $LAST_RC -eq 4 ]] || { cat err; fail "$what: exit $LAST_RC, want 0 (refused writes) or 4"; }
-  if [[ $LAST_RC -eq 4 ]]; then
-    grep -qiE 'full|no space' err || { cat err; fail "$what: the message does not say the store is full"; }
+  [[ $LAST_RC -eq 4 ]] || { cat err; fail "$what: exit $LAST_RC, want 4 (kernels compiled but not stored)"; }
+  grep -qiE 'full|no space' err || { cat err; fail "$what: the message does not say the store is full"; }
+  if [[ ! -s out ]]; then
     REFUSED=$n_kernels ENTRIES=0
     outcomes+=" $what: store not created, exit 4 (store_full);"
     return
   fi
   REFUSED=$(json_get out 'j["counts"]["refused_write"]')
-  local compiled bad
+  local compiled bad first
   compiled=$(json_get out 'sum(j["counts"][k] for k in ["hit", "compiled", "stale_replaced"])')
   bad=$(json_get out 'sum(1 for k in j["kernels"] if k["outcome"] == "refused_write" and (k["error"]["category"] != "store_full" or not any(w in k["error"]["message"].lower() for w in ("full", "no space"))))')
   ((REFUSED > 0)) || fail "$what: every kernel fitted; the test needs a fuller store"
   ((bad == 0)) || fail "$what: $bad refused writes without a store_full message"
+  # The error line counts them and names the first refused kernel.
+  first=$(json_get out '[k["kernel"] for k in j["kernels"] if k["outcome"] == "refused_write"][0]')
+  expect_in err "$REFUSED of $n_kernels kernels compiled but could not be stored"
+  grep -qF -- "$first" err || { cat err; fail "$what: the error does not name the unstored kernel $first"; }
   check_store "$dir" >/dev/null
   ENTRIES=$(state "$dir" | sed 's/.* entries=\([0-9]*\) .*/\1/')
   ((ENTRIES == compiled)) || fail "$what: the build reported $compiled kernels stored or fresh, the store holds $ENTRIES"
   grep -m1 -o '"message": "[^"]*"' out || true
-  outcomes+=" $what: $ENTRIES of $n_kernels kernels stored, $REFUSED writes refused (store_full), exit 0;"
+  outcomes+=" $what: $ENTRIES of $n_kernels kernels stored, $REFUSED writes refused (store_full), exit 4;"
 }
 
 # 2. Map full through the CLI: part of the example fits in 256 KiB.

@@ -100,6 +100,7 @@ int cmd_names(const fs::path& dir) {
         std::printf("%s\t%s\n", info.ns.name().c_str(), e.kernel.c_str());
         return true;
       }));
+    if (!reader.damaged().empty()) return tl::unexpected(reader.damaged().front().error);  // skipped by scan
     return {};
   });
   return r ? 0 : code_for(r.error());

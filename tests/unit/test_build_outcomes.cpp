@@ -230,6 +230,13 @@ TEST_CASE("build outcome: refused_write when the store's put fails") {
     CHECK(store.failures(FailingStore::Op::put) >= 1);
     CHECK(entry_count(store.inner()) == 0);
     CHECK(!stored(store.inner(), "k").has_value());
+    // Compiled but not stored is the build's failure: one error naming it.
+    CHECK(r.any_unstored());
+    auto unstored = unstored_error(r);
+    REQUIRE(unstored.has_value());
+    CHECK(unstored->category == category);
+    CHECK(unstored->message.find("1 of 1 kernels compiled but could not be stored: k (injected: no room for k)") !=
+          std::string::npos);
 
     // Room again: the same build compiles and stores it (nothing stale was left).
     store.heal(FailingStore::Op::put);
@@ -237,6 +244,8 @@ TEST_CASE("build outcome: refused_write when the store's put fails") {
     CHECK(outcome_name(again.receipts[0].outcome) == "compiled");
     CHECK(again.bytes_written == again.receipts[0].bytes);
     check_written(store.inner(), again.receipts[0], t2.now());
+    CHECK(!again.any_unstored());
+    CHECK(!unstored_error(again).has_value());
   }
 }
 
@@ -262,6 +271,12 @@ TEST_CASE("build outcome: a refused write affects only its own namespace's batch
   CHECK(!stored(store.inner(), "b", "spirv/vulkan1.3").has_value());
   CHECK(store.calls(FailingStore::Op::put) == 2);
   CHECK(store.failures(FailingStore::Op::put) == 1);
+  // The error names only the unstored kernel and counts what the store kept.
+  auto unstored = unstored_error(r);
+  REQUIRE(unstored.has_value());
+  CHECK(unstored->category == Category::store_full);
+  CHECK(unstored->message.find("1 of 2 kernels compiled but could not be stored: b (") != std::string::npos);
+  CHECK(unstored->message.find("the other 1 kernels are in the store") != std::string::npos);
 }
 
 TEST_CASE("build outcome: identical expansions compile once (shared_compile)") {

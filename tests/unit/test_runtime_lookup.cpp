@@ -5,6 +5,8 @@
 
 #include "test_runtime_support.hpp"
 
+#include <lmdb.h>
+
 #include <fstream>
 
 using namespace kcache;
@@ -44,6 +46,23 @@ struct Fixture {
     return std::move(*c);
   }
 };
+
+/// Writes `value` under `key` of database `db` with the raw LMDB API, as a
+/// damaged store would hold it. No kcache Store may be open on `dir`.
+void raw_put(const std::filesystem::path& dir, const char* db, std::string_view key, std::string_view value) {
+  MDB_env* env = nullptr;
+  REQUIRE(mdb_env_create(&env) == 0);
+  REQUIRE(mdb_env_set_maxdbs(env, 8) == 0);
+  REQUIRE(mdb_env_open(env, dir.c_str(), 0, 0664) == 0);
+  MDB_txn* txn = nullptr;
+  REQUIRE(mdb_txn_begin(env, nullptr, 0, &txn) == 0);
+  MDB_dbi dbi = 0;
+  REQUIRE(mdb_dbi_open(txn, db, 0, &dbi) == 0);
+  MDB_val k{key.size(), const_cast<char*>(key.data())}, v{value.size(), const_cast<char*>(value.data())};
+  REQUIRE(mdb_put(txn, dbi, &k, &v, 0) == 0);
+  REQUIRE(mdb_txn_commit(txn) == 0);
+  mdb_env_close(env);
+}
 
 std::string file_text(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -249,6 +268,33 @@ TEST_CASE("runtime: targets, keys and missing kernels") {
     return true;
   }));
   CHECK(listed == std::vector<std::string>{"vulkan1.2:scale", "vulkan1.3:scale"});
+}
+
+TEST_CASE("runtime: a damaged entry fails only its own lookup; every other kernel is served and listed") {
+  Fixture f;
+  f.put_blob(f.raw);
+  put(f.store, spirv_namespace("vulkan1.2"), {spirv_entry("other", f.words)});
+  // "broken" sorts before "scale": a scan meets it first.
+  raw_put(f.store, "entries", spirv_namespace("vulkan1.2").name() + '\x1f' + "broken", "not an entry record");
+  auto c = f.open();
+  LookupOptions dev;
+  dev.device = &f.lvp;
+  auto k = c->find("scale", dev);
+  REQUIRE_MESSAGE(k.has_value(), why(k));
+  CHECK(k->blob_status == BlobStatus::served);
+  auto by_key = c->find_by_key(f.spirv.key.id.hex(), {});
+  REQUIRE_MESSAGE(by_key.has_value(), why(by_key));
+  CHECK(by_key->name == "scale");
+  std::vector<std::string> listed;
+  auto list = c->list("", [&](std::string_view, std::string_view n) {
+    listed.emplace_back(n);
+    return true;
+  });
+  REQUIRE_MESSAGE(list.has_value(), why(list));
+  CHECK(listed == std::vector<std::string>{"other", "scale"});
+  auto broken = c->find("broken", {});
+  REQUIRE_FALSE(broken.has_value());
+  CHECK(broken.error().category == Category::corruption);
 }
 
 TEST_CASE("runtime: lookups never write to the store") {

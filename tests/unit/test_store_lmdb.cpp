@@ -271,6 +271,53 @@ TEST_CASE("lmdb store: a data.mdb that is not an LMDB file is corruption and sta
   }
 }
 
+TEST_CASE("lmdb store: a truncated data.mdb is corruption at open, never SIGBUS") {
+  // LMDB maps data.mdb and trusts its meta page: a page past the file's end
+  // is SIGBUS on first touch. Each open runs in a child so that a SIGBUS
+  // fails this test instead of killing the test runner.
+  test::TempDir tmp;
+  fs::path dir = tmp.path() / "store";
+  {
+    auto store = open_ok(dir);
+    std::vector<Entry> entries;
+    for (int i = 0; i < 16; ++i) entries.push_back(make_entry("k" + std::to_string(i), 20'000, 'a' + i));
+    put_ok(*store, entries);
+  }
+  fs::path data = dir / "data.mdb";
+  std::uintmax_t full = fs::file_size(data);
+  REQUIRE(full > 16 * 20'000);
+  // Half the file: the meta pages are intact, the tree's pages are not.
+  fs::resize_file(data, full / 2);
+  for (bool read_only : {false, true}) {
+    CAPTURE(read_only);
+    int status = in_child([&] {
+      auto store = open_lmdb_store(dir, {.read_only = read_only});
+      if (store) {
+        // Before the check, the open succeeds and the first read of a cut page is SIGBUS.
+        (void)(*store)->read([](Reader& r) -> Result<void> {
+          for (int i = 0; i < 16; ++i) KCACHE_CHECK(r.get(k_ns.name(), "k" + std::to_string(i)));
+          return {};
+        });
+        return 2;
+      }
+      if (store.error().category != Category::corruption) return 3;
+      if (store.error().message.find("truncated") == std::string::npos) return 4;
+      if (store.error().message.find(dir.string()) == std::string::npos) return 5;
+      return 0;
+    });
+    CHECK(status == 0);
+  }
+  // compact opens the file its own way: refused the same.
+  int compact = in_child([&] {
+    auto r = compact_lmdb_store(dir);
+    if (r) return 2;
+    if (r.error().category != Category::corruption) return 3;
+    return r.error().message.find("truncated") == std::string::npos ? 4 : 0;
+  });
+  CHECK(compact == 0);
+  CHECK(fs::file_size(data) == full / 2);  // refused, not "repaired"
+}
+
 TEST_CASE("lmdb store: another program's LMDB environment is refused, not mixed into") {
   test::TempDir tmp;
   fs::path dir = tmp.path() / "store";
@@ -302,9 +349,23 @@ TEST_CASE("lmdb store: a damaged entry is reported as corruption and overwritten
   REQUIRE_FALSE(got.has_value());
   CHECK(got.error().category == Category::corruption);
   CHECK(got.error().message.find(dir.string()) != std::string::npos);
-  auto scan = store->read([](Reader& r) { return r.scan(k_ns.name(), [](Entry&&) { return true; }); });
-  REQUIRE_FALSE(scan.has_value());
-  CHECK(scan.error().category == Category::corruption);
+  // A scan skips it and reports it, so the rest of the store stays usable.
+  std::vector<std::string> seen;
+  std::vector<DamagedEntry> damaged;
+  auto scan = store->read([&](Reader& r) -> Result<void> {
+    KCACHE_CHECK(r.scan(k_ns.name(), [&](Entry&& e) {
+      seen.push_back(e.kernel);
+      return true;
+    }));
+    damaged = r.damaged();
+    return {};
+  });
+  REQUIRE_MESSAGE(scan.has_value(), scan.error().message);
+  CHECK(seen == std::vector<std::string>{"b"});
+  REQUIRE(damaged.size() == 1);
+  CHECK(damaged[0].ns == k_ns.name());
+  CHECK(damaged[0].kernel == "a");
+  CHECK(damaged[0].error.category == Category::corruption);
 
   auto summary = store->put(k_ns, std::vector{make_entry("a", 10)});
   REQUIRE(summary.has_value());
@@ -320,6 +381,65 @@ TEST_CASE("lmdb store: a damaged entry is reported as corruption and overwritten
     REQUIRE_FALSE(wrong.has_value());
     CHECK(wrong.error().category == Category::corruption);
   }
+}
+
+TEST_CASE("lmdb store: damaged entries are skipped and each reported once; the rest reads as before") {
+  test::TempDir tmp;
+  fs::path dir = tmp.path() / "store";
+  const Namespace other = spirv_namespace("vulkan1.3");
+  {
+    auto store = open_ok(dir);
+    put_ok(*store, {make_entry("a", 10), make_entry("b", 20), make_entry("c", 30), make_entry("d", 40)});
+    put_ok(*store, {make_entry("x", 10)}, other);
+  }
+  // "b": a record whose payload byte changed (digest mismatch); "d": not a record at all.
+  std::vector<std::uint8_t> record = encode_entry(make_entry("b", 20));
+  record[record.size() / 2] ^= 0x01;
+  raw_put(dir, "entries", k_ns.name() + '\x1f' + "b", std::string(record.begin(), record.end()));
+  raw_put(dir, "entries", k_ns.name() + '\x1f' + "d", "junk");
+  auto store = open_ok(dir);
+
+  std::vector<std::string> seen, facts_seen;
+  std::vector<NamespaceInfo> infos;
+  std::vector<DamagedEntry> damaged;
+  auto read = store->read([&](Reader& r) -> Result<void> {
+    infos = KCACHE_TRY(r.namespaces());
+    KCACHE_CHECK(r.scan(k_ns.name(), [&](Entry&& e) {
+      seen.push_back(e.kernel);
+      return true;
+    }));
+    KCACHE_CHECK(r.scan_facts(k_ns.name(), [&](Entry&& e, const EntryFacts&) {
+      facts_seen.push_back(e.kernel);
+      return true;
+    }));
+    damaged = r.damaged();
+    return {};
+  });
+  REQUIRE_MESSAGE(read.has_value(), read.error().message);
+  CHECK(seen == std::vector<std::string>{"a", "c"});
+  CHECK(facts_seen == seen);
+  REQUIRE(infos.size() == 2);
+  CHECK(infos[0].ns.name() == k_ns.name());
+  CHECK(infos[0].entries == 2);  // the healthy ones
+  CHECK(infos[1].entries == 1);
+  // Three scans met them; each is reported once.
+  REQUIRE(damaged.size() == 2);
+  CHECK(damaged[0].kernel == "b");
+  CHECK(damaged[0].error.message.find("digest") != std::string::npos);
+  CHECK(damaged[1].kernel == "d");
+  for (const auto& d : damaged) {
+    CHECK(d.ns == k_ns.name());
+    CHECK(d.error.category == Category::corruption);
+  }
+  // A healthy entry is read as before; the damaged one is still corruption by name.
+  CHECK(get(*store, "c") == make_entry("c", 30));
+  CHECK(try_get(*store, "b").error().category == Category::corruption);
+  // A new snapshot starts with an empty list.
+  auto fresh = store->read([&](Reader& r) -> Result<void> {
+    CHECK(r.damaged().empty());
+    return {};
+  });
+  CHECK(fresh.has_value());
 }
 
 TEST_CASE("lmdb store: one directory opened twice in a process shares one environment") {

@@ -95,6 +95,10 @@ int run_build(const BuildArgs& args) {
   if (args.json) fmt::print("{}", report::build_json(ran->result));
   else fmt::print("{}", report::build_summary(ran->result, args.explain));
   if (options->device && !args.json) fmt::print("{}", report::device_stage_summary(ran->result, *options->device));
+  // A kernel that compiled but is not in the store is a store error (exit 4),
+  // after the report so that the stored ones and each refusal are still shown:
+  // CI must not go on to export an incomplete store.
+  if (auto unstored = build::unstored_error(ran->result)) return report_error(*unstored);
   return ran->result.any_failed() ? k_exit_failed : k_exit_ok;
 }
 
@@ -108,7 +112,9 @@ void register_build(CLI::App& app, Action& action) {
       "(same options, same input files by content, same toolchain) are hits and cost no\n"
       "compile; the rest are preprocessed, compiled, optimised and validated on -j threads.\n"
       "A failed kernel does not stop the others; the exit code is 1 if any failed, and a\n"
-      "kernel that fails to recompile keeps its previous (stale) entry.");
+      "kernel that fails to recompile keeps its previous (stale) entry. A kernel that compiled\n"
+      "but could not be stored (full map or disk) is a store error: exit 4, naming the kernels;\n"
+      "what was stored is kept.");
   cmd->add_option("manifest", args->manifest, "the kernel manifest")->capture_default_str();
   args->store.add_to(*cmd);
   cmd->add_option("-j,--jobs", args->jobs, "compile threads (default: $KCACHE_JOBS, else all cores)");

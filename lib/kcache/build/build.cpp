@@ -161,6 +161,34 @@ std::size_t BuildResult::count(Outcome o) const {
       std::count_if(receipts.begin(), receipts.end(), [o](const Receipt& r) { return r.outcome == o; }));
 }
 
+std::optional<Error> unstored_error(const BuildResult& result) {
+  // A handful of names is enough to find them in the per-kernel report;
+  // a full map refuses dozens at once.
+  constexpr std::size_t k_named = 5;
+  std::vector<const Receipt*> refused;
+  for (const auto& r : result.receipts)
+    if (r.outcome == Outcome::refused_write) refused.push_back(&r);
+  if (refused.empty()) return std::nullopt;
+  std::string names;
+  for (std::size_t i = 0; i < refused.size() && i < k_named; ++i)
+    names += fmt::format("{}{}", i ? ", " : "", refused[i]->kernel);
+  if (refused.size() > k_named) names += fmt::format(" and {} more", refused.size() - k_named);
+  const Error* first = nullptr;
+  for (const Receipt* r : refused)
+    if (r->error) {
+      first = &*r->error;
+      break;
+    }
+  std::size_t kept =
+      result.count(Outcome::hit) + result.count(Outcome::compiled) + result.count(Outcome::stale_replaced);
+  return Error{first ? first->category : Category::store_full,
+               fmt::format("{} of {} kernels compiled but could not be stored: {} ({}); the other {} kernels are "
+                           "in the store (stored or found fresh); make room (a larger KCACHE_MAP_SIZE, free disk, "
+                           "`kcache gc`) and build again",
+                           refused.size(), result.receipts.size(), names,
+                           first ? first->message : std::string("the store refused the write"), kept)};
+}
+
 Result<void> record_run(store::Store& store, const BuildResult& result, const util::Clock& clock) {
   store::UsageBatch batch;
   batch.time = clock.now();

@@ -87,7 +87,19 @@ struct BuildResult {
   std::size_t bytes_written = 0;
   std::size_t count(Outcome o) const;
   bool any_failed() const { return count(Outcome::failed) > 0; }
+  /// Some kernel compiled but the store refused to keep it (full map or
+  /// disk, read-only): the store is incomplete, which is a failure of the
+  /// build, not a warning (see unstored_error).
+  bool any_unstored() const { return count(Outcome::refused_write) > 0; }
 };
+
+/// The error a build whose store refused some compiled kernels ends with:
+/// nullopt when every compiled kernel was stored. Its category is the first
+/// refusal's (store_full for a full map or disk, read_only, io_error); its
+/// message counts the unstored kernels, names the first few, says what the
+/// store kept and what to do. Callers report it after the results, so that
+/// the written entries and the receipts are not lost behind it.
+std::optional<Error> unstored_error(const BuildResult& result);
 
 /// Records a finished build in the store in one small write transaction
 /// (Store::record_usage): the last-used time of every hit, and a run record

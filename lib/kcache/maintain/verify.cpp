@@ -85,6 +85,7 @@ Result<StoreCheck> check_store(store::Store& store) {
         continue;
       }
       std::vector<Entry> entries;
+      const std::size_t damaged_before = reader.damaged().size();
       auto scanned = reader.scan(ns.name(), [&](Entry&& e) {
         entries.push_back(std::move(e));
         return true;
@@ -93,6 +94,13 @@ Result<StoreCheck> check_store(store::Store& store) {
         Error e = scanned.error();
         e.message += "; the rest of this namespace was not checked";
         out.problems.push_back({ns.name(), "", std::move(e)});
+      }
+      // The scan skipped entries whose record fails its checks: each one is
+      // a problem of its own, and the walk went on past it.
+      for (std::size_t i = damaged_before; i < reader.damaged().size(); ++i) {
+        const store::DamagedEntry& d = reader.damaged()[i];
+        ++out.entries;
+        out.problems.push_back({d.ns, d.kernel, d.error});
       }
       for (const Entry& e : entries) {
         ++out.entries;
@@ -173,6 +181,14 @@ Result<DeviceVerify> verify_device(store::Store& store, const device::DeviceInfo
         continue;
       }
       items.push_back(std::move(*prepared));
+    }
+    // A record that fails its checks never reaches a driver: refused, by name.
+    for (const store::DamagedEntry& d : reader.damaged()) {
+      VerifyRow& row = out.rows.emplace_back();
+      row.kernel = d.kernel;
+      row.status = VerifyStatus::refused;
+      row.category = d.error.category;
+      row.message = d.error.message;
     }
     return {};
   }));

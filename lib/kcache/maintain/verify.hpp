@@ -6,9 +6,9 @@
 // against its name, SPIR-V modules through spirv-val for their target, and
 // vulkan entries' recipes, their SPIR-V module (present, same digest, same
 // kernel identity) and their blob (wrapper, fingerprint, Vulkan header)
-// against the namespace's record. A record that cannot be decoded ends the
-// walk of its namespace (the store's cursor scan stops there); the problem
-// names it.
+// against the namespace's record. A record that cannot be decoded is a
+// problem naming its entry, and the walk goes on: every damaged entry is
+// listed, not only the first.
 //
 // verify_device re-creates every pipeline of one device's namespace from its
 // blob in worker processes (pipeline_worker.hpp). Every blob is checked
@@ -68,7 +68,7 @@ struct VerifyRow {
 struct DeviceVerify {
   Namespace ns;                    ///< the device's namespace
   bool timed = false;              ///< rows are timed: no hit/miss answers were asked for
-  std::vector<VerifyRow> rows;     ///< in kernel-name order
+  std::vector<VerifyRow> rows;     ///< in kernel-name order, then entries whose record is damaged (refused)
   std::size_t sent_to_driver = 0;  ///< blobs that passed the checks and went to a worker
   double wall_ms = 0;
   std::size_t count(VerifyStatus s) const;

@@ -86,6 +86,16 @@
 // A new field is appended before record_digest and bumps the version;
 // readers accept k_run_min_version..k_run_max_version.
 //
+// Damage. LMDB has no checksums; kcache's records carry their own digests.
+// - A truncated data.mdb (shorter than (last_pg + 1) × page size of its
+//   newest meta page) is refused at open as corruption, before any page of
+//   the tree is read: LMDB maps the file and a page past its end is SIGBUS
+//   (lmdb_env.cpp check_file_length).
+// - An entry record that fails its checks costs that entry alone: get of it
+//   is corruption; scans skip it and list it in Reader::damaged(), so other
+//   entries, namespace listings and counts keep working and `kcache verify`
+//   names every damaged entry.
+//
 // kcache.lock: an empty file in the store directory. Every open that uses
 // LMDB's lock file holds a shared flock(2) on it for as long as the
 // environment is open; `kcache compact` takes it exclusively, so no kcache

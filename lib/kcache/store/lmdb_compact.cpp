@@ -20,7 +20,7 @@
 // .compact-* folder that the next compaction removes); the rename itself is
 // atomic; after it, the next opener re-initialises lock.mdb (it is alone).
 #include "kcache/store/layout_internal.hpp"
-#include "kcache/store/lmdb_store_internal.hpp"
+#include "kcache/store/lmdb_env_internal.hpp"
 
 #include <fcntl.h>
 #include <lmdb.h>
@@ -156,6 +156,7 @@ Result<CompactResult> compact_lmdb_store(const fs::path& dir) {
     mdb_env_set_mapsize(env.env, map_size);
     if (int rc = mdb_env_open(env.env, dir.c_str(), MDB_RDONLY | MDB_NOLOCK, 0664); rc != MDB_SUCCESS)
       return lmdb_error(dir, "open", rc);
+    KCACHE_CHECK(internal::check_file_length(env.env, dir));  // before any page of the tree is read
     KCACHE_CHECK(check_kcache_store(dir, env.env));
     if (int rc = mdb_env_copy2(env.env, tmp.c_str(), MDB_CP_COMPACT); rc != MDB_SUCCESS)
       return lmdb_error(dir, "copy the live pages", rc);

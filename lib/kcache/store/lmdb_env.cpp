@@ -14,6 +14,8 @@
 #include "kcache/store/lmdb_env_internal.hpp"
 #include "kcache/util/bytes.hpp"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <string>
 
@@ -45,6 +47,34 @@ tl::unexpected<Error> env_open_error(const fs::path& dir, const EnvConfig& confi
 }
 
 }  // namespace
+
+// Why: LMDB maps data.mdb and trusts its meta page, so a page past the end
+// of a truncated file (an interrupted copy, a full disk under another tool)
+// is SIGBUS on first touch, in every command and in every application that
+// calls kcache_lookup. Safe to ask: mdb_env_open has read both meta pages
+// with read(2), refusing a file too short to hold them, and mdb_env_info and
+// mdb_env_stat read only those pages (mdb_env_pick_meta: the one with the
+// larger txnid). A writer in another process writes its data pages before
+// its meta page, so the file is never shorter than a meta it has written:
+// the meta is read before the file's size.
+Result<void> check_file_length(MDB_env* env, const fs::path& dir) {
+  MDB_envinfo info{};
+  MDB_stat stat{};
+  if (int rc = mdb_env_info(env, &info); rc != MDB_SUCCESS) return lmdb_fail(dir, "read the environment info", rc);
+  if (int rc = mdb_env_stat(env, &stat); rc != MDB_SUCCESS) return lmdb_fail(dir, "read the environment stats", rc);
+  mdb_filehandle_t fd = -1;
+  if (int rc = mdb_env_get_fd(env, &fd); rc != MDB_SUCCESS) return lmdb_fail(dir, "get data.mdb's descriptor", rc);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return os_fail(Category::io_error, dir, "cannot stat data.mdb", errno);
+  const std::uint64_t needed = (static_cast<std::uint64_t>(info.me_last_pgno) + 1) * stat.ms_psize;
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size < needed)
+    return fail(Category::corruption,
+                "store {} is damaged: data.mdb was truncated ({} bytes, but its last transaction uses {}: {} pages "
+                "of {} bytes); kcache will not read it: restore it from a copy, or move the store away and rebuild",
+                dir.string(), size, needed, info.me_last_pgno + 1, stat.ms_psize);
+  return {};
+}
 
 Result<bool> Env::open_databases(bool create) {
   Txn txn = KCACHE_TRY(Txn::begin(*this, create));
@@ -136,6 +166,8 @@ Result<std::unique_ptr<Env>> open_env(const fs::path& dir, EnvKey key, const Ope
   if (!config.use_lock) flags |= MDB_NOLOCK;
   if (int rc = mdb_env_open(raw, dir.c_str(), flags, k_file_mode); rc != MDB_SUCCESS)
     return env_open_error(dir, config, rc);
+  // Before anything reads a page of the tree.
+  KCACHE_CHECK(check_file_length(raw, dir));
   // Slots of killed readers pin old pages and fill the table (docs/reliability.md).
   KCACHE_CHECK(env->clear_stale_readers());
   auto opened = env->open_databases(false);

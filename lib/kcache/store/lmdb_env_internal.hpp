@@ -62,6 +62,14 @@ bool disk_full(const fs::path& dir, std::uint64_t needed);
 /// open anyway, are left to LMDB.
 Result<void> reserve_lock_file(const fs::path& dir, unsigned max_readers);
 
+// --- lmdb_env.cpp: integrity at open ----------------------------------------------
+
+/// corruption when data.mdb is shorter than (last page + 1) × page size of
+/// its newest meta page (a truncated copy), which LMDB would meet as SIGBUS.
+/// Call right after mdb_env_open succeeded, before any other LMDB call that
+/// reads a page of the tree; it reads only the meta pages.
+Result<void> check_file_length(MDB_env* env, const fs::path& dir);
+
 // --- The environment -------------------------------------------------------------
 
 /// Lets transactions run concurrently, and lets a map resize wait until none

@@ -69,7 +69,8 @@ class LmdbReader final : public Reader {
 
  private:
   /// Decodes every entry of `ns_name` in key order and hands it to `visit`
-  /// with its raw key and value, until `visit` returns false.
+  /// with its raw key and value, until `visit` returns false; a record that
+  /// fails to decode goes to damaged() instead.
   template <typename Visit>
   Result<void> each_entry(std::string_view ns_name, Visit&& visit) {
     KCACHE_CHECK(internal::check_namespace_name(ns_name));
@@ -80,7 +81,12 @@ class LmdbReader final : public Reader {
     for (bool found = KCACHE_TRY(cursor.get(key, value, MDB_SET_RANGE)); found && to_string(key).starts_with(prefix);
          found = KCACHE_TRY(cursor.get(key, value, MDB_NEXT))) {
       auto entry = internal::decode_stored_entry(to_string(key), to_bytes(value));
-      if (!entry) return in_store(std::move(entry).error());
+      if (!entry) {
+        // One damaged record must not make the rest of the store unreadable.
+        note_damaged(ns_name, to_string(key).substr(prefix.size()),
+                     std::move(entry).error().context(fmt::format("store {}", m_env.dir().string())));
+        continue;
+      }
       if (!KCACHE_TRY(visit(std::move(*entry), key, value))) break;
     }
     return {};

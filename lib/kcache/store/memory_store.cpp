@@ -43,8 +43,12 @@ class MemoryReader final : public Reader {
     std::string prefix = internal::entry_prefix(ns_name);
     for (auto it = m_state->entries.lower_bound(prefix); it != m_state->entries.end() && it->first.starts_with(prefix);
          ++it) {
-      Entry entry = KCACHE_TRY(internal::decode_stored_entry(it->first, *it->second));
-      if (!visit(std::move(entry))) break;
+      auto entry = internal::decode_stored_entry(it->first, *it->second);
+      if (!entry) {
+        note_damaged(ns_name, std::string_view(it->first).substr(prefix.size()), std::move(entry).error());
+        continue;
+      }
+      if (!visit(std::move(*entry))) break;
     }
     return {};
   }
@@ -67,9 +71,13 @@ class MemoryReader final : public Reader {
     std::string prefix = internal::entry_prefix(ns_name);
     for (auto it = m_state->entries.lower_bound(prefix); it != m_state->entries.end() && it->first.starts_with(prefix);
          ++it) {
-      Entry entry = KCACHE_TRY(internal::decode_stored_entry(it->first, *it->second));
+      auto entry = internal::decode_stored_entry(it->first, *it->second);
+      if (!entry) {
+        note_damaged(ns_name, std::string_view(it->first).substr(prefix.size()), std::move(entry).error());
+        continue;
+      }
       EntryFacts facts{it->first.size() + it->second->size(), KCACHE_TRY(usage_of(it->first))};
-      if (!visit(std::move(entry), facts)) break;
+      if (!visit(std::move(*entry), facts)) break;
     }
     return {};
   }

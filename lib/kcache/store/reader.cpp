@@ -1,6 +1,8 @@
 // What every Reader shares, written once over its primitives.
 #include "kcache/store/store.hpp"
 
+#include <algorithm>
+
 namespace kcache::store {
 
 Result<std::vector<NamespaceInfo>> Reader::namespaces() {
@@ -15,6 +17,14 @@ Result<std::vector<NamespaceInfo>> Reader::namespaces() {
     out.push_back(std::move(info));
   }
   return out;
+}
+
+void Reader::note_damaged(std::string_view ns_name, std::string_view kernel, Error error) {
+  // Several scans of one snapshot meet the same entry (inspect counts, then
+  // lists); a report names it once.
+  bool known = std::any_of(m_damaged.begin(), m_damaged.end(),
+                           [&](const DamagedEntry& d) { return d.ns == ns_name && d.kernel == kernel; });
+  if (!known) m_damaged.push_back({std::string(ns_name), std::string(kernel), std::move(error)});
 }
 
 }  // namespace kcache::store

@@ -126,6 +126,15 @@ struct NamespaceInfo {
   std::uint64_t payload_bytes = 0;
 };
 
+/// A stored entry whose record fails its checks (damaged bytes, a record of
+/// another kernel, an unsupported record version). Scans skip it so that one
+/// damaged entry costs that entry alone; callers report it.
+struct DamagedEntry {
+  std::string ns;      ///< its namespace name
+  std::string kernel;  ///< from its key (untrusted bytes: escape before printing)
+  Error error;         ///< corruption or version_mismatch, naming the store and the entry
+};
+
 /// Read access inside one snapshot.
 class Reader {
  public:
@@ -135,11 +144,17 @@ class Reader {
   /// invalid_argument for a malformed namespace or a name no key can hold.
   virtual Result<std::optional<Entry>> get(std::string_view ns_name, std::string_view kernel) = 0;
   /// Visits every entry of `ns_name` in kernel-name order; stops early when
-  /// `visit` returns false. A corrupt record is returned as an error.
+  /// `visit` returns false. An entry whose record fails its checks is not
+  /// visited: it is added to damaged() and the scan goes on. Errors: the
+  /// store cannot be read, or a malformed namespace name.
   virtual Result<void> scan(std::string_view ns_name, const std::function<bool(Entry&&)>& visit) = 0;
-  /// Every namespace with counts. Decodes every entry of the store (O(store)):
-  /// a corrupt entry record anywhere is returned as an error. Callers that
-  /// need only the namespaces use namespace_records().
+  /// The entries the scans of this snapshot skipped (scan, scan_facts,
+  /// namespaces), in the order met, each once however many scans met it.
+  const std::vector<DamagedEntry>& damaged() const { return m_damaged; }
+  /// Every namespace with counts of its readable entries. Decodes every
+  /// entry of the store (O(entries)); damaged ones are skipped into
+  /// damaged(). Callers that need only the namespaces use
+  /// namespace_records().
   Result<std::vector<NamespaceInfo>> namespaces();
   /// Every namespace, in name order, from the namespace records alone: no
   /// entry is read (O(namespaces)), so a corrupt entry does not fail it.
@@ -149,12 +164,20 @@ class Reader {
   /// The usage record of an entry, or nullopt when none was recorded (or the
   /// store predates usage records). corruption for a malformed record.
   virtual Result<std::optional<EntryUsage>> usage(std::string_view ns_name, std::string_view kernel) = 0;
-  /// As scan, with each entry's record size and usage record.
+  /// As scan (damaged entries skipped into damaged()), with each entry's
+  /// record size and usage record.
   virtual Result<void> scan_facts(std::string_view ns_name,
                                   const std::function<bool(Entry&&, const EntryFacts&)>& visit) = 0;
   /// Visits the run log oldest first; stops early when `visit` returns false.
   /// corruption names the run whose record fails its checks.
   virtual Result<void> runs(const std::function<bool(RunRecord&&)>& visit) = 0;
+
+ protected:
+  /// Records an entry a scan skipped (kept once per (namespace, kernel)).
+  void note_damaged(std::string_view ns_name, std::string_view kernel, Error error);
+
+ private:
+  std::vector<DamagedEntry> m_damaged;
 };
 
 /// Counts from one write transaction.
@@ -231,13 +254,14 @@ struct OpenOptions {
 
 /// Opens (creating if needed, unless read-only) the LMDB store in `dir`.
 /// Errors: io_error (permissions, not a directory), corruption (not an LMDB
-/// store), read_only when `dir` is not writable and read_only was not asked,
-/// not_found when read-only and there is no store, version_mismatch for a
-/// newer store layout, busy when this process already holds `dir` open
-/// read-only and a writable open is asked. Clears stale reader slots on open.
-/// Opening one directory again in the same process shares its environment
-/// (LMDB allows one per process); the first open's map size and reader
-/// count apply.
+/// store, or a data.mdb truncated below what its meta page says is in use:
+/// refused before any page is read, never SIGBUS), read_only when `dir` is
+/// not writable and read_only was not asked, not_found when read-only and
+/// there is no store, version_mismatch for a newer store layout, busy when
+/// this process already holds `dir` open read-only and a writable open is
+/// asked. Clears stale reader slots on open. Opening one directory again in
+/// the same process shares its environment (LMDB allows one per process); the
+/// first open's map size and reader count apply.
 Result<std::unique_ptr<Store>> open_lmdb_store(const std::filesystem::path& dir, const OpenOptions& options = {});
 
 /// Removes the store in `dir` if it holds no namespace (what a refused first
