@@ -13,11 +13,17 @@
 #include "kcache/store/layout_internal.hpp"
 #include "kcache/store/lmdb_env_internal.hpp"
 #include "kcache/util/bytes.hpp"
+#include "kcache/util/text.hpp"
+
+#include <unistd.h>
 
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kcache::store::internal {
 namespace {
@@ -48,15 +54,47 @@ tl::unexpected<Error> env_open_error(const fs::path& dir, const EnvConfig& confi
 
 }  // namespace
 
+namespace {
+
+// LMDB 0.9's on-disk layout, as far as the check below reads it (lmdb's
+// mdb.c: MDB_page, MDB_meta, MDB_db, MDB_node; version 1 of the data file).
+constexpr std::size_t k_page_header = 16;               // pgno(8) pad(2) flags(2) lower(2) upper(2)
+constexpr std::size_t k_meta_dbs = k_page_header + 24;  // after magic(4) version(4) address(8) mapsize(8)
+constexpr std::size_t k_db_size = 48;                   // pad(4) flags(2) depth(2) 4 counts(8 each) root(8)
+constexpr std::size_t k_db_root = 40;
+constexpr std::size_t k_meta_txnid = k_meta_dbs + 2 * k_db_size + 8;  // after last_pg(8)
+constexpr std::uint32_t k_meta_magic = 0xBEEFC0DE;
+constexpr std::uint16_t k_page_leaf = 0x02, k_node_subdata = 0x02;
+constexpr std::uint64_t k_no_page = ~std::uint64_t{0};
+
+template <typename T>
+T load(const std::string& page, std::size_t at) {
+  T v{};
+  if (at + sizeof v <= page.size()) std::memcpy(&v, page.data() + at, sizeof v);
+  return v;
+}
+
+/// Page `pgno` of data.mdb read with pread (never through the map, so a page
+/// past the end is a short read, not SIGBUS); empty when it is not there.
+std::string read_page(int fd, std::uint64_t pgno, std::uint32_t psize) {
+  std::string page(psize, '\0');
+  const ssize_t n = ::pread(fd, page.data(), psize, static_cast<off_t>(pgno * psize));
+  return n == static_cast<ssize_t>(psize) ? page : std::string();
+}
+
+}  // namespace
+
 // Why: LMDB maps data.mdb and trusts its meta page, so a page past the end
 // of a truncated file (an interrupted copy, a full disk under another tool)
 // is SIGBUS on first touch, in every command and in every application that
-// calls kcache_lookup. Safe to ask: mdb_env_open has read both meta pages
-// with read(2), refusing a file too short to hold them, and mdb_env_info and
-// mdb_env_stat read only those pages (mdb_env_pick_meta: the one with the
-// larger txnid). A writer in another process writes its data pages before
-// its meta page, so the file is never shorter than a meta it has written:
-// the meta is read before the file's size.
+// calls kcache_lookup. The file's length alone cannot tell: LMDB's last page
+// number may lie past the end legitimately (pages allocated and freed in one
+// transaction are never written). What every commit does write is the root
+// page of each tree it changed, so the check reads, with pread, the newest
+// meta page (the one with LMDB's last txnid), the free and main trees' roots
+// and, from the main root, each named database's root, and refuses the store
+// when any of them lies past the end of the file. A truncation that keeps
+// every root but cuts inner pages is not caught here.
 Result<void> check_file_length(MDB_env* env, const fs::path& dir) {
   MDB_envinfo info{};
   MDB_stat stat{};
@@ -66,13 +104,44 @@ Result<void> check_file_length(MDB_env* env, const fs::path& dir) {
   if (int rc = mdb_env_get_fd(env, &fd); rc != MDB_SUCCESS) return lmdb_fail(dir, "get data.mdb's descriptor", rc);
   struct stat st {};
   if (::fstat(fd, &st) != 0) return os_fail(Category::io_error, dir, "cannot stat data.mdb", errno);
-  const std::uint64_t needed = (static_cast<std::uint64_t>(info.me_last_pgno) + 1) * stat.ms_psize;
-  const auto size = static_cast<std::uint64_t>(st.st_size);
-  if (size < needed)
+  const std::uint32_t psize = stat.ms_psize;
+  const std::uint64_t file_pages = static_cast<std::uint64_t>(st.st_size) / psize;
+  auto truncated = [&](std::uint64_t pgno, std::string_view what) {
     return fail(Category::corruption,
-                "store {} is damaged: data.mdb was truncated ({} bytes, but its last transaction uses {}: {} pages "
-                "of {} bytes); kcache will not read it: restore it from a copy, or move the store away and rebuild",
-                dir.string(), size, needed, info.me_last_pgno + 1, stat.ms_psize);
+                "store {} is damaged: data.mdb was truncated ({} bytes, but {} is page {} of {} bytes, past its "
+                "end); kcache will not read it: restore it from a copy, or move the store away and rebuild",
+                dir.string(), st.st_size, what, pgno, psize);
+  };
+  std::string meta;
+  for (std::uint64_t pgno : {0, 1}) {
+    std::string page = read_page(fd, pgno, psize);
+    if (load<std::uint32_t>(page, k_page_header) == k_meta_magic &&
+        load<std::uint64_t>(page, k_meta_txnid) == info.me_last_txnid)
+      meta = std::move(page);
+  }
+  if (meta.empty()) return {};  // a writer committed in between: its pages precede its meta
+  std::vector<std::pair<std::uint64_t, std::string>> roots = {
+      {load<std::uint64_t>(meta, k_meta_dbs + k_db_root), "the free-page tree's root"},
+      {load<std::uint64_t>(meta, k_meta_dbs + k_db_size + k_db_root), "the main tree's root"}};
+  for (const auto& [pgno, what] : roots)
+    if (pgno != k_no_page && pgno >= file_pages) return truncated(pgno, what);
+  // The main tree holds one node per named database (five); its root is a
+  // leaf whose nodes carry each database's record, root included.
+  const std::uint64_t main_root = roots[1].first;
+  if (main_root == k_no_page) return {};
+  const std::string page = read_page(fd, main_root, psize);
+  if (page.empty() || !(load<std::uint16_t>(page, 10) & k_page_leaf)) return {};
+  const auto lower = load<std::uint16_t>(page, 12);
+  for (std::size_t i = 0; k_page_header + 2 * i + 2 <= lower && k_page_header + 2 * i + 2 <= page.size(); ++i) {
+    const std::size_t node = load<std::uint16_t>(page, k_page_header + 2 * i);
+    const auto flags = load<std::uint16_t>(page, node + 4);
+    const auto key_size = load<std::uint16_t>(page, node + 6);
+    if (!(flags & k_node_subdata)) continue;
+    const std::uint64_t root = load<std::uint64_t>(page, node + 8 + key_size + k_db_root);
+    if (root != k_no_page && root >= file_pages)
+      return truncated(root, fmt::format("database '{}''s root", util::escape_untrusted(page.substr(
+                                                                     std::min(node + 8, page.size()), key_size))));
+  }
   return {};
 }
 
