@@ -25,7 +25,7 @@ enum ExitCode : int {
   k_exit_failed = 1,       ///< some kernels failed, or verify found problems
   k_exit_usage = 2,        ///< bad command line or manifest
   k_exit_not_found = 3,    ///< a named kernel, namespace or file does not exist
-  k_exit_store = 4,        ///< the store cannot be opened, read or written
+  k_exit_store = 4,        ///< the store cannot be opened, read or written, or a compiled kernel could not be stored
   k_exit_fingerprint = 5,  ///< a bundle's fingerprint does not match the target
   k_exit_bad_bundle = 6,   ///< a bundle or stored record failed integrity checks
   k_exit_no_device = 7,    ///< no Vulkan loader or device

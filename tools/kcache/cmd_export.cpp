@@ -35,6 +35,8 @@ int run_export(const ExportArgs& args) {
   fmt::print(to_stdout ? stderr : stdout, "{}",
              args.json ? report::export_json(*result, args.output)
                        : report::export_text(*result, to_stdout ? "stdout" : args.output));
+  // Damaged entries were left out: a warning, not a failure (the healthy ones were exported).
+  fmt::print(stderr, "{}", report::export_damaged_text(*result));
   return k_exit_ok;
 }
 

@@ -72,6 +72,7 @@ int run_inspect(const InspectArgs& args) {
     fmt::print("{}", report::no_foreign_text(m != nullptr));
     return k_exit_ok;
   }
+  // Damaged entries are listed, not an error: everything else was read (exit 0).
   fmt::print("{}", args.json ? report::store_json(*report) : report::store_text(*report));
   return k_exit_ok;
 }

@@ -48,6 +48,7 @@ Result<StoreReport> inspect_store(store::Store& store, const manifest::Manifest*
       }));
       report.summaries.push_back(std::move(summary));
     }
+    report.damaged = reader.damaged();
     return {};
   }));
   for (const auto& [key, spec] : classifier.wanted())
@@ -108,6 +109,7 @@ void apply_filter(StoreReport& report, const InspectFilter& filter) {
         if (i < report.summaries.size())
           report.summaries.erase(report.summaries.begin() + static_cast<std::ptrdiff_t>(i));
       }
+    std::erase_if(report.damaged, [&](const store::DamagedEntry& d) { return !foreign.count(d.ns); });
   }
   report.missing.clear();
 }

@@ -65,12 +65,16 @@ struct StoreReport {
   std::vector<EntryRow> entries;
   /// Manifest kernels with no entry: (namespace, kernel).
   std::vector<std::pair<std::string, std::string>> missing;
+  /// Entries whose records fail their checks: skipped (in no count or row
+  /// above), listed here so that the caller reports them (store::DamagedEntry).
+  std::vector<store::DamagedEntry> damaged;
   bool with_manifest = false;
 };
 
 /// Lists a store and, given a manifest, marks every entry fresh, stale or
 /// orphan and lists manifest kernels that are missing. Without a manifest an
 /// entry built by another toolchain is marked stale (it can never hit again).
+/// A damaged entry is not an error: it is skipped into `damaged`.
 Result<StoreReport> inspect_store(store::Store& store, const manifest::Manifest* manifest,
                                   const compile::Toolchain& toolchain);
 
@@ -94,8 +98,10 @@ struct InspectFilter {
 };
 
 /// Keeps the entries any given filter selects (stale, orphan, or in a
-/// foreign namespace); with --foreign alone, only foreign namespaces too.
-/// Missing kernels are dropped: a filter asks about what is stored.
+/// foreign namespace); with --foreign alone, only foreign namespaces too
+/// (and only their damaged entries). Missing kernels are dropped: a filter
+/// asks about what is stored. Damaged entries are kept: whatever is asked,
+/// they are what the store cannot say.
 void apply_filter(StoreReport& report, const InspectFilter& filter);
 
 /// Everything `kcache inspect KERNEL` shows: the stored entries of that

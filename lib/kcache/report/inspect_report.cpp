@@ -1,6 +1,7 @@
 #include "kcache/report/inspect_report.hpp"
 
 #include "kcache/report/render_internal.hpp"
+#include "kcache/report/report.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -193,6 +193,12 @@ std::string store_text(const maintain::StoreReport& report) {
     out += fmt::format("\n{} fresh, {} stale, {} orphan, {} missing\n", n[maintain::EntryState::fresh],
                        n[maintain::EntryState::stale], n[maintain::EntryState::orphan], report.missing.size());
   }
+  for (const auto& d : report.damaged) out += fmt::format("DAMAGED {} {}: {}\n", d.ns, d.kernel, d.error.message);
+  if (!report.damaged.empty())
+    out += fmt::format(
+        "{} damaged entries skipped (in no count above): run kcache verify; rebuild them (kcache build) or "
+        "re-import them\n",
+        report.damaged.size());
   return terminal_text(out);
 }
 
@@ -243,7 +249,13 @@ std::string store_json(const maintain::StoreReport& report) {
   }
   json missing = json::array();
   for (const auto& [ns, kernel] : report.missing) missing.push_back({{"namespace", ns}, {"kernel", kernel}});
-  json out = {{"schema", "kcache.inspect/1"}, {"namespaces", namespaces}, {"entries", entries}};
+  json damaged = json::array();
+  for (const auto& d : report.damaged)
+    damaged.push_back({{"namespace", d.ns},
+                       {"kernel", d.kernel},
+                       {"category", category_name(d.error.category)},
+                       {"message", d.error.message}});
+  json out = {{"schema", "kcache.inspect/1"}, {"namespaces", namespaces}, {"entries", entries}, {"damaged", damaged}};
   if (report.with_manifest) out["missing"] = missing;
   return internal::json_text(out);
 }

@@ -47,9 +47,12 @@ std::string manifest_json(const manifest::Manifest& manifest);
 /// trailing ".d". `deps` as build::RunResult::dependencies.
 std::string depfile_text(const std::string& depfile, std::string target, const std::vector<std::string>& deps);
 
-/// Text table of a store report.
+/// Text table of a store report, then one "DAMAGED <namespace> <kernel>:
+/// <message>" line per damaged entry the scan skipped and, when there are
+/// any, a line saying what to do.
 std::string store_text(const maintain::StoreReport& report);
-/// JSON of a store report (schema "kcache.inspect/1").
+/// JSON of a store report (schema "kcache.inspect/1"), with "damaged":
+/// [{"namespace", "kernel", "category", "message"}] (empty when none).
 std::string store_json(const maintain::StoreReport& report);
 
 }  // namespace kcache::report

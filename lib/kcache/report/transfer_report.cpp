@@ -34,11 +34,30 @@ std::string export_text(const transfer::ExportResult& result, std::string_view o
 }
 
 std::string export_json(const transfer::ExportResult& result, std::string_view output) {
-  json j = {{"namespace", result.ns.name()},       {"entries", result.entries},
-            {"record_bytes", result.record_bytes}, {"payload_bytes", result.payload_bytes},
-            {"output", std::string(output)},       {"bundle_bytes", result.bundle_bytes},
-            {"signed", result.signer.has_value()}, {"signer", key_or_null(result.signer)}};
+  json j = {{"namespace", result.ns.name()},
+            {"entries", result.entries},
+            {"record_bytes", result.record_bytes},
+            {"payload_bytes", result.payload_bytes},
+            {"output", std::string(output)},
+            {"bundle_bytes", result.bundle_bytes},
+            {"signed", result.signer.has_value()},
+            {"signer", key_or_null(result.signer)},
+            {"damaged", json::array()}};
+  for (const auto& d : result.damaged)
+    j["damaged"].push_back({{"namespace", d.ns},
+                            {"kernel", d.kernel},
+                            {"category", category_name(d.error.category)},
+                            {"message", d.error.message}});
   return internal::json_text(j);
+}
+
+std::string export_damaged_text(const transfer::ExportResult& result) {
+  if (result.damaged.empty()) return {};
+  std::string names;
+  for (const auto& d : result.damaged) names += (names.empty() ? "" : ", ") + d.kernel;
+  return terminal_text(
+      fmt::format("kcache: warning: {} damaged entries not exported: {} (run kcache verify; rebuild them)\n",
+                  result.damaged.size(), names));
 }
 
 std::string import_text(const transfer::ImportResult& result, std::string_view bundle_label) {

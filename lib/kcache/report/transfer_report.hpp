@@ -20,8 +20,12 @@ namespace kcache::report {
 /// compression ratio when known, then the signer or "unsigned".
 std::string export_text(const transfer::ExportResult& result, std::string_view output_label);
 /// The same as JSON: namespace, entries, byte counts, `output` (the -o
-/// argument as given, "-" for stdout), signed and signer.
+/// argument as given, "-" for stdout), signed and signer, and `damaged`:
+/// [{"namespace", "kernel", "category", "message"}] (empty when none).
 std::string export_json(const transfer::ExportResult& result, std::string_view output);
+/// For stderr: "kcache: warning: N damaged entries not exported: a, b (run
+/// kcache verify; rebuild them)"; empty when none was damaged.
+std::string export_damaged_text(const transfer::ExportResult& result);
 
 /// Two lines on an import (or a dry run): what was checked against which
 /// target and how it is signed, then the counts per action. `bundle_label`

@@ -11,32 +11,41 @@
 namespace kcache::transfer {
 namespace {
 
-std::string list_names(const std::vector<store::NamespaceInfo>& namespaces) {
+/// "a (N entries), b (M entries)", or "none". Only an error names them, so
+/// only then are the entries counted (O(entries)); a store that cannot count
+/// them still gets the names.
+std::string list_names(store::Reader& reader, const std::vector<store::NamespaceRecord>& records) {
   std::string out;
-  for (const auto& info : namespaces)
-    out += fmt::format("{}{} ({} entries)", out.empty() ? "" : ", ", info.ns.name(), info.entries);
+  if (auto counted = reader.namespaces()) {
+    for (const auto& info : *counted)
+      out += fmt::format("{}{} ({} entries)", out.empty() ? "" : ", ", info.ns.name(), info.entries);
+  } else {
+    for (const auto& r : records) out += fmt::format("{}{}", out.empty() ? "" : ", ", r.ns.name());
+  }
   return out.empty() ? "none" : out;
 }
 
-Result<Namespace> choose_namespace(const ExportSelection& sel, const std::vector<store::NamespaceInfo>& namespaces,
-                                   const std::string& store_label) {
+Result<Namespace> choose_namespace(const ExportSelection& sel, store::Reader& reader, const std::string& store_label) {
   if (sel.backend.empty() != sel.fingerprint.empty())
     return fail(Category::invalid_argument, "--backend and --fingerprint go together (or use --namespace {}/{})",
                 sel.backend.empty() ? "BACKEND" : sel.backend, sel.fingerprint.empty() ? "FP" : sel.fingerprint);
   std::string wanted = !sel.ns_name.empty()  ? sel.ns_name
                        : sel.backend.empty() ? ""
                                              : sel.backend + "/" + sel.fingerprint;
+  if (!wanted.empty()) KCACHE_CHECK(parse_namespace_name(wanted));
+  // The namespace records alone (O(namespaces)): no entry is decoded to
+  // choose, so no entry of another namespace is met damaged.
+  auto namespaces = KCACHE_TRY(reader.namespace_records());
   if (!wanted.empty()) {
-    KCACHE_CHECK(parse_namespace_name(wanted));
     for (const auto& info : namespaces)
       if (info.ns.name() == wanted) return info.ns;
     return fail(Category::not_found, "{} has no namespace '{}'; it holds: {}", store_label, wanted,
-                list_names(namespaces));
+                list_names(reader, namespaces));
   }
   if (namespaces.size() == 1) return namespaces.front().ns;
   if (namespaces.empty()) return fail(Category::not_found, "{} holds no namespaces: nothing to export", store_label);
   return fail(Category::invalid_argument, "{} holds {} namespaces; choose one with --namespace: {}", store_label,
-              namespaces.size(), list_names(namespaces));
+              namespaces.size(), list_names(reader, namespaces));
 }
 
 bool selected(const ExportSelection& sel, std::string_view kernel) {
@@ -56,8 +65,7 @@ Result<ExportResult> export_bundle(store::Store& store, const ExportSelection& s
                                    const ExportOptions& options) {
   ExportResult result;
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
-    auto namespaces = KCACHE_TRY(reader.namespaces());
-    result.ns = KCACHE_TRY(choose_namespace(selection, namespaces, "the store"));
+    result.ns = KCACHE_TRY(choose_namespace(selection, reader, "the store"));
     bundle::BundleHeader header;
     header.ns = result.ns;
     header.tool_versions = bundle_tool_versions();
@@ -70,9 +78,14 @@ Result<ExportResult> export_bundle(store::Store& store, const ExportSelection& s
       if (selected(selection, e.kernel)) header.index.push_back(bundle::index_entry(e));
       return true;
     }));
+    for (const auto& d : reader.damaged())
+      if (d.ns == ns_name && selected(selection, d.kernel)) result.damaged.push_back(d);
     if (header.index.empty() && !selection.kernel_globs.empty())
-      return fail(Category::not_found, "no entry of {} matches --kernel {}", ns_name,
-                  fmt::join(selection.kernel_globs, " --kernel "));
+      return fail(Category::not_found, "no entry of {} matches --kernel {}{}", ns_name,
+                  fmt::join(selection.kernel_globs, " --kernel "),
+                  result.damaged.empty()
+                      ? ""
+                      : fmt::format(" but {} damaged ones (run kcache verify; rebuild them)", result.damaged.size()));
     for (const auto& ie : header.index) {
       result.record_bytes += ie.record_size;
       result.payload_bytes += ie.payload_size;

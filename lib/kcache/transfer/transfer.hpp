@@ -46,6 +46,10 @@ struct ExportResult {
   std::uint64_t payload_bytes = 0;  ///< the artifacts alone
   std::uint64_t bundle_bytes = 0;   ///< size of the written bundle (0 when written to an fd)
   std::optional<bundle::KeyId> signer;
+  /// Selected entries of the namespace whose records fail their checks:
+  /// left out of the bundle (not counted above), listed for the caller to
+  /// report (store::DamagedEntry).
+  std::vector<store::DamagedEntry> damaged;
 };
 
 /// The tool versions a bundle written here records: kcache, glslang, SPIRV-Tools.
@@ -63,6 +67,7 @@ struct ExportOptions {
 /// message lists them) or the selector is half given; not_found for an
 /// unknown namespace or globs that match nothing (listing what exists);
 /// store and I/O errors unchanged. Reads one snapshot, one entry at a time.
+/// A damaged entry is not an error: it is left out and listed in `damaged`.
 Result<ExportResult> export_bundle(store::Store& store, const ExportSelection& selection, const BundleStream& out,
                                    const ExportOptions& options);
 
