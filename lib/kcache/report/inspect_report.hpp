@@ -1,7 +1,7 @@
-// Reports of `kcache inspect`: a store with its damaged entries, a kernel's
-// stored entries in full (`inspect KERNEL`), and why kernels would not hit
-// (`--why`). JSON schemas "kcache.inspect/1", "kcache.inspect-kernel/1" and
-// "kcache.why/1"; fields are only ever added.
+// Reports of `kcache inspect KERNEL` and `kcache inspect --why`: a kernel's
+// stored entries in full, and why kernels would not hit. JSON schemas
+// "kcache.inspect-kernel/1" and "kcache.why/1"; fields are only ever added.
+// (The store listing, damaged entries included, is report.hpp store_text.)
 //
 // Thread-safety: pure functions over their arguments.
 #pragma once
