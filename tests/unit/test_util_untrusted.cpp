@@ -51,3 +51,11 @@ TEST_CASE("printable_text escapes what a terminal would act on, once") {
   CHECK(printable_text(once) == once);  // already escaped text is not escaped twice
   CHECK(printable_text(printable_text("\xff\r")) == printable_text("\xff\r"));
 }
+
+TEST_CASE("shown_untrusted cuts long text at a character boundary, then escapes") {
+  CHECK(shown_untrusted("short\x1b") == "short\\x1b");
+  const std::string long_text = std::string(119, 'a') + "ü" + "tail";  // ü straddles byte 120
+  CHECK(shown_untrusted(long_text) == std::string(119, 'a') + "...");
+  CHECK(is_printable_utf8(shown_untrusted(std::string(1000, '\xff'))));
+  CHECK(shown_untrusted(std::string(1000, 'x')).size() == 123);
+}

@@ -69,14 +69,7 @@ EntrySource entries_from(std::span<const Entry> entries) {
 
 namespace internal {
 
-std::string shown(std::string_view text) {
-  constexpr std::size_t k_shown = 120;
-  if (text.size() <= k_shown) return util::escape_untrusted(text);
-  // Cut at a character boundary before escaping, so the message stays UTF-8.
-  std::size_t cut = k_shown;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
-  return util::escape_untrusted(text.substr(0, cut)) + "...";
-}
+std::string shown(std::string_view text) { return util::shown_untrusted(text); }
 
 Blake2b::Blake2b() {
   sodium_ready();

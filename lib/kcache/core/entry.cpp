@@ -31,13 +31,7 @@ tl::unexpected<Error> corrupt(std::string_view what) {
 
 /// Untrusted text for a message: escaped, and cut (at a character boundary,
 /// before escaping) so that one huge field cannot make a huge message.
-std::string shown(std::string_view text) {
-  constexpr std::size_t k_shown = 120;
-  if (text.size() <= k_shown) return util::escape_untrusted(text);
-  std::size_t cut = k_shown;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
-  return util::escape_untrusted(text.substr(0, cut)) + "...";
-}
+std::string shown(std::string_view text) { return util::shown_untrusted(text); }
 
 tl::unexpected<Error> refuse(std::string message) {
   return tl::unexpected(Error{Category::corruption, std::move(message)});

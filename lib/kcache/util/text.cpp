@@ -95,4 +95,11 @@ std::string escape_untrusted(std::string_view text) { return escape(text, true);
 
 std::string printable_text(std::string_view text) { return escape(text, false); }
 
+std::string shown_untrusted(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return escape_untrusted(text);
+  std::size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  return escape_untrusted(text.substr(0, cut)) + "...";
+}
+
 }  // namespace kcache::util

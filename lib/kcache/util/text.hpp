@@ -31,6 +31,11 @@ bool is_printable_utf8(std::string_view text);
 /// no backslash.
 std::string escape_untrusted(std::string_view text);
 
+/// Untrusted text for a message: escape_untrusted of at most `max_bytes`
+/// of it (cut at a character boundary before escaping, then "..."), so that
+/// one huge field cannot make a huge message.
+std::string shown_untrusted(std::string_view text, std::size_t max_bytes = 120);
+
 /// Like escape_untrusted but leaves backslashes as they are, so that text
 /// holding names already escaped by escape_untrusted is not escaped twice:
 /// for a terminal, where only control characters and invalid UTF-8 do harm.
