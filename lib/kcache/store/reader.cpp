@@ -1,8 +1,6 @@
 // What every Reader shares, written once over its primitives.
 #include "kcache/store/store.hpp"
 
-#include <algorithm>
-
 namespace kcache::store {
 
 Result<std::vector<NamespaceInfo>> Reader::namespaces() {
@@ -21,10 +19,10 @@ Result<std::vector<NamespaceInfo>> Reader::namespaces() {
 
 void Reader::note_damaged(std::string_view ns_name, std::string_view kernel, Error error) {
   // Several scans of one snapshot meet the same entry (inspect counts, then
-  // lists); a report names it once.
-  bool known = std::any_of(m_damaged.begin(), m_damaged.end(),
-                           [&](const DamagedEntry& d) { return d.ns == ns_name && d.kernel == kernel; });
-  if (!known) m_damaged.push_back({std::string(ns_name), std::string(kernel), std::move(error)});
+  // lists); a report names it once. A set, so that a store whose every
+  // record is damaged costs O(n log n), not O(n^2).
+  if (m_damaged_seen.emplace(std::string(ns_name), std::string(kernel)).second)
+    m_damaged.push_back({std::string(ns_name), std::string(kernel), std::move(error)});
 }
 
 }  // namespace kcache::store

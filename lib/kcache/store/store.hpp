@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -178,6 +179,7 @@ class Reader {
 
  private:
   std::vector<DamagedEntry> m_damaged;
+  std::set<std::pair<std::string, std::string>, std::less<>> m_damaged_seen;  ///< (ns, kernel) of m_damaged
 };
 
 /// Counts from one write transaction.
