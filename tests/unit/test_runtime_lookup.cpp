@@ -3,6 +3,7 @@
 // for the application's device, and a refusal (with its reason) otherwise.
 #include "kcache/runtime/catalog.hpp"
 
+#include "raw_lmdb.hpp"
 #include "test_runtime_support.hpp"
 
 #include <lmdb.h>
@@ -46,23 +47,6 @@ struct Fixture {
     return std::move(*c);
   }
 };
-
-/// Writes `value` under `key` of database `db` with the raw LMDB API, as a
-/// damaged store would hold it. No kcache Store may be open on `dir`.
-void raw_put(const std::filesystem::path& dir, const char* db, std::string_view key, std::string_view value) {
-  MDB_env* env = nullptr;
-  REQUIRE(mdb_env_create(&env) == 0);
-  REQUIRE(mdb_env_set_maxdbs(env, 8) == 0);
-  REQUIRE(mdb_env_open(env, dir.c_str(), 0, 0664) == 0);
-  MDB_txn* txn = nullptr;
-  REQUIRE(mdb_txn_begin(env, nullptr, 0, &txn) == 0);
-  MDB_dbi dbi = 0;
-  REQUIRE(mdb_dbi_open(txn, db, 0, &dbi) == 0);
-  MDB_val k{key.size(), const_cast<char*>(key.data())}, v{value.size(), const_cast<char*>(value.data())};
-  REQUIRE(mdb_put(txn, dbi, &k, &v, 0) == 0);
-  REQUIRE(mdb_txn_commit(txn) == 0);
-  mdb_env_close(env);
-}
 
 std::string file_text(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

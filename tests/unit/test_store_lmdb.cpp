@@ -9,6 +9,7 @@
 #include "kcache/store/store.hpp"
 #include "kcache/util/file.hpp"
 
+#include "raw_lmdb.hpp"
 #include "test_support.hpp"
 
 #include <lmdb.h>
@@ -24,6 +25,7 @@ namespace kcache::store {
 namespace {
 
 namespace fs = std::filesystem;
+using kcache::test::raw_put;
 
 Entry make_entry(const std::string& kernel, std::size_t size, char fill = 'p') {
   Entry e;
@@ -100,23 +102,6 @@ fs::path make_store(const test::TempDir& tmp, const OpenOptions& options = {}) {
   auto store = open_ok(dir, options);
   put_ok(*store, {make_entry("a", 10), make_entry("b", 20)});
   return dir;
-}
-
-/// Writes `value` under `key` of database `db` with the raw LMDB API, as a
-/// damaged or foreign store would hold it. No kcache Store may be open on `dir`.
-void raw_put(const fs::path& dir, const char* db, std::string_view key, std::string_view value) {
-  MDB_env* env = nullptr;
-  REQUIRE(mdb_env_create(&env) == 0);
-  REQUIRE(mdb_env_set_maxdbs(env, 8) == 0);
-  REQUIRE(mdb_env_open(env, dir.c_str(), 0, 0664) == 0);
-  MDB_txn* txn = nullptr;
-  REQUIRE(mdb_txn_begin(env, nullptr, 0, &txn) == 0);
-  MDB_dbi dbi = 0;
-  REQUIRE(mdb_dbi_open(txn, db, MDB_CREATE, &dbi) == 0);
-  MDB_val k{key.size(), const_cast<char*>(key.data())}, v{value.size(), const_cast<char*>(value.data())};
-  REQUIRE(mdb_put(txn, dbi, &k, &v, 0) == 0);
-  REQUIRE(mdb_txn_commit(txn) == 0);
-  mdb_env_close(env);
 }
 
 /// Runs `fn` in a child process and returns its exit status (`fn`'s result).
