@@ -12,6 +12,13 @@
 // created with FAIL_ON_PIPELINE_COMPILE_REQUIRED, which tells a blob hit from
 // a driver recompile. One pipeline cache per kernel, as docs/design.md explains.
 //
+// With --startup cold|warm it instead measures an application's start: the
+// wall time from opening the store to the last pipeline created, with every
+// kernel looked up and its pipeline created on --threads threads (one
+// VkPipelineCache per kernel: empty when cold, kcache's blob when warm). Run
+// once per mode in fresh processes; set the driver's disk-cache variables to
+// measure that cache instead.
+//
 // Exit status: 0 when every pipeline was created, 1 otherwise, 2 for bad
 // usage, 3 when there is no Vulkan device or store.
 #include "kcache/runtime/kcache_vulkan.h"
@@ -20,19 +27,25 @@
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
 
 constexpr const char* k_usage =
-    "usage: kcache-example [--store DIR] [--device NAME] [--target ENV] [KERNEL...]\n"
+    "usage: kcache-example [--store DIR] [--device NAME] [--target ENV]\n"
+    "                      [--startup cold|warm [--threads N]] [KERNEL...]\n"
     "\n"
     "Creates the compute pipelines of KERNEL... (default: every compute kernel in the\n"
     "store) on a Vulkan device, cold (no blob) and warm (kcache's pipeline-cache blob),\n"
@@ -40,10 +53,15 @@ constexpr const char* k_usage =
     "  --store DIR     kcache store (default: $KCACHE_STORE, else ~/.cache/kcache)\n"
     "  --device NAME   the first device whose name contains NAME (default: the first\n"
     "                  discrete GPU, else integrated, virtual, other, CPU)\n"
-    "  --target ENV    SPIR-V target to look kernels up in, e.g. vulkan1.2\n";
+    "  --target ENV    SPIR-V target to look kernels up in, e.g. vulkan1.2\n"
+    "  --startup MODE  instead, time an application's start once: store open, every\n"
+    "                  lookup and pipeline (cold: empty caches; warm: kcache's blobs)\n"
+    "  --threads N     threads for --startup (default 1), one pipeline cache per kernel\n";
 
 struct Args {
   std::string store, device, target;
+  std::string startup;  ///< "", "cold" or "warm"
+  unsigned threads = 1;
   std::vector<std::string> kernels;
 };
 
@@ -65,6 +83,15 @@ std::optional<Args> parse(int argc, char** argv) {
       if (!value(a.device)) return std::nullopt;
     } else if (s == "--target") {
       if (!value(a.target)) return std::nullopt;
+    } else if (s == "--startup") {
+      if (!value(a.startup) || (a.startup != "cold" && a.startup != "warm")) return std::nullopt;
+    } else if (s == "--threads") {
+      std::string n;
+      if (!value(n)) return std::nullopt;
+      char* end = nullptr;
+      const unsigned long v = std::strtoul(n.c_str(), &end, 10);
+      if (n.empty() || *end != '\0' || v < 1 || v > 256) return std::nullopt;
+      a.threads = static_cast<unsigned>(v);
     } else if (s.starts_with("-")) {
       return std::nullopt;
     } else {
@@ -176,6 +203,33 @@ bool make_layout(const kcache::runtime::Kernel& k, Layout& out) {
   return vkCreatePipelineLayout(out.device, &pli, nullptr, &out.layout) == VK_SUCCESS;
 }
 
+// Pipeline layouts shared by kernels with the same interface, as an
+// application that creates many pipelines keeps them: one layout per distinct
+// (bindings, push-constant size) instead of one per kernel. Thread-safe.
+class LayoutCache {
+ public:
+  explicit LayoutCache(VkDevice device) : m_device(device) {}
+  /// The layout for `k`'s interface, created on first use; VK_NULL_HANDLE on failure.
+  VkPipelineLayout get(const kcache::runtime::Kernel& k) {
+    std::string key = std::to_string(k.push_constant_size());
+    for (const auto& b : k.bindings())
+      key += ';' + std::to_string(b.set) + ',' + std::to_string(b.binding) + ',' + std::to_string(b.descriptor_type) +
+             ',' + std::to_string(b.count);
+    std::lock_guard lock(m_mutex);
+    auto [it, inserted] = m_layouts.try_emplace(key, nullptr);
+    if (inserted) {
+      auto layout = std::make_unique<Layout>(Layout{m_device});
+      if (make_layout(k, *layout)) it->second = std::move(layout);
+    }
+    return it->second ? it->second->layout : VK_NULL_HANDLE;
+  }
+
+ private:
+  VkDevice m_device;
+  std::mutex m_mutex;
+  std::map<std::string, std::unique_ptr<Layout>> m_layouts;
+};
+
 enum class Made { created, hit, miss, failed };
 
 struct Creation {
@@ -187,19 +241,22 @@ struct Creation {
 // Creates `k`'s pipeline on `device` from `blob` (empty = cold) and returns
 // how long vkCreateComputePipelines took. With `probe`, first tries with
 // FAIL_ON_PIPELINE_COMPILE_REQUIRED to learn whether the blob served it.
-Creation create(VkDevice device, const kcache::runtime::Kernel& k, std::span<const std::uint8_t> blob, bool probe) {
+// The layout comes from `layouts` when given, else is made for this kernel.
+Creation create(VkDevice device, const kcache::runtime::Kernel& k, std::span<const std::uint8_t> blob, bool probe,
+                LayoutCache* layouts = nullptr) {
   Creation c;
   VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   mi.codeSize = k.spirv().size_bytes();
   mi.pCode = k.spirv().data();
   VkShaderModule module = VK_NULL_HANDLE;
   if ((c.result = vkCreateShaderModule(device, &mi, nullptr, &module)) != VK_SUCCESS) return c;
-  Layout layout{device};
+  Layout own_layout{device};
+  const VkPipelineLayout layout = layouts ? layouts->get(k) : make_layout(k, own_layout) ? own_layout.layout : nullptr;
   VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   ci.initialDataSize = blob.size();
   ci.pInitialData = blob.data();
   VkPipelineCache cache = VK_NULL_HANDLE;
-  if (!make_layout(k, layout)) {
+  if (!layout) {
     c.result = VK_ERROR_INITIALIZATION_FAILED;
   } else if ((c.result = vkCreatePipelineCache(device, &ci, nullptr, &cache)) == VK_SUCCESS) {
     const auto entries = k.spec_entries();
@@ -213,7 +270,7 @@ Creation create(VkDevice device, const kcache::runtime::Kernel& k, std::span<con
     pi.stage.module = module;
     pi.stage.pName = k.entry_point();
     pi.stage.pSpecializationInfo = entries.empty() ? nullptr : &si;
-    pi.layout = layout.layout;
+    pi.layout = layout;
     pi.basePipelineIndex = -1;
     VkPipeline pipeline = VK_NULL_HANDLE;
     c.made = Made::created;
@@ -239,6 +296,90 @@ Creation create(VkDevice device, const kcache::runtime::Kernel& k, std::span<con
   return c;
 }
 
+// --startup: every kernel looked up and its pipeline created on
+// args.threads threads, as an application would at start, timed from
+// `start` (before the store was opened) to the last pipeline.
+int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, const Args& args,
+            std::chrono::steady_clock::time_point process_start) {
+  const bool warm = args.startup == "warm";
+  Gpu gpu;
+  if (!open_device(pd, api, gpu)) {
+    std::fputs("kcache-example: vkCreateDevice failed\n", stderr);
+    return 3;
+  }
+  // The application has its device; kcache's part starts with the store.
+  const double device_ms = ms_since(process_start);
+  const auto start = std::chrono::steady_clock::now();
+  auto opened = kcache::runtime::Store::open(args.store);
+  if (!opened) {
+    std::fprintf(stderr, "kcache-example: %s\n", opened.error().message.c_str());
+    return 3;
+  }
+  const auto& store = *opened;
+  std::vector<std::string> names = args.kernels;
+  if (names.empty()) {
+    auto all = store.kernels(args.target);
+    if (!all) {
+      std::fprintf(stderr, "kcache-example: %s\n", all.error().message.c_str());
+      return 3;
+    }
+    names = std::move(*all);
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+  }
+  const double list_ms = ms_since(start);
+  std::atomic<std::size_t> next{0}, created{0}, failed{0}, served{0}, other_stage{0};
+  std::atomic<std::uint64_t> create_us{0}, lookup_us{0}, other_us{0};
+  LayoutCache layouts(gpu.device);
+  auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < names.size();) {
+      const auto looking = std::chrono::steady_clock::now();
+      auto k = store.lookup(names[i], &dev, args.target);
+      lookup_us += static_cast<std::uint64_t>(ms_since(looking) * 1000);
+      if (!k) {
+        std::fprintf(stderr, "kcache-example: %s\n", k.error().message.c_str());
+        ++failed;
+        continue;
+      }
+      if (k->stage() != "compute") {
+        ++other_stage;
+        continue;
+      }
+      const bool has_blob = k->blob_status() == KCACHE_BLOB_SERVED;
+      served += has_blob;
+      const auto creating = std::chrono::steady_clock::now();
+      const Creation c = create(gpu.device, *k, warm && has_blob ? k->pipeline_cache() : std::span<const std::uint8_t>{},
+                                false, &layouts);
+      create_us += static_cast<std::uint64_t>(c.ms * 1000);
+      other_us += static_cast<std::uint64_t>((ms_since(creating) - c.ms) * 1000);
+      if (c.made == Made::failed) {
+        std::fprintf(stderr, "kcache-example: %.*s: pipeline creation failed (VkResult %d)\n",
+                     static_cast<int>(k->name().size()), k->name().data(), c.result);
+        ++failed;
+      } else {
+        ++created;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < args.threads; ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  const double wall_ms = ms_since(start);
+  // One line, key=value, for scripts (scripts/bench_gpu parses it): wall_ms
+  // from store open to the last pipeline; device_ms before it (process start
+  // to VkDevice, the application's cost with or without kcache); the *_sum_ms
+// are summed over threads: lookups, vkCreateComputePipelines, and the other
+// objects (shader module, layouts, pipeline cache); list_ms is store open and
+// the kernel list.
+  std::printf(
+      "startup mode=%s threads=%u pipelines=%zu failed=%zu blobs_served=%zu wall_ms=%.3f device_ms=%.3f "
+      "create_sum_ms=%.3f lookup_sum_ms=%.3f objects_sum_ms=%.3f list_ms=%.3f\n",
+      args.startup.c_str(), args.threads, created.load(), failed.load(), warm ? served.load() : 0, wall_ms, device_ms,
+      static_cast<double>(create_us.load()) / 1000.0, static_cast<double>(lookup_us.load()) / 1000.0,
+      static_cast<double>(other_us.load()) / 1000.0, list_ms);
+  return failed ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -252,12 +393,7 @@ int main(int argc, char** argv) {
   setenv("MESA_SHADER_CACHE_DISABLE", "true", 0);
   setenv("__GL_SHADER_DISK_CACHE", "0", 0);
 
-  auto store = kcache::runtime::Store::open(args->store);
-  if (!store) {
-    std::fprintf(stderr, "kcache-example: %s\n", store.error().message.c_str());
-    return 3;
-  }
-
+  const auto process_start = std::chrono::steady_clock::now();
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "kcache-example";
   app.apiVersion = VK_API_VERSION_1_3;
@@ -299,6 +435,17 @@ int main(int argc, char** argv) {
                                api >= VK_API_VERSION_1_3 ? &v13 : nullptr};
   vkGetPhysicalDeviceFeatures2(pd, &f2);
   const bool probe = v13.pipelineCreationCacheControl == VK_TRUE;
+  if (!args->startup.empty()) {
+    const int rc = startup(pd, api, dev, *args, process_start);
+    vkDestroyInstance(instance, nullptr);
+    return rc;
+  }
+  auto store = kcache::runtime::Store::open(args->store);
+  if (!store) {
+    std::fprintf(stderr, "kcache-example: %s\n", store.error().message.c_str());
+    vkDestroyInstance(instance, nullptr);
+    return 3;
+  }
 
   // The kernels: named ones, else every compute kernel in the store.
   std::vector<kcache::runtime::Kernel> kernels;
