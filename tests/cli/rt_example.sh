@@ -28,3 +28,13 @@ expect_exit 1 "$EXAMPLE" --device llvmpipe nope
 expect_in "$WORK/err" "no kernel 'nope'"
 expect_exit 3 "$EXAMPLE" --store "$WORK/absent"
 expect_exit 2 "$EXAMPLE" --bogus
+
+# An application's start on 4 threads (scripts/bench_gpu times it on a GPU):
+# every kernel looked up and its pipeline created, warm from the blobs and
+# cold without them; a bad thread count is a usage error.
+expect_exit 0 "$EXAMPLE" --device llvmpipe --startup warm --threads 4
+expect_in "$WORK/out" "startup mode=warm threads=4 pipelines=76 failed=0 blobs_served=76 "
+expect_exit 0 "$EXAMPLE" --device llvmpipe --startup cold --threads 4
+expect_in "$WORK/out" "startup mode=cold threads=4 pipelines=76 failed=0 blobs_served=0 "
+expect_exit 3 "$EXAMPLE" --store "$WORK/absent" --device llvmpipe --startup warm
+expect_exit 2 "$EXAMPLE" --startup warm --threads 0
