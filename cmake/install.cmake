@@ -5,7 +5,7 @@
 # Layout under the prefix (GNUInstallDirs):
 #   bin/kcache
 #   lib/libkcache.so.0 (+ .so.0.x.y, .so)          the runtime library
-#   include/kcache/runtime/{kcache.h,kcache_vulkan.h,runtime.hpp}
+#   include/kcache/runtime/{kcache.h,kcache_embedded.h,kcache_vulkan.h,runtime.hpp}
 #   lib/cmake/kcache/                              find_package(kcache)
 #   lib/pkgconfig/kcache.pc
 #   share/man/man1/kcache.1
@@ -29,7 +29,8 @@ set_target_properties(kcache_runtime_shared PROPERTIES EXPORT_NAME runtime)
 install(TARGETS kcache EXPORT kcacheTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS kcache_runtime_shared EXPORT kcacheTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(FILES lib/kcache/runtime/kcache.h lib/kcache/runtime/kcache_vulkan.h lib/kcache/runtime/runtime.hpp
+install(FILES lib/kcache/runtime/kcache.h lib/kcache/runtime/kcache_embedded.h lib/kcache/runtime/kcache_vulkan.h
+              lib/kcache/runtime/runtime.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kcache/runtime)
 install(EXPORT kcacheTargets NAMESPACE kcache:: FILE kcacheTargets.cmake DESTINATION ${k_cmake_dir})
 configure_package_config_file(cmake/kcacheConfig.cmake.in "${CMAKE_BINARY_DIR}/cmake/kcacheConfig.cmake"

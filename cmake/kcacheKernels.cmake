@@ -1,6 +1,7 @@
 # kcache_add_kernels(TARGET <name> MANIFEST <file> [BACKEND spirv|vulkan]
 #                    [DEVICE <selector>] [STORE <dir>]
-#                    [BUNDLE <out.kcb> [NAMESPACE <backend/fingerprint>]])
+#                    [BUNDLE <out.kcb> [NAMESPACE <backend/fingerprint>]]
+#                    [EMIT cpp|c EMIT_TARGET <target> [EMIT_NAME <identifier>]])
 #
 # Builds the kernels of a kcache manifest as part of the build: a target
 # <name> (in ALL) runs `kcache build` whenever the manifest, a kernel source
@@ -25,6 +26,15 @@
 #            inspect` lists them); default: the store's only namespace. Needed
 #            for BACKEND vulkan (vulkan/<fingerprint>, `kcache devices`) and
 #            for manifests with several targets.
+#   EMIT     also write the kernels as sources (`kcache emit --lang cpp|c`,
+#            README "Embedding kernels") and add them to EMIT_TARGET, an
+#            executable or library of this project: it then carries every
+#            kernel of the store's SPIR-V namespace (NAMESPACE, or the only
+#            one) and needs no store at run time. The header
+#            <EMIT_NAME>.hpp (.h for c) is on EMIT_TARGET's include path;
+#            EMIT_NAME (default: TARGET with non-identifier characters as
+#            '_') names the files, the C++ namespace / C prefix. The target
+#            property KCACHE_EMIT_DIR gives the folder.
 #
 # The kcache executable is the imported target kcache::kcache (from
 # find_package(kcache)) or, inside kcache's own build, the kcache target.
@@ -35,7 +45,8 @@ if(CMAKE_VERSION VERSION_LESS 3.20)
 endif()
 
 function(kcache_add_kernels)
-  cmake_parse_arguments(K "" "TARGET;MANIFEST;BACKEND;DEVICE;STORE;BUNDLE;NAMESPACE" "" ${ARGN})
+  cmake_parse_arguments(K "" "TARGET;MANIFEST;BACKEND;DEVICE;STORE;BUNDLE;NAMESPACE;EMIT;EMIT_TARGET;EMIT_NAME" ""
+                        ${ARGN})
   if(K_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "kcache_add_kernels: unknown arguments: ${K_UNPARSED_ARGUMENTS}")
   endif()
@@ -53,8 +64,17 @@ function(kcache_add_kernels)
   if(K_DEVICE AND NOT K_BACKEND STREQUAL "vulkan")
     message(FATAL_ERROR "kcache_add_kernels: DEVICE needs BACKEND vulkan")
   endif()
-  if(K_NAMESPACE AND NOT K_BUNDLE)
-    message(FATAL_ERROR "kcache_add_kernels: NAMESPACE selects what BUNDLE holds; give BUNDLE too")
+  if(K_NAMESPACE AND NOT K_BUNDLE AND NOT K_EMIT)
+    message(FATAL_ERROR "kcache_add_kernels: NAMESPACE selects what BUNDLE or EMIT holds; give one of them too")
+  endif()
+  if(K_EMIT AND NOT K_EMIT MATCHES "^(cpp|c)$")
+    message(FATAL_ERROR "kcache_add_kernels: EMIT must be cpp or c, not '${K_EMIT}'")
+  endif()
+  if(K_EMIT AND NOT TARGET "${K_EMIT_TARGET}")
+    message(FATAL_ERROR "kcache_add_kernels: EMIT needs EMIT_TARGET, an existing target to add the sources to")
+  endif()
+  if((K_EMIT_TARGET OR K_EMIT_NAME) AND NOT K_EMIT)
+    message(FATAL_ERROR "kcache_add_kernels: EMIT_TARGET and EMIT_NAME go with EMIT cpp|c")
   endif()
   if(K_BUNDLE AND K_BACKEND STREQUAL "vulkan" AND NOT K_NAMESPACE)
     message(FATAL_ERROR "kcache_add_kernels: BUNDLE with BACKEND vulkan needs NAMESPACE vulkan/<fingerprint> "
@@ -110,6 +130,38 @@ function(kcache_add_kernels)
     list(APPEND outputs "${bundle}")
   endif()
 
+  set(emit_dir "")
+  if(K_EMIT)
+    if(NOT K_EMIT_NAME)
+      string(MAKE_C_IDENTIFIER "${K_TARGET}" K_EMIT_NAME)
+    endif()
+    set(emit_dir "${CMAKE_CURRENT_BINARY_DIR}/${K_TARGET}.kcache-emit")
+    if(K_EMIT STREQUAL "cpp")
+      set(emitted "${emit_dir}/${K_EMIT_NAME}.hpp" "${emit_dir}/${K_EMIT_NAME}.cpp")
+    else()
+      set(emitted "${emit_dir}/${K_EMIT_NAME}.h" "${emit_dir}/${K_EMIT_NAME}.c")
+    endif()
+    set(namespace_args)
+    if(K_NAMESPACE)
+      set(namespace_args --namespace "${K_NAMESPACE}")
+    endif()
+    add_custom_command(
+      OUTPUT ${emitted}
+      COMMAND kcache::kcache emit --store "${store}" ${namespace_args} --lang ${K_EMIT} --name "${K_EMIT_NAME}"
+              -o "${emit_dir}"
+      DEPENDS "${stamp}" "$<TARGET_FILE:kcache::kcache>"
+      COMMENT "kcache: emitting ${K_TARGET}'s kernels as ${K_EMIT} sources"
+      VERBATIM)
+    list(APPEND outputs ${emitted})
+    target_sources(${K_EMIT_TARGET} PRIVATE ${emitted})
+    target_include_directories(${K_EMIT_TARGET} PRIVATE "${emit_dir}"
+                               $<TARGET_PROPERTY:kcache::runtime,INTERFACE_INCLUDE_DIRECTORIES>)
+  endif()
+
   add_custom_target(${K_TARGET} ALL DEPENDS ${outputs})
-  set_target_properties(${K_TARGET} PROPERTIES KCACHE_STORE "${store}" KCACHE_BUNDLE "${bundle}")
+  set_target_properties(${K_TARGET} PROPERTIES KCACHE_STORE "${store}" KCACHE_BUNDLE "${bundle}"
+                                               KCACHE_EMIT_DIR "${emit_dir}")
+  if(K_EMIT)
+    add_dependencies(${K_EMIT_TARGET} ${K_TARGET})
+  endif()
 endfunction()

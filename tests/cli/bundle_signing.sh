@@ -15,7 +15,9 @@ expect_exit 2 "$KCACHE" keygen -o ci
 expect_in err "ci.key exists"
 "$KCACHE" keygen -o other >/dev/null
 
-expect_exit 0 "$KCACHE" export --store A --namespace spirv/vulkan1.2 --sign ci.key -o signed.kcb --json
+# Format 1 so that bundle_tool.py can tamper with it below; the format-2
+# signing path is the piped export further down.
+expect_exit 0 "$KCACHE" export --store A --namespace spirv/vulkan1.2 --format-version 1 --sign ci.key -o signed.kcb --json
 [[ $(json_get out 'j["signer"]') == "$ID" ]] || fail "export signer"
 "$KCACHE" export --store A --namespace spirv/vulkan1.2 -o unsigned.kcb >/dev/null
 expect_exit 0 "$KCACHE" inspect signed.kcb

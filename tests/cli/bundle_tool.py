@@ -45,6 +45,7 @@ class Head:
     def __init__(self, b: bytes):
         assert b[:4] == b"KCB\x1a", "not a bundle"
         self.version, self.flags, self.size = struct.unpack_from("<HHI", b, 4)
+        assert self.version == 1, "bundle_tool.py edits format 1 only: export with --format-version 1"
         self.pos = PREAMBLE
         self.b = b
         self.u64("created")
@@ -162,7 +163,7 @@ def _zstd():
 
 
 class Record:
-    """An entry record (core/entry.hpp, version 1)."""
+    """An entry record (core/entry.hpp, versions 1 and 2)."""
 
     def __init__(self, b: bytes):
         r = _Reader(b)
@@ -179,6 +180,7 @@ class Record:
         self.created = r.u64()
         self.origin_kind = r.u8()
         self.origin = r.bstr()
+        self.validation, self.validation_note = (r.u8(), r.bstr()) if self.version >= 2 else (1, b"")
         r.take(16)
         assert r.pos == len(b), "trailing bytes in a record"
 
@@ -188,6 +190,8 @@ class Record:
         w += struct.pack("<I", len(self.inputs)) + b"".join(_str(p) + h for p, h in self.inputs)
         w += bytes([self.kind]) + _str(self.payload) + self.payload_digest
         w += struct.pack("<Q", self.created) + bytes([self.origin_kind]) + _str(self.origin)
+        if self.version >= 2:
+            w += bytes([self.validation]) + _str(self.validation_note)
         return w + xxh3_128(w)
 
 

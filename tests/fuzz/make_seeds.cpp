@@ -8,6 +8,7 @@
 #include "kcache/bundle/bundle.hpp"
 #include "kcache/bundle/bundle_internal.hpp"
 #include "kcache/core/entry.hpp"
+#include "kcache/core/failure.hpp"
 #include "kcache/device/device.hpp"
 
 #include <cstdio>
@@ -79,7 +80,8 @@ Bytes vulkan_blob(std::size_t body) {
   return b;
 }
 
-Bytes bundle_of(const std::vector<Entry>& entries, const bundle::KeyPair* sign) {
+Bytes bundle_of(const std::vector<Entry>& entries, const bundle::KeyPair* sign,
+                int format_version = bundle::k_format_version) {
   const auto& ns = fuzz::fixed_device().ns;
   auto header = bundle::make_header(ns, {{"kcache", "0.1.0"}}, 1'700'000'000, entries);
   bundle::WriteOptions options;
@@ -87,6 +89,7 @@ Bytes bundle_of(const std::vector<Entry>& entries, const bundle::KeyPair* sign) 
   options.window_log = 16;
   options.block_bytes = 200;  // several frames even for a few small entries
   options.sign = sign;
+  options.format_version = format_version;
   std::ostringstream out(std::ios::binary);
   if (!bundle::write_bundle(out, header, bundle::entries_from(entries), options)) std::abort();
   auto s = out.str();
@@ -95,9 +98,10 @@ Bytes bundle_of(const std::vector<Entry>& entries, const bundle::KeyPair* sign) 
 
 /// A bundle the writer would refuse (issue 14: what its entries say is
 /// hostile), assembled with correct digests so the reader's checks, not a
-/// digest, refuse it: one block, unsigned.
+/// digest, refuse it: one block, unsigned, format version 1.
 Bytes hostile_bundle_of(const Namespace& ns, const std::vector<Entry>& entries) {
   auto h = bundle::make_header(ns, {{"kcache", "0.1.0"}}, 1'700'000'000, entries);
+  h.format_version = 1;
   h.compression = {3, 16, false, 200};
   h.block_entry_counts = {static_cast<std::uint32_t>(entries.size())};
   Bytes records;
@@ -136,6 +140,47 @@ int main(int argc, char** argv) {
   write(ed, "bad_magic", flipped(spirv_record, 0, 0x20));
   write(ed, "version_2", flipped(spirv_record, 4, 0x03));
   write(ed, "flipped_payload", flipped(spirv_record, spirv_record.size() - 60, 0x01));
+  {
+    Entry flagged = entries[1];
+    flagged.id_fields.emplace_back("validate", "known");
+    flagged.validation = Validation::validator_unsupported;
+    flagged.validation_note = "Invalid capability operand: 6912";
+    write(ed, "valid_validator_unsupported", encode_entry(flagged));
+    flagged.validation = Validation::not_validated;
+    flagged.validation_note.clear();
+    flagged.id_fields.back().second = "off";
+    write(ed, "valid_not_validated", encode_entry(flagged));
+  }
+  // Failure records (core/failure.hpp): valid ones of each phase, broken ones.
+  {
+    const fs::path fd = root / "failure_decoder";
+    Failure f;
+    f.kernel = "saxpy[T=half]";
+    f.phase = FailurePhase::spirv_val;
+    f.key = {util::hash_string("id"), util::hash_string("ir")};
+    f.id_fields = {{"name", f.kernel}, {"source", "shaders/saxpy.comp"}};
+    f.ir_fields = {{"glslang", "12.0.0"}};
+    f.inputs = {{"shaders/saxpy.comp", util::hash_string("source")}};
+    f.category = Category::validation_failed;
+    f.message = "spirv-val rejected the module:\n  %12 = OpLoad";
+    f.created = 1'700'000'000;
+    f.origin_detail = "fuzz seed";
+    const Bytes record = encode_failure(f);
+    write(fd, "valid_spirv_val", record);
+    Failure pipeline = f;
+    pipeline.phase = FailurePhase::pipeline;
+    pipeline.ir_known = false;
+    pipeline.key.ir = {};
+    write(fd, "valid_pipeline_unknown_ir", encode_failure(pipeline));
+    write(fd, "valid_empty", encode_failure(Failure{}));
+    write(fd, "truncated_half", truncated(record, record.size() / 2));
+    write(fd, "bad_magic", flipped(record, 0, 0x20));
+    write(fd, "version_2", flipped(record, 4, 0x03));
+    Failure hostile = f;
+    hostile.inputs.push_back({"../../etc/shadow", util::hash_string("x")});
+    write(fd, "hostile_dotdot_input", encode_failure(hostile));
+  }
+
   // Records that decode but that validate_entry_record refuses (issue 14),
   // and one that it accepts with every kind of recorded path.
   Entry paths = entries[1];
@@ -176,7 +221,10 @@ int main(int argc, char** argv) {
   write(br, "truncated_payload", truncated(unsigned_bundle, unsigned_bundle.size() - 60));
   write(br, "flipped_header", flipped(unsigned_bundle, 30, 0x04));
   write(br, "flipped_signature", flipped(signed_bundle, signed_bundle.size() / 3, 0x80));
-  write(br, "version_2", flipped(unsigned_bundle, 4, 0x03));
+  write(br, "version_3", flipped(unsigned_bundle, 4, 0x01));  // 2 -> 3
+  // Format version 1 stays readable (and fuzzed): bundles of kcache 0.1.
+  write(br, "valid_v1_unsigned", bundle_of(entries, nullptr, 1));
+  write(br, "valid_v1_signed", bundle_of(entries, &key, 1));
   Bytes trailing = unsigned_bundle;
   trailing.push_back(0);
   write(br, "trailing_byte", trailing);
@@ -184,6 +232,9 @@ int main(int argc, char** argv) {
   std::vector<Entry> bad = {entries[0], entries[1]};
   bad[1].inputs.push_back({"/dev/zero", util::hash_string("zero")});
   write(br, "hostile_input_path", hostile_bundle_of(device.ns, bad));
+  // The same through format 2's record transform (the writer leaves record
+  // checks to the reader, so it writes this).
+  write(br, "hostile_input_path_v2", bundle_of(bad, nullptr));
   bad = {entries[0], entries[1]};
   bad[0].kernel = "saxpy\x1b[2J[T=float]";
   write(br, "hostile_kernel_name", hostile_bundle_of(device.ns, bad));

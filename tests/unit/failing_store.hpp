@@ -84,6 +84,13 @@ class FailingStore final : public store::Store {
                                                 std::span<const store::RemoveItem> items) override {
     return m_inner->remove_unchanged(ns_name, items);
   }
+  Result<void> put_failures(const Namespace& ns, std::span<const Failure> failures) override {
+    return m_inner->put_failures(ns, failures);
+  }
+  Result<store::RemoveSummary> remove_failures(std::string_view ns_name,
+                                               std::span<const store::RemoveItem> items) override {
+    return m_inner->remove_failures(ns_name, items);
+  }
   Result<store::SpaceInfo> space() override { return m_inner->space(); }
   Result<std::uint64_t> last_transaction_id() override { return m_inner->last_transaction_id(); }
   bool read_only() const override { return m_inner->read_only(); }

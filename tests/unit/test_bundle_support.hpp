@@ -181,9 +181,11 @@ inline Bytes records_of(const std::vector<Entry>& entries) {
   return out;
 }
 
-/// A header describing `entries` in one block with window log `wl`, unsigned.
+/// A header describing `entries` in one block with window log `wl`, unsigned,
+/// format version 1 (a block is the plain records: records_of).
 inline bundle::BundleHeader one_block_header(const Namespace& ns, const std::vector<Entry>& entries, int wl = 20) {
   auto h = bundle::make_header(ns, tool_versions(), 1'700'000'000, entries);
+  h.format_version = 1;
   h.compression = {3, wl, false, 8u << 20};
   if (!entries.empty()) h.block_entry_counts = {static_cast<std::uint32_t>(entries.size())};
   return h;

@@ -196,7 +196,8 @@ TEST_CASE("fuzz seed corpus: manifest_parser seeds are accepted or refused as th
   const std::set<std::string> all = {"valid_minimal.toml", "valid_all_keys.toml",   "valid_example.toml",
                                      "broken_syntax.toml", "broken_duplicate.toml", "broken_unknown_key.toml",
                                      "broken_values.toml", "broken_empty_source.toml",
-                                     "broken_non_ascii_outside_string.toml", "broken_toml_value_lookahead.toml"};
+                                     "broken_non_ascii_outside_string.toml", "broken_toml_value_lookahead.toml",
+                                     "valid_preamble_keys.toml", "broken_preamble_keys.toml"};
   auto seeds = kcache::test::read_seeds("manifest_parser", all);
   for (const auto& [name, bytes] : seeds) {
     CAPTURE(name);

@@ -5,7 +5,9 @@
 #include "kcache/store/layout_internal.hpp"
 #include "kcache/store/lmdb_store_internal.hpp"
 #include "kcache/store/store.hpp"
+#include "kcache/util/bytes.hpp"
 #include "kcache/util/file.hpp"
+#include "kcache/util/hash.hpp"
 
 #include "test_support.hpp"
 
@@ -271,6 +273,39 @@ TEST_CASE("store lifecycle: run records round-trip and every flipped bit is refu
   CHECK_FALSE(internal::run_number("short").has_value());
 }
 
+TEST_CASE("store lifecycle: run record version 2 keeps remote counts; version 1 reads them as 0") {
+  RunRecord run = make_run(1'700'000'200);
+  run.remote_hit = 70;
+  run.remote_misses = 6;
+  run.remote_refused = 2;
+  run.remote_errors = 3;
+  run.remote_bytes_read = 123456;
+  run.remote_bytes_written = 7890;
+  auto back = internal::decode_run(1, internal::encode_run(run));
+  REQUIRE(back.has_value());
+  CHECK(*back == run);
+  // Version 1 as kcache wrote it before remote caches, built field by field.
+  util::ByteWriter w;
+  w.raw(util::as_bytes(std::string_view("KCR\x01", 4)));
+  w.u16(1);
+  w.u64(1'700'000'300);
+  w.str("build");
+  for (std::uint32_t v : {10u, 7u, 3u, 0u, 0u, 0u}) w.u32(v);
+  w.u64(2'000'000);
+  w.u64(4096);
+  w.u32(1);
+  w.str("glslang");
+  w.u64(5);
+  w.u64(6);
+  w.raw(util::hash_bytes(w.bytes()).bytes);
+  auto v1 = internal::decode_run(2, w.bytes());
+  REQUIRE(v1.has_value());
+  CHECK(v1->hits == 7);
+  CHECK(v1->compiled == 3);
+  CHECK(v1->remote_hit == 0);
+  CHECK(v1->remote_bytes_read == 0);
+}
+
 TEST_CASE("store lifecycle: usage records are 16 bytes; longer ones (a later version) are read, shorter refused") {
   auto bytes = internal::encode_usage({5, 9});
   CHECK(bytes.size() == internal::k_usage_record_bytes);
@@ -390,7 +425,7 @@ TEST_CASE("store lifecycle: plan_gc applies each rule and never removes fresh en
 namespace {
 
 /// Turns a fresh store into a layout-version-1 one, as an older kcache left
-/// it: no usage or runs database, schema "1". No Store may be open on `dir`.
+/// it: no usage, runs or failures database, schema "1". No Store may be open on `dir`.
 void downgrade_to_v1(const fs::path& dir) {
   MDB_env* env = nullptr;
   REQUIRE(mdb_env_create(&env) == 0);
@@ -398,7 +433,7 @@ void downgrade_to_v1(const fs::path& dir) {
   REQUIRE(mdb_env_open(env, dir.c_str(), 0, 0664) == 0);
   MDB_txn* txn = nullptr;
   REQUIRE(mdb_txn_begin(env, nullptr, 0, &txn) == 0);
-  for (const char* db : {"usage", "runs"}) {
+  for (const char* db : {"usage", "runs", "failures"}) {
     MDB_dbi dbi = 0;
     REQUIRE(mdb_dbi_open(txn, db, 0, &dbi) == 0);
     REQUIRE(mdb_drop(txn, dbi, 1) == 0);
@@ -480,7 +515,7 @@ TEST_CASE("lmdb lifecycle: a version-1 store reads without usage and is upgraded
   CHECK(schema_of(dir) == "1");
   {
     auto store = open_ok(dir);
-    CHECK(schema_of(dir) == "2");
+    CHECK(schema_of(dir) == "3");  // the current layout (layout_internal.hpp)
     CHECK_FALSE(usage(*store, "a").has_value());  // nothing invented for old entries
     record_ok(*store, {util::system_clock().now(), {{k_ns.name(), "a"}}, make_run(util::system_clock().now())});
     CHECK(usage(*store, "a")->written == 0);  // unknown: callers fall back to created

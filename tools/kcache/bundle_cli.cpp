@@ -26,8 +26,14 @@ Result<bundle::BundleStream> output_stream(const std::string& arg) {
 void ignore_sigpipe() { std::signal(SIGPIPE, SIG_IGN); }
 
 Result<bundle::WriteOptions> write_options(int level, const std::string& sign_file,
-                                           std::optional<bundle::KeyPair>& key) {
+                                           std::optional<bundle::KeyPair>& key, int format_version) {
   bundle::WriteOptions options;
+  if (format_version != 0) {
+    if (format_version < bundle::k_min_format_version || format_version > bundle::k_max_format_version)
+      return fail(Category::invalid_argument, "--format-version {} is out of range: this kcache writes {}..{}",
+                  format_version, bundle::k_min_format_version, bundle::k_max_format_version);
+    options.format_version = format_version;
+  }
   if (level != 0) {
     if (level < 1 || level > 19)
       return fail(Category::invalid_argument, "--level {} is out of range: zstd levels 1..19 (default {})", level,

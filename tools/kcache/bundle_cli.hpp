@@ -24,10 +24,16 @@ Result<bundle::BundleStream> output_stream(const std::string& arg);
 /// writer instead of killing the process mid-bundle.
 void ignore_sigpipe();
 
-/// Write options from --level (0 = the default) and --sign KEYFILE; the key
-/// is kept in `key` (the options borrow it). invalid_argument for a level
-/// outside 1..19 or a bad key file.
+/// Write options from --level (0 = the default), --format-version (0 = the
+/// newest) and --sign KEYFILE; the key is kept in `key` (the options borrow
+/// it). invalid_argument for a level outside 1..19, a format version this
+/// kcache cannot write or a bad key file.
 Result<bundle::WriteOptions> write_options(int level, const std::string& sign_file,
-                                           std::optional<bundle::KeyPair>& key);
+                                           std::optional<bundle::KeyPair>& key, int format_version = 0);
+
+/// Help text of --format-version (export and merge).
+inline constexpr const char* k_format_version_help =
+    "bundle format version to write: 2 (default; records transformed for zstd, a third smaller) or 1 "
+    "(readable by kcache 0.1, which predates version 2)";
 
 }  // namespace kcache::cli

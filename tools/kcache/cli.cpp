@@ -2,6 +2,7 @@
 
 #include "kcache/bundle/bundle.hpp"
 #include "kcache/compile/compiler.hpp"
+#include "kcache/remote/backend.hpp"
 #include "kcache/report/report.hpp"
 
 #include <fmt/format.h>
@@ -97,6 +98,7 @@ std::string top_level_footer() {
          "  KCACHE_STORE          store directory when --store is not given (else $XDG_CACHE_HOME/kcache,\n"
          "                        else ~/.cache/kcache)\n"
          "  KCACHE_JOBS           default -j of build, verify and import, 1 to 4096 (else all cores)\n"
+         "  KCACHE_REMOTE         remote caches of build when no --remote is given: URLs separated by spaces\n"
          "  KCACHE_MAP_SIZE       LMDB map size of a store (e.g. 64G, the default; 8M), the most it can hold\n"
          "  NO_COLOR              when set and not empty, no colour in messages (colour and progress lines\n"
          "                        are only ever shown on a terminal)\n"
@@ -202,8 +204,8 @@ Result<worker::WorkerOptions> worker_options() {
 
 std::string version_text() {
   const auto& v = compile::Toolchain::installed().versions();
-  return fmt::format("kcache {}\nglslang {}\nSPIRV-Tools {}\nLMDB {}\n{}\n", KCACHE_VERSION, v.glslang, v.spirv_tools,
-                     store::lmdb_version(), bundle::library_versions());
+  return fmt::format("kcache {}\nglslang {}\nSPIRV-Tools {}\nLMDB {}\n{}\n{}\n", KCACHE_VERSION, v.glslang,
+                     v.spirv_tools, store::lmdb_version(), bundle::library_versions(), remote::library_versions());
 }
 
 }  // namespace kcache::cli

@@ -84,6 +84,9 @@ std::string top_level_footer();
 ///   KCACHE_TEST_CRASH_KERNEL / KCACHE_TEST_HANG_KERNEL=NAME
 ///                                      the pipeline worker aborts / hangs on that kernel
 ///   KCACHE_PIPELINE_TIMEOUT=SECONDS    how long a silent worker lives (default 300)
+///   KCACHE_TEST_NO_ZERO_FILL=1         operator new stops zero-filling (allocator.hpp)
+///   KCACHE_TEST_TAMPER_SECOND=GLOB     build --check-reproducible flips a bit of the
+///                                      second compile of matching kernels
 /// The clock every command stamps with.
 const util::Clock& clock();
 /// The toolchain keys are computed for.
@@ -120,6 +123,11 @@ void register_import(CLI::App& app, Action& action);
 void register_merge(CLI::App& app, Action& action);
 void register_keygen(CLI::App& app, Action& action);
 void register_manifest(CLI::App& app, Action& action);
+/// `kcache manifest from-commands` (cmd_manifest_from_commands.cpp), under `manifest`.
+void register_manifest_from_commands(CLI::App& manifest, Action& action);
+/// `kcache emit` (cmd_emit.cpp).
+void register_emit(CLI::App& app, Action& action);
+void register_remote(CLI::App& app, Action& action);
 /// `kcache inspect FILE.kcb` (inspect_bundle.cpp): prints a bundle's head and
 /// entries (JSON with `json`), then checks every entry; returns the exit code.
 int run_inspect_bundle(const std::string& path, bool json);

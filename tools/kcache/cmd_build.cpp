@@ -1,13 +1,17 @@
 // kcache build: compile a manifest's kernels into the store.
 #include "cli.hpp"
+#include "remote_cli.hpp"
 
+#include "kcache/build/reproducible.hpp"
 #include "kcache/build/run.hpp"
 #include "kcache/device/device.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/report/device_report.hpp"
 #include "kcache/report/report.hpp"
+#include "kcache/report/reproducible_report.hpp"
 #include "kcache/util/bytes.hpp"
 #include "kcache/util/file.hpp"
+#include "kcache/util/glob.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -24,10 +28,13 @@ struct BuildArgs {
   std::string depfile, depfile_target;
   bool keep_going = true;
   bool explain = false;
+  bool retry_failed = false;
+  bool check_reproducible = false;
   bool no_record_usage = false;
   std::string shard;
   std::string backend = "spirv";
   std::string device;
+  RemoteArgs remote;
 };
 
 std::string host_name() {
@@ -55,6 +62,7 @@ Result<build::RunOptions> run_options(const BuildArgs& args) {
   options.build.jobs = args.jobs ? args.jobs : KCACHE_TRY(jobs_from_env());
   if (!args.shard.empty()) options.build.shard = KCACHE_TRY(build::parse_shard(args.shard));
   options.build.explain = args.explain;
+  options.build.retry_failed = args.retry_failed;
   options.build.origin = fmt::format("built by kcache {} on {}", KCACHE_VERSION, host_name());
   options.build.clock = &clock();
   options.build.toolchain = &toolchain();
@@ -65,9 +73,46 @@ Result<build::RunOptions> run_options(const BuildArgs& args) {
   return options;
 }
 
+/// `build --check-reproducible`: every kernel compiled twice under two heap
+/// states, no store touched. Test seams (cli.hpp): KCACHE_TEST_NO_ZERO_FILL
+/// (read by tune_allocator) turns the allocator's fix off,
+/// KCACHE_TEST_TAMPER_SECOND=GLOB flips a bit of the second compile of
+/// matching kernels.
+int run_check_reproducible(const BuildArgs& args, const manifest::Manifest& manifest) {
+  build::ReproducibleOptions options;
+  auto jobs = args.jobs ? Result<unsigned>(args.jobs) : jobs_from_env();
+  if (!jobs) return report_error(jobs.error());
+  options.jobs = *jobs;
+  if (!args.shard.empty()) {
+    auto shard = build::parse_shard(args.shard);
+    if (!shard) return report_error(shard.error());
+    options.shard = *shard;
+  }
+  options.toolchain = &toolchain();
+  if (const char* env = std::getenv("KCACHE_TEST_TAMPER_SECOND"); env && *env)
+    options.tamper_second = [glob = std::string(env)](const definition::KernelSpec& spec,
+                                                       std::vector<std::uint32_t>& words) {
+      if (util::match_glob(glob, spec.name) && !words.empty()) words.back() ^= 1u;
+    };
+  if (stderr_is_terminal() && !args.json)
+    options.on_progress = [](std::size_t done, std::size_t total) {
+      fmt::print(stderr, "\r\033[K[{}/{}] compiled twice", done, total);
+    };
+  auto result = build::check_reproducible(manifest, options);
+  if (options.on_progress) fmt::print(stderr, "\r\033[K");
+  if (!result) return report_error(result.error());
+  std::string json = report::reproducible_json(*result);
+  if (!args.report_file.empty())
+    if (auto written = util::write_file_atomic(args.report_file, util::as_bytes(json)); !written)
+      return report_error(written.error());
+  fmt::print("{}", args.json ? json : report::reproducible_text(*result));
+  return result->all_reproducible() ? k_exit_ok : k_exit_failed;
+}
+
 int run_build(const BuildArgs& args) {
   auto manifest = manifest::load_manifest(args.manifest);
   if (!manifest) return report_error(manifest.error());
+  if (args.check_reproducible) return run_check_reproducible(args, *manifest);
   auto options = run_options(args);
   if (!options) return report_error(options.error());
   bool progress = stderr_is_terminal() && !args.json;
@@ -75,6 +120,9 @@ int run_build(const BuildArgs& args) {
     options->build.on_receipt = [](const build::Receipt& r, std::size_t done, std::size_t total) {
       fmt::print(stderr, "\r\033[K[{}/{}] {} {}", done, total, build::outcome_name(r.outcome), r.kernel);
     };
+  auto tier = make_remote_tier(args.remote);
+  if (!tier) return report_error(tier.error());
+  options->build.secondary = tier->get();
   auto store = args.store.open(true);
   if (!store) return report_error(store.error());
   auto ran = build::run(*manifest, **store, *options);
@@ -110,9 +158,15 @@ void register_build(CLI::App& app, Action& action) {
   cmd->description(
       "Compile every kernel of a manifest into the store. Kernels whose stored entry is fresh\n"
       "(same options, same input files by content, same toolchain) are hits and cost no\n"
-      "compile; the rest are preprocessed, compiled, optimised and validated on -j threads.\n"
+      "compile; the rest are preprocessed, compiled, optimised and validated on -j threads,\n"
+      "as glslc would: #include needs no #extension line, debug names are stripped when\n"
+      "optimising (manifest `strip`), a kernel's `extensions`, `preamble`, `preamble_file` and\n"
+      "defines (function-like too) go before its source, and `validate` = strict | known | off\n"
+      "decides what spirv-val must say (README \"The manifest\").\n"
       "A failed kernel does not stop the others; the exit code is 1 if any failed, and a\n"
-      "kernel that fails to recompile keeps its previous (stale) entry. A kernel that compiled\n"
+      "kernel that fails to recompile keeps its previous (stale) entry. A compile failure is\n"
+      "remembered: later builds report it (\"remembered\", exit 1) without compiling until an\n"
+      "input changes, or --retry-failed. A kernel that compiled\n"
       "but could not be stored (full map or disk) is a store error: exit 4, naming the kernels;\n"
       "what was stored is kept.");
   cmd->add_option("manifest", args->manifest, "the kernel manifest")->capture_default_str();
@@ -130,6 +184,17 @@ void register_build(CLI::App& app, Action& action) {
   cmd->add_flag("--explain", args->explain,
                 "print one line per kernel that was not a hit saying why: which input, option or toolchain "
                 "version differs from the stored entry, or where else the store has it");
+  cmd->add_flag("--retry-failed", args->retry_failed,
+                "compile kernels whose last build failed even though no input changed since (a failure is\n"
+                "remembered in the store and reported without compiling until the source, an include, an\n"
+                "option or the toolchain changes; for --backend vulkan, until the module or device changes)");
+  cmd->add_flag("--check-reproducible", args->check_reproducible,
+                "touch no store: compile every kernel (of --shard) twice on one thread, the heap filled with\n"
+                "zeros before the first compile and with another pattern before the second, and compare the\n"
+                "bytes; lists every kernel whose two modules differ (a compiler that reads memory it never\n"
+                "wrote) and exits 1 if any differ or fail (--json: schema kcache.reproducible/1, its\n"
+                "\"differs\" names them). Takes -j, --shard, --json, --report")
+      ->excludes(cmd->get_option("--explain"));
   cmd->add_flag("--no-record-usage", args->no_record_usage,
                 "do not record last-used times and this run in the store's run log (kcache stats)");
   cmd->add_option("--backend", args->backend,
@@ -141,6 +206,7 @@ void register_build(CLI::App& app, Action& action) {
                   "with --backend vulkan: the device (index, name substring or fingerprint id; `kcache devices`);\n"
                   "default: the first discrete GPU, else integrated, virtual, other, software");
   cmd->add_option("--shard", args->shard, "build only shard K of N (K/N), split by kernel-name hash");
+  args->remote.add_to(*cmd);
   cmd->callback([args, &action] { action = [args] { return run_build(*args); }; });
 }
 

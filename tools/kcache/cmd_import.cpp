@@ -3,6 +3,7 @@
 #include "bundle_cli.hpp"
 #include "cli.hpp"
 #include "kcache/bundle/key_files.hpp"
+#include "kcache/remote/bundle_http.hpp"
 #include "kcache/report/report.hpp"
 #include "kcache/report/transfer_report.hpp"
 #include "kcache/store/store.hpp"
@@ -70,7 +71,20 @@ int run_import(const ImportArgs& args) {
   if (!store && args.dry_run && store.error().category == Category::not_found) store = store::make_memory_store();
   if (!store) return report_error(store.error());
   auto in = bundle_stream(args.input, false);
+  // An http(s) URL is streamed through a pipe as it downloads; a failed
+  // download ends the stream early, so its own error is the one reported.
+  std::unique_ptr<remote::HttpDownload> download;
+  if (remote::is_http_url(args.input)) {
+    ignore_sigpipe();
+    auto started = remote::HttpDownload::start(args.input);
+    if (!started) return report_error(started.error());
+    download = std::move(*started);
+    in.fd = download->fd();
+    in.path = download->shown();
+  }
   auto result = transfer::import_bundle(**store, in, options);
+  if (download)
+    if (auto done = download->finish(); !done) result = tl::unexpected(std::move(done).error());
   if (!store_existed && !args.dry_run && (!result || !result->written)) {
     store->reset();
     if (auto removed = store::remove_store_if_empty(args.store.path()); !removed)
@@ -122,6 +136,10 @@ void register_import(CLI::App& app, Action& action) {
       "target, the signature (with --trust), then every entry as it streams (digest, record,\n"
       "each SPIR-V module through spirv-val, each pipeline-cache blob against the target\n"
       "device), then the digest of the whole file. Then one write transaction.\n"
+      "A module is validated under the policy its entry records (manifest key `validate`):\n"
+      "strict refuses what spirv-val does not know, known accepts that (and keeps the flag),\n"
+      "off checks only its structure (header, instruction lengths): an invalid module built\n"
+      "with validate = \"off\" is accepted. Invalid modules are refused under strict and known.\n"
       "Target: for spirv bundles --fingerprint TARGET_ENV when given (else the bundle's own\n"
       "target: SPIR-V is portable); for vulkan bundles --fingerprint FP, else the device\n"
       "(--device SEL, default the first GPU). A mismatch names every differing field and\n"
@@ -136,7 +154,10 @@ void register_import(CLI::App& app, Action& action) {
       "  kcache import shaders.kcb --fingerprint vulkan1.2\n"
       "  curl -s https://ci/shaders.kcb | kcache import - --trust ci.pub\n"
       "  kcache import last-week.kcb --replace   # roll back on purpose; each kernel named");
-  cmd->add_option("bundle", args->input, "bundle file, or - for stdin")->required();
+  cmd->add_option("bundle", args->input,
+                  "bundle file, - for stdin, or an http(s) URL (streamed as it downloads, e.g. from a WebDAV\n"
+                  "server `kcache export -o URL` wrote to)")
+      ->required();
   args->store.add_to(*cmd);
   cmd->add_option("--fingerprint", args->fingerprint,
                   "require this target: a target env (spirv, e.g. vulkan1.2) or a device fingerprint id (vulkan)");

@@ -20,6 +20,7 @@ struct InspectArgs {
   std::string manifest;
   bool json = false;
   bool why = false;
+  unsigned jobs = 0;
   maintain::InspectFilter filter;
 };
 
@@ -53,7 +54,9 @@ int run_inspect(const InspectArgs& args) {
     return k_exit_ok;
   }
   if (args.why) {
-    auto all = maintain::explain_manifest(**store, *m, toolchain());
+    auto jobs = args.jobs ? Result<unsigned>(args.jobs) : jobs_from_env();
+    if (!jobs) return report_error(jobs.error());
+    auto all = maintain::explain_manifest(**store, *m, toolchain(), *jobs);
     if (!all) return report_error(all.error());
     fmt::print("{}", args.json ? report::why_json(*all) : report::why_text(*all));
     return k_exit_ok;
@@ -108,6 +111,8 @@ void register_inspect(CLI::App& app, Action& action) {
   cmd->add_option("--manifest", args->manifest, "compare with this manifest");
   cmd->add_flag("--json", args->json, "print JSON on stdout");
   cmd->add_flag("--why", args->why, "explain why KERNEL (or every kernel that would not hit) is stale or missing");
+  cmd->add_option("-j,--jobs", args->jobs,
+                  "threads for --why over a manifest, as `kcache build -j` (default: $KCACHE_JOBS, else all cores)");
   cmd->add_flag("--stale", args->filter.stale,
                 "list only stale entries (with --manifest: against it; without: built by another toolchain)");
   cmd->add_flag("--orphans", args->filter.orphans, "list only entries the manifest no longer has (needs --manifest)");

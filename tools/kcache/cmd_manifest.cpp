@@ -35,7 +35,10 @@ void register_manifest(CLI::App& app, Action& action) {
       "  kcache manifest --json | jq '.kernels[].name'");
   cmd->add_option("manifest", args->manifest, "the kernel manifest")->capture_default_str();
   cmd->add_flag("--json", args->json, "print every expanded kernel with all its options as JSON");
-  cmd->callback([args, &action] { action = [args] { return run_manifest(*args); }; });
+  register_manifest_from_commands(*cmd, action);
+  cmd->callback([args, cmd, &action] {
+    if (!cmd->got_subcommand("from-commands")) action = [args] { return run_manifest(*args); };
+  });
 }
 
 }  // namespace kcache::cli

@@ -15,6 +15,7 @@ struct MergeArgs {
   std::vector<std::string> inputs;
   std::string output;
   int level = 0;
+  int format_version = 0;
   std::string sign;
   bool json = false;
 };
@@ -24,7 +25,7 @@ int run_merge(const MergeArgs& args) {
   if (!out) return report_error(out.error());
   bool to_stdout = out->fd >= 0;
   std::optional<bundle::KeyPair> key;
-  auto options = write_options(args.level, args.sign, key);
+  auto options = write_options(args.level, args.sign, key, args.format_version);
   if (!options) return report_error(options.error());
   std::vector<bundle::BundleStream> inputs;
   for (const auto& in : args.inputs) {
@@ -60,7 +61,8 @@ void register_merge(CLI::App& app, Action& action) {
       "  kcache merge shard-*.kcb -o shaders.kcb --sign ci.key");
   cmd->add_option("bundles", args->inputs, "input bundle files")->required();
   cmd->add_option("-o,--output", args->output, "merged bundle file (written atomically), or - for stdout")->required();
-  cmd->add_option("--level", args->level, "zstd level 1..19 for the output (default 9)");
+  cmd->add_option("--level", args->level, "zstd level 1..19 for the output (default 7)");
+  cmd->add_option("--format-version", args->format_version, k_format_version_help);
   cmd->add_option("--sign", args->sign, "sign the merged bundle with this secret key file");
   cmd->add_flag("--json", args->json, "print the result as JSON (on stderr when the bundle goes to stdout)");
   cmd->callback([args, &action] { action = [args] { return run_merge(*args); }; });

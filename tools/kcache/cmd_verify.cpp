@@ -69,7 +69,9 @@ void register_verify(CLI::App& app, Action& action) {
   cmd->description(
       "Without --device: walk every entry of every namespace and check it without a GPU:\n"
       "record and payload digests, the namespace's fingerprint record, every SPIR-V module\n"
-      "through spirv-val, and every pipeline blob's recipe, module and wrapper/header\n"
+      "through spirv-val under the policy it was stored with (manifest `validate`: known\n"
+      "accepts what spirv-val does not know, off checks structure only), and every pipeline\n"
+      "blob's recipe, module and wrapper/header\n"
       "against its namespace. Problems are listed by entry; the exit code is 1 if any.\n"
       "\n"
       "With --device SEL (see `kcache devices`; an empty SEL picks the default device):\n"

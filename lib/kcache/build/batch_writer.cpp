@@ -9,6 +9,13 @@ void BatchWriter::add(const Namespace& ns, std::size_t receipt, Entry entry) {
   ++m_pending;
 }
 
+void BatchWriter::add_failure(const Namespace& ns, Failure failure) {
+  auto [it, fresh] = m_batches.try_emplace(ns.name());
+  if (fresh) it->second.ns = ns;
+  it->second.failures.push_back(std::move(failure));
+  ++m_pending;
+}
+
 bool BatchWriter::due() const {
   return m_pending >= k_batch_entries ||
          (m_pending && std::chrono::steady_clock::now() - m_last_flush >= k_batch_interval);
@@ -16,6 +23,10 @@ bool BatchWriter::due() const {
 
 void BatchWriter::flush(const std::function<void(std::size_t)>& written) {
   for (auto& [name, batch] : m_batches) {
+    if (!batch.failures.empty()) {
+      (void)m_store.put_failures(batch.ns, batch.failures);  // dropped when refused: see add_failure
+      batch.failures.clear();
+    }
     auto& items = batch.items;
     if (items.empty()) continue;
     Stopwatch watch;

@@ -35,6 +35,10 @@ class BatchWriter {
 
   /// Queues `entry`, the result for receipts[receipt], for namespace `ns`.
   void add(const Namespace& ns, std::size_t receipt, Entry entry);
+  /// Queues a failure record for namespace `ns`, written by the next flush
+  /// (Store::put_failures, before that namespace's entries). A refused write
+  /// of it is dropped: it costs only a compile in the next run.
+  void add_failure(const Namespace& ns, Failure failure);
   /// Whether a batch should be committed now (size or age).
   bool due() const;
   std::size_t pending() const { return m_pending; }
@@ -47,6 +51,7 @@ class BatchWriter {
   struct Batch {
     Namespace ns;
     std::vector<std::pair<std::size_t, Entry>> items;
+    std::vector<Failure> failures;
   };
   store::Store& m_store;
   std::vector<Receipt>& m_receipts;

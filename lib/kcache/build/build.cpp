@@ -29,24 +29,51 @@ struct Job {
   definition::HashedFields id;
   std::optional<Entry> stored;
   std::string reason;
+  /// A failure record whose inputs changed: still current when the
+  /// expansion gives its ir again (an edit the preprocessor erases).
+  std::optional<Failure> failure;
 };
 
 /// What a worker hands back to the writer thread.
 struct Done {
   std::size_t index;
   std::optional<Entry> entry;  ///< to write (compiled, or a hit whose inputs were refreshed)
+  std::optional<Failure> failure;  ///< to remember (a compile failure, or one whose inputs were refreshed)
 };
+
+/// A compile's result and, when it failed, where.
+struct Attempt {
+  Result<compile::Compiled> compiled;
+  FailurePhase phase = FailurePhase::glslang;
+};
+
+/// Where compile() failed. Its glslang lap is taken only once glslang
+/// (parse, link, SPIR-V generation) succeeded, and spirv-val's errors have
+/// their own categories; so a failure after glslang's lap is spirv-opt's.
+FailurePhase failed_phase(const Error& error, const PhaseTimes& times) {
+  if (error.category == Category::validation_failed || error.category == Category::validator_unsupported)
+    return FailurePhase::spirv_val;
+  return times[Phase::glslang].wall_ms > 0 ? FailurePhase::spirv_opt : FailurePhase::glslang;
+}
+
+Attempt attempt_compile(const KernelSpec& spec, const definition::Definition& def, PhaseTimes& times) {
+  PhaseTimes mine;
+  Attempt a{compile::compile(spec, def, mine)};
+  if (!a.compiled) a.phase = failed_phase(a.compiled.error(), mine);
+  times += mine;
+  return a;
+}
 
 /// Compiles each distinct (options, expanded source) once; later kernels with
 /// the same compile key wait for the first one's result.
 class CompileOnce {
  public:
-  using Shared = std::shared_future<Result<compile::Compiled>>;
+  using Shared = std::shared_future<Attempt>;
   /// Returns (future, true) if the caller must fulfil the promise.
-  std::pair<Shared, std::shared_ptr<std::promise<Result<compile::Compiled>>>> claim(const Hash128& key) {
+  std::pair<Shared, std::shared_ptr<std::promise<Attempt>>> claim(const Hash128& key) {
     std::lock_guard lock(m_mutex);
     if (auto it = m_futures.find(key); it != m_futures.end()) return {it->second, nullptr};
-    auto promise = std::make_shared<std::promise<Result<compile::Compiled>>>();
+    auto promise = std::make_shared<std::promise<Attempt>>();
     Shared future = promise->get_future().share();
     m_futures.emplace(key, future);
     return {future, promise};
@@ -84,12 +111,44 @@ Entry make_entry(const KernelSpec& spec, const definition::HashedFields& id, def
   return e;
 }
 
+/// The failure record of a kernel whose compile failed.
+Failure make_failure(const KernelSpec& spec, const definition::HashedFields& id, const definition::HashedFields& ir,
+                     const definition::Definition& def, FailurePhase phase, const Error& error,
+                     const BuildOptions& options) {
+  Failure f;
+  f.kernel = spec.name;
+  f.phase = phase;
+  f.key = {id.hash, ir.hash};
+  f.ir_known = true;
+  f.id_fields = id.fields;
+  f.ir_fields = ir.fields;
+  f.inputs = def.inputs;
+  f.category = error.category;
+  f.message = bound_failure_message(error.message);
+  f.created = options.clock->now();
+  f.origin_detail = options.origin;
+  return f;
+}
+
+/// Fills a failed receipt from a failure record that is still current.
+void report_remembered(Receipt& r, const Failure& f) {
+  r.outcome = Outcome::failed;
+  r.remembered = true;
+  r.key = f.key;
+  r.failed_phase = std::string(failure_phase_name(f.phase));
+  r.failed_at = f.created;
+  r.error = Error{f.category, f.message};
+}
+
 /// Expands and, unless the expansion proves the stored entry fresh, compiles.
 Done run_job(const Job& job, const KernelSpec& spec, definition::FileCache& files, CompileOnce& once,
              const BuildOptions& options, Receipt& r) {
   auto def = compile::expand(spec, files, r.times);
   if (!def) {
+    // Not remembered: cheap to find again, and often fixed by adding a file
+    // no recorded input would notice (docs/design.md "Remembered failures").
     r.outcome = Outcome::failed;
+    r.failed_phase = std::string(failure_phase_name(FailurePhase::expand));
     r.error = def.error();
     r.kept_stale = job.stored.has_value();
     return {job.index, std::nullopt};
@@ -109,20 +168,43 @@ Done run_job(const Job& job, const KernelSpec& spec, definition::FileCache& file
     r.bytes = refreshed.payload.size();
     return {job.index, std::move(refreshed)};
   }
+  // A remote value is addressed by the whole key, so it is asked only now,
+  // after the expansion that gives the ir half (docs/design.md "Remote caches").
+  if (options.secondary)
+    if (auto fetched = options.secondary->fetch(spirv_namespace(spec.target), spec.name, r.key)) {
+      fetched->inputs = def->inputs;  // this checkout's files, as the fresh-hit path records them
+      r.outcome = Outcome::remote_hit;
+      r.bytes = fetched->payload.size();
+      return {job.index, std::move(*fetched)};
+    }
+  if (job.failure && job.failure->ir_known && job.failure->key == r.key) {
+    // As the hit above: the same failure; its record learns the new input
+    // hashes so that the next run decides without expanding.
+    report_remembered(r, *job.failure);
+    r.kept_stale = job.stored.has_value();
+    Failure refreshed = *job.failure;
+    refreshed.inputs = def->inputs;
+    return {job.index, std::nullopt, std::move(refreshed)};
+  }
   auto [future, promise] = once.claim(compile_key(job.id, ir.hash));
-  if (promise) promise->set_value(compile::compile(spec, *def, r.times));
+  if (promise) promise->set_value(attempt_compile(spec, *def, r.times));
   else r.shared_compile = true;
-  const auto& compiled = future.get();
+  const Attempt& attempt = future.get();
+  const auto& compiled = attempt.compiled;
   if (!compiled) {
     r.outcome = Outcome::failed;
     r.error = compiled.error();
+    r.failed_phase = std::string(failure_phase_name(attempt.phase));
     r.kept_stale = job.stored.has_value();
-    return {job.index, std::nullopt};
+    return {job.index, std::nullopt, make_failure(spec, job.id, ir, *def, attempt.phase, compiled.error(), options)};
   }
   r.warnings = compiled->warnings;
   r.outcome = job.stored ? Outcome::stale_replaced : Outcome::compiled;
   Entry e = make_entry(spec, job.id, std::move(ir), *def, compiled->spirv, options);
+  e.validation = compiled->validation;  // the kernel's validate policy: flagged when not (fully) validated
+  e.validation_note = compiled->validation_note;
   r.bytes = e.payload.size();
+  if (options.secondary) options.secondary->publish(spirv_namespace(spec.target), e);
   return {job.index, std::move(e)};
 }
 
@@ -135,6 +217,7 @@ std::string_view outcome_name(Outcome o) {
     case Outcome::stale_replaced: return "stale_replaced";
     case Outcome::failed: return "failed";
     case Outcome::refused_write: return "refused_write";
+    case Outcome::remote_hit: return "remote_hit";
   }
   return "?";
 }
@@ -154,6 +237,11 @@ bool in_shard(std::string_view kernel, const Shard& shard) {
   std::uint64_t v = 0;
   for (int i = 0; i < 8; ++i) v = v << 8 | h.bytes[i];
   return v % shard.count == shard.index - 1;
+}
+
+std::size_t BuildResult::remembered() const {
+  return static_cast<std::size_t>(
+      std::count_if(receipts.begin(), receipts.end(), [](const Receipt& r) { return r.remembered; }));
 }
 
 std::size_t BuildResult::count(Outcome o) const {
@@ -180,7 +268,8 @@ std::optional<Error> unstored_error(const BuildResult& result) {
       break;
     }
   std::size_t kept =
-      result.count(Outcome::hit) + result.count(Outcome::compiled) + result.count(Outcome::stale_replaced);
+      result.count(Outcome::hit) + result.count(Outcome::compiled) + result.count(Outcome::stale_replaced) +
+      result.count(Outcome::remote_hit);
   return Error{first ? first->category : Category::store_full,
                fmt::format("{} of {} kernels compiled but could not be stored: {} ({}); the other {} kernels are "
                            "in the store (stored or found fresh); make room (a larger KCACHE_MAP_SIZE, free disk, "
@@ -209,6 +298,14 @@ Result<void> record_run(store::Store& store, const BuildResult& result, const ut
     const auto& t = result.totals.times[i];
     run.phases.push_back({std::string(phase_name(static_cast<Phase>(i))), static_cast<std::uint64_t>(t.wall_ms * 1000),
                           static_cast<std::uint64_t>(t.cpu_ms * 1000)});
+  }
+  run.remote_hit = static_cast<std::uint32_t>(result.count(Outcome::remote_hit));
+  for (const auto& s : result.secondary) {
+    run.remote_misses += static_cast<std::uint32_t>(s.misses);
+    run.remote_refused += static_cast<std::uint32_t>(s.refused);
+    run.remote_errors += static_cast<std::uint32_t>(s.errors);
+    run.remote_bytes_read += s.bytes_read;
+    run.remote_bytes_written += s.bytes_written;
   }
   batch.run = std::move(run);
   return store.record_usage(batch);
@@ -259,6 +356,25 @@ Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& stor
         job.reason = "stale: " + describe_changes(essential_changes(std::move(a.changes)), 4);
         job.stored = std::move(**stored);
       }
+      // No fresh entry: a failure record that is still current is reported
+      // as it is; one whose inputs changed goes with the job.
+      if (!options.retry_failed) {
+        auto failure = reader.failure(r.ns, spec.name);
+        watch.lap(r.times[Phase::lookup]);
+        if (failure && *failure) {
+          auto a = check_direct(job.id, options.toolchain->fields(spec.optimize), recorded(**failure), files);
+          watch.lap(r.times[Phase::hash]);
+          if (a.state == Freshness::fresh) {
+            report_remembered(r, **failure);
+            r.kept_stale = job.stored.has_value();
+            continue;
+          }
+          const bool only_inputs = std::all_of(a.changes.begin(), a.changes.end(),
+                                               [](const Change& c) { return c.name.starts_with("input:"); });
+          if (only_inputs) job.failure = std::move(**failure);
+        }
+        // An unreadable failure record is compiled over (verify reports it).
+      }
       r.reason = job.reason;
       jobs.push_back(std::move(job));
     }
@@ -266,7 +382,7 @@ Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& stor
   }));
   std::size_t done_count = 0;
   for (const auto& r : result.receipts)
-    if (r.outcome == Outcome::hit && r.reason.empty() && options.on_receipt)
+    if (((r.outcome == Outcome::hit && r.reason.empty()) || r.remembered) && options.on_receipt)
       options.on_receipt(r, ++done_count, specs.size());
   if (!options.on_receipt) done_count = specs.size() - jobs.size();
 
@@ -304,6 +420,7 @@ Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& stor
     lock.unlock();
     for (auto& d : got) {
       ++received;
+      if (d.failure) writer.add_failure(spirv_namespace(specs[d.index]->target), std::move(*d.failure));
       if (d.entry) writer.add(spirv_namespace(specs[d.index]->target), d.index, std::move(*d.entry));
       else written(d.index);
     }
@@ -311,6 +428,7 @@ Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& stor
   }
   workers.clear();
   for (const auto& r : result.receipts) result.totals += r.times;
+  if (options.secondary) result.secondary = options.secondary->stats();
   total.lap(wall);
   result.wall_ms = wall.wall_ms;
   return result;

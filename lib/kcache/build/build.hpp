@@ -8,11 +8,15 @@
 // Results are written in batches from the calling thread while workers
 // compile, so compilation never runs inside a write transaction. A refused
 // write is a warning on the receipt, not a failure. A kernel that fails to
-// recompile keeps its previous entry (staged refresh).
+// recompile keeps its previous entry (staged refresh). A compile failure is
+// remembered in a failure record (core/failure.hpp); while that record is
+// current by the same rule as entries (freshness.hpp), later builds report
+// it without compiling.
 //
 // Thread-safety: build() uses its own threads; call it from one thread.
 #pragma once
 
+#include "kcache/build/secondary.hpp"
 #include "kcache/compile/compiler.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/core/timing.hpp"
@@ -35,6 +39,7 @@ enum class Outcome {
   stale_replaced,  ///< the entry was stale; recompiled and replaced
   failed,          ///< compile or validation failed (a stale entry, if any, is kept)
   refused_write,   ///< compiled, but the store refused the write (warning)
+  remote_hit,      ///< not stored here; fetched from a secondary tier (a remote), checked and stored
 };
 std::string_view outcome_name(Outcome o);
 
@@ -49,6 +54,11 @@ struct Receipt {
   std::optional<Error> error;   ///< for failed and refused_write
   std::string warnings;         ///< compiler warnings
   bool kept_stale = false;      ///< failed, and the previous entry was kept
+  /// failed, and reported from the store's current failure record without
+  /// compiling (docs/design.md "Remembered failures"); --retry-failed compiles.
+  bool remembered = false;
+  std::string failed_phase;    ///< failed: "glslang", "spirv-opt", "spirv-val", "pipeline", "expand"
+  std::uint64_t failed_at = 0;  ///< remembered: when the failure was recorded (unix seconds)
   bool shared_compile = false;  ///< reused another kernel's identical compile
 };
 
@@ -74,10 +84,16 @@ struct BuildOptions {
   /// another namespace, the nearest stored variant) instead of "not in NS".
   /// Costs a scan of a namespace when a kernel with variants is missing.
   bool explain = false;
+  /// Compile kernels whose failure record is still current instead of
+  /// reporting the remembered failure (`build --retry-failed`).
+  bool retry_failed = false;
   /// Stamps built entries' created time; never null (tests pin it).
   const util::Clock* clock = &util::system_clock();
   /// The compilers as keys see them; never null (tests simulate an upgrade).
   const compile::Toolchain* toolchain = &compile::Toolchain::installed();
+  /// Asked on a local miss before compiling, told of every compiled kernel
+  /// (secondary.hpp); null = none. Borrowed for the call.
+  SecondaryTier* secondary = nullptr;
 };
 
 struct BuildResult {
@@ -85,8 +101,12 @@ struct BuildResult {
   PhaseTimes totals;              ///< summed over kernels
   double wall_ms = 0;
   std::size_t bytes_written = 0;
+  /// What each secondary tier did (empty without one).
+  std::vector<SecondaryStats> secondary;
   std::size_t count(Outcome o) const;
   bool any_failed() const { return count(Outcome::failed) > 0; }
+  /// Failed kernels reported from a failure record, not compiled this run.
+  std::size_t remembered() const;
   /// Some kernel compiled but the store refused to keep it (full map or
   /// disk, read-only): the store is incomplete, which is a failure of the
   /// build, not a warning (see unstored_error).

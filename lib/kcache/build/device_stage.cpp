@@ -89,6 +89,24 @@ Result<void> build_device_stage(const manifest::Manifest& manifest, store::Store
       watch.lap(r.times[Phase::hash]);
       auto stored = reader.get(dev_ns, s.kernel);
       watch.lap(r.times[Phase::lookup]);
+      const bool stored_fresh = stored && *stored && (*stored)->key == r.key &&
+                                device::check_blob_against_record((*stored)->payload, device.record());
+      // The device stage's rule for its entries, key equality, decides
+      // whether a refused pipeline's failure record still applies.
+      if (!stored_fresh && !options.retry_failed) {
+        auto failure = reader.failure(dev_ns, s.kernel);
+        watch.lap(r.times[Phase::lookup]);
+        if (failure && *failure && (*failure)->key == r.key) {
+          const Failure& f = **failure;
+          r.outcome = Outcome::failed;
+          r.remembered = true;
+          r.failed_phase = std::string(failure_phase_name(f.phase));
+          r.failed_at = f.created;
+          r.error = Error{f.category, f.message};
+          r.kept_stale = stored && *stored;
+          continue;
+        }
+      }
       bool had_entry = false;
       r.reason = "new";
       if (!stored) {
@@ -115,7 +133,7 @@ Result<void> build_device_stage(const manifest::Manifest& manifest, store::Store
   std::size_t done_count = 0;
   if (options.on_receipt)
     for (const auto& r : receipts)
-      if ((r.outcome == Outcome::hit && r.reason.empty()) || r.outcome == Outcome::failed)
+      if ((r.outcome == Outcome::hit && r.reason.empty()) || r.outcome == Outcome::failed)  // remembered too
         options.on_receipt(r, ++done_count, total_count);
 
   std::vector<worker::PipelineJob> jobs;
@@ -139,8 +157,28 @@ Result<void> build_device_stage(const manifest::Manifest& manifest, store::Store
         r.times[Phase::pipeline].cpu_ms += o.cpu_ms;
         if (o.error) {
           r.outcome = Outcome::failed;
-          r.error = std::move(o.error);
+          r.failed_phase = std::string(failure_phase_name(FailurePhase::pipeline));
           r.kept_stale = item.had_entry;
+          // What the driver refused is remembered. A device that went away
+          // (no worker, a lost device) says nothing about this kernel, nor
+          // does a worker that crashed or stalled (an OOM kill or a loaded
+          // machine can do that too).
+          if (!o.crashed && o.error->category != Category::device_unavailable &&
+              o.error->category != Category::io_error) {
+            Failure f;
+            f.kernel = item.spec->name;
+            f.phase = FailurePhase::pipeline;
+            f.key = r.key;
+            f.id_fields = item.spirv.id_fields;
+            f.ir_fields = item.recipe.fields();
+            f.inputs = item.spirv.inputs;
+            f.category = o.error->category;
+            f.message = bound_failure_message(o.error->message);
+            f.created = options.clock->now();
+            f.origin_detail = options.origin;
+            writer.add_failure(device.ns, std::move(f));
+          }
+          r.error = std::move(o.error);
           if (options.on_receipt) options.on_receipt(r, ++done_count, total_count);
           return;
         }

@@ -7,7 +7,11 @@
 // {the SPIR-V entry's key.id, recipe_hash(recipe)} and whose blob passes
 // check_blob_against_record for this device; nothing then reaches a driver.
 // Misses are created in worker processes (pipeline_worker.hpp) on `jobs`
-// threads, so a driver crash fails one kernel. Kernels whose SPIR-V stage
+// threads, so a driver crash fails one kernel. A pipeline the driver refused
+// is remembered as a failure record (phase "pipeline") keyed as its entry
+// would be; while the key is the same (same module, recipe, device
+// namespace), later builds report it without creating it again, unless
+// retry_failed. Kernels whose SPIR-V stage
 // failed get a failed receipt here too ("no SPIR-V module"); kernels of other
 // stages than compute have no pipeline and no receipt.
 //
@@ -28,6 +32,9 @@ struct DeviceBuildOptions {
   std::string origin;  ///< recorded in built entries ("built by kcache 0.1.0 on host")
   /// Worker command, stall limit and fault injection (worker/pipeline_worker.hpp).
   worker::WorkerOptions worker;
+  /// Create pipelines whose failure record is still current instead of
+  /// reporting the remembered failure (`build --retry-failed`).
+  bool retry_failed = false;
   /// Stamps the built entries' created time; never null.
   const util::Clock* clock = &util::system_clock();
   /// Called on the calling thread as each kernel's device stage finishes.

@@ -1,6 +1,7 @@
 #include "kcache/build/explain.hpp"
 
 #include "kcache/compile/compiler.hpp"
+#include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 
@@ -89,18 +90,44 @@ std::vector<Change> essential_changes(std::vector<Change> changes) {
   return out;
 }
 
-std::vector<Change> toolchain_changes(const Entry& stored, const compile::Toolchain& toolchain) {
-  if (stored.payload_kind != PayloadKind::spirv) return {};  // a pipeline recipe, not a toolchain
+namespace {
+
+std::vector<Change> recorded_toolchain_changes(const std::vector<Field>& id_fields,
+                                               const std::vector<Field>& ir_fields,
+                                               const compile::Toolchain& toolchain) {
   auto level = definition::Optimize::performance;
-  if (const std::string* recorded = find_field(stored.id_fields, "optimize"))
+  if (const std::string* recorded = find_field(id_fields, "optimize"))
     if (auto parsed = definition::parse_optimize(*recorded)) level = *parsed;
   std::vector<Field> current{{"key_schema", std::string(definition::k_key_schema)}};
   const auto& fields = toolchain.fields(level);
   current.insert(current.end(), fields.begin(), fields.end());
-  return definition::diff_fields(toolchain_part(stored.ir_fields), current);
+  return definition::diff_fields(toolchain_part(ir_fields), current);
+}
+
+}  // namespace
+
+std::vector<Change> toolchain_changes(const Entry& stored, const compile::Toolchain& toolchain) {
+  if (stored.payload_kind != PayloadKind::spirv) return {};  // a pipeline recipe, not a toolchain
+  return recorded_toolchain_changes(stored.id_fields, stored.ir_fields, toolchain);
+}
+
+std::vector<Change> toolchain_changes(const Failure& stored, const compile::Toolchain& toolchain) {
+  if (stored.phase == FailurePhase::pipeline) return {};  // a pipeline recipe, not a toolchain
+  return recorded_toolchain_changes(stored.id_fields, stored.ir_fields, toolchain);
+}
+
+bool remembered_failure(const Explanation& e) {
+  return e.state != Freshness::fresh && e.failure && e.failure->current;
 }
 
 std::string describe(const Explanation& e, std::size_t max) {
+  if (remembered_failure(e)) {
+    const Failure& f = e.failure->failure;
+    std::string_view first_line = std::string_view(f.message).substr(0, f.message.find('\n'));
+    return fmt::format("failed (remembered, {}{}): {} in {}: {}; `kcache build --retry-failed` compiles it again",
+                       util::iso_time(f.created), e.state == Freshness::stale ? "; previous entry kept, stale" : "",
+                       category_name(f.category), failure_phase_name(f.phase), first_line);
+  }
   switch (e.state) {
     case Freshness::fresh: return "fresh";
     case Freshness::stale: return e.changes.empty() ? "stale" : "stale: " + describe_changes(e.changes, max);
@@ -161,9 +188,8 @@ Result<Explanation> Explainer::explain(const definition::KernelSpec& spec, const
   e.kernel = spec.name;
   e.ns = wanted.name();
 
-  auto compare = [&](const Entry& stored) {
-    if (stored.payload_kind == PayloadKind::spirv)
-      return essential_changes(assess(spec, stored, m_files, m_toolchain).changes);
+  auto compare_recorded = [&](const Recorded& stored, bool spirv) {
+    if (spirv) return essential_changes(assess(spec, stored, m_files, m_toolchain).changes);
     // A pipeline-cache entry records the SPIR-V entry's identity and inputs
     // but a pipeline recipe instead of a toolchain (device/pipeline_entry.hpp).
     auto id = definition::compute_id(spec);
@@ -177,6 +203,21 @@ Result<Explanation> Explainer::explain(const definition::KernelSpec& spec, const
     }
     return essential_changes(std::move(changes));
   };
+  auto compare = [&](const Entry& stored) {
+    return compare_recorded(recorded(stored), stored.payload_kind == PayloadKind::spirv);
+  };
+
+  // A failure record is explained by the rule its stage applies: for the
+  // SPIR-V stage build's own (assess); for the device stage, the kernel's
+  // identity and inputs, as a pipeline entry (its recipe key needs the
+  // stored module, which the device stage compares when it runs).
+  if (auto failed = m_reader.failure(e.ns, spec.name); failed && *failed) {
+    Explanation::StoredFailure sf;
+    sf.changes = compare_recorded(recorded(**failed), (*failed)->phase != FailurePhase::pipeline);
+    sf.current = sf.changes.empty();
+    sf.failure = std::move(**failed);
+    e.failure = std::move(sf);
+  }
 
   auto here = m_reader.get(e.ns, spec.name);
   if (!here && here.error().category != Category::corruption) return tl::unexpected(here.error());

@@ -60,6 +60,8 @@ std::vector<Change> essential_changes(std::vector<Change> changes);
 /// whatever the manifest says. Empty for a pipeline-cache entry (it records
 /// a pipeline recipe, not a toolchain).
 std::vector<Change> toolchain_changes(const Entry& stored, const compile::Toolchain& toolchain);
+/// As above for a failure record: empty for a device-stage (pipeline) failure.
+std::vector<Change> toolchain_changes(const Failure& stored, const compile::Toolchain& toolchain);
 
 /// A kernel's state against the store, with the reasons.
 struct Explanation {
@@ -74,9 +76,23 @@ struct Explanation {
   std::vector<Change> changes;  ///< stored → current; essential_changes only
   /// Other namespaces that hold an entry of this exact kernel name.
   std::vector<std::string> elsewhere;
+  /// The failure record of this kernel in `ns`, if the store has one.
+  struct StoredFailure {
+    Failure failure;
+    /// Still current (a build would report it without compiling); else
+    /// `changes` says what changed since it failed.
+    bool current = false;
+    std::vector<Change> changes;
+  };
+  std::optional<StoredFailure> failure;
 };
 
+/// Whether `e` is a kernel a build would report as failed from the store
+/// without compiling: no fresh entry, and a current failure record.
+bool remembered_failure(const Explanation& e);
+
 /// "fresh", "stale: input:inc/a.glsl changed (0c1d2e3f… → 4a5b6c7d…)",
+/// "failed (remembered, 2026-01-02T03:04:05Z): spirv-val: <first line>",
 /// "not in spirv/vulkan1.3; spirv/vulkan1.2 has it: target vulkan1.2 →
 /// vulkan1.3", "not in store (no entry of this kernel or its variants)".
 /// At most `max` changes are listed, then "and N more".

@@ -22,8 +22,11 @@ std::vector<Field> toolchain_part(const std::vector<Field>& ir_fields) {
   return out;
 }
 
-Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain, const Entry& stored,
-                        definition::FileCache& files) {
+Recorded recorded(const Entry& e) { return {e.key, true, e.id_fields, e.ir_fields, e.inputs}; }
+Recorded recorded(const Failure& f) { return {f.key, f.ir_known, f.id_fields, f.ir_fields, f.inputs}; }
+
+Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain,
+                        const Recorded& stored, definition::FileCache& files) {
   Assessment a;
   a.state = Freshness::fresh;
   if (stored.key.id != id.hash) a.changes = definition::diff_fields(stored.id_fields, id.fields);
@@ -63,7 +66,7 @@ std::string describe_changes(const std::vector<Change>& changes, std::size_t max
 
 namespace kcache::build {
 
-Assessment assess(const definition::KernelSpec& spec, const Entry& stored, definition::FileCache& files,
+Assessment assess(const definition::KernelSpec& spec, const Recorded& stored, definition::FileCache& files,
                   const compile::Toolchain& toolchain) {
   auto id = definition::compute_id(spec);
   const auto& fields = toolchain.fields(spec.optimize);
@@ -78,7 +81,7 @@ Assessment assess(const definition::KernelSpec& spec, const Entry& stored, defin
     a.changes.push_back({"expand", "ok", def.error().message});
     return a;
   }
-  if (definition::compute_ir(*def, fields).hash == stored.key.ir) {
+  if (stored.ir_known && definition::compute_ir(*def, fields).hash == stored.key.ir) {
     a.state = Freshness::fresh;
     a.changes.clear();
   }

@@ -6,6 +6,7 @@
 
 #include "kcache/compile/compiler.hpp"
 #include "kcache/core/entry.hpp"
+#include "kcache/core/failure.hpp"
 #include "kcache/definition/definition.hpp"
 
 #include <optional>
@@ -30,12 +31,31 @@ struct Assessment {
   bool direct = true;
 };
 
+/// What a stored record says a kernel was made from: its key, the fields
+/// behind it and the files it read. Entries and failure records
+/// (core/failure.hpp) both carry these, so one rule decides whether either is
+/// still current. Borrows from the record it views.
+struct Recorded {
+  const Key& key;
+  bool ir_known;  ///< false: key.ir was never computed (cannot match an expansion)
+  const std::vector<Field>& id_fields;
+  const std::vector<Field>& ir_fields;
+  const std::vector<InputFile>& inputs;
+};
+Recorded recorded(const Entry& entry);
+Recorded recorded(const Failure& failure);
+
 /// Compares what `stored` recorded with the current kernel without
 /// preprocessing: id fields, toolchain fields and every recorded input's
-/// content hash. fresh means a hit; stale means "expand to be sure" (an
-/// input changed) or definitely stale (an option or the toolchain changed).
-Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain, const Entry& stored,
-                        definition::FileCache& files);
+/// content hash. fresh means a hit (for a failure record: the failure is
+/// still current); stale means "expand to be sure" (an input changed) or
+/// definitely stale (an option or the toolchain changed).
+Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain,
+                        const Recorded& stored, definition::FileCache& files);
+inline Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain,
+                               const Entry& stored, definition::FileCache& files) {
+  return check_direct(id, toolchain, recorded(stored), files);
+}
 
 /// The ir fields without the expanded-source hash: what check_direct
 /// compares against the current toolchain.
@@ -52,7 +72,15 @@ namespace kcache::build {
 /// tell a real change from one the preprocessor erases (comments, unused
 /// macros): fresh if the expanded definition hashes the same. Expansion
 /// errors make the entry stale with an "expand" change naming the error.
-Assessment assess(const definition::KernelSpec& spec, const Entry& stored, definition::FileCache& files,
+Assessment assess(const definition::KernelSpec& spec, const Recorded& stored, definition::FileCache& files,
                   const compile::Toolchain& toolchain);
+inline Assessment assess(const definition::KernelSpec& spec, const Entry& stored, definition::FileCache& files,
+                         const compile::Toolchain& toolchain) {
+  return assess(spec, recorded(stored), files, toolchain);
+}
+inline Assessment assess(const definition::KernelSpec& spec, const Failure& stored, definition::FileCache& files,
+                         const compile::Toolchain& toolchain) {
+  return assess(spec, recorded(stored), files, toolchain);
+}
 
 }  // namespace kcache::build

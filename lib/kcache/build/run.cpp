@@ -19,7 +19,13 @@ Result<std::vector<std::string>> dependencies(const manifest::Manifest& manifest
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
     for (const auto& r : result.receipts) {
       auto entry = reader.get(r.ns, r.kernel);
-      if (!entry || !*entry) continue;  // a failed kernel: its source is listed above
+      if (!entry || !*entry) {
+        // A failed kernel: its source is listed above, and a remembered
+        // failure's includes too, so that editing one reruns the build.
+        if (auto failure = reader.failure(r.ns, r.kernel); failure && *failure)
+          for (const auto& input : (*failure)->inputs) deps.insert((root / input.path).lexically_normal().string());
+        continue;
+      }
       for (const auto& input : (*entry)->inputs) deps.insert((root / input.path).lexically_normal().string());
     }
     return {};
@@ -42,6 +48,7 @@ Result<RunResult> run(const manifest::Manifest& manifest, store::Store& store, c
     dev.on_receipt = options.build.on_receipt;
     dev.clock = options.build.clock;
     dev.worker = options.worker;
+    dev.retry_failed = options.build.retry_failed;
     KCACHE_CHECK(build_device_stage(manifest, store, *options.device, dev, out.result));
   }
   // One small write transaction after every stage.

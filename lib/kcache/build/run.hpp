@@ -36,7 +36,8 @@ struct RunResult {
   std::optional<Error> record_warning;
   /// Absolute, lexically normal, sorted: the manifest, every kernel's source
   /// and every input file recorded in the entries this run stored or found
-  /// fresh (includes). Empty unless collect_dependencies.
+  /// fresh, or in the failure records of its failed kernels (includes).
+  /// Empty unless collect_dependencies.
   std::vector<std::string> dependencies;
 };
 

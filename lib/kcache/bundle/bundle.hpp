@@ -60,9 +60,9 @@ namespace kcache::bundle {
 
 /// The format version this code writes, and the range it reads. A later
 /// version appends fields (FORMAT.md "Versions") and raises the maximum.
-inline constexpr std::uint16_t k_format_version = 1;
+inline constexpr std::uint16_t k_format_version = 2;
 inline constexpr std::uint16_t k_min_format_version = 1;
-inline constexpr std::uint16_t k_max_format_version = 1;
+inline constexpr std::uint16_t k_max_format_version = 2;
 
 /// Largest zstd window a writer may use (2^24 = 16 MiB), which is also the
 /// reader's default cap, so every bundle written with default-range options
@@ -190,18 +190,24 @@ using EntrySource = std::function<Result<Entry>(std::size_t i)>;
 EntrySource entries_from(std::span<const Entry> entries);
 
 struct WriteOptions {
-  /// zstd level. 9 compresses near-identical SPIR-V variants within a few
-  /// percent of 19 at several times its speed.
-  int level = 9;
-  /// zstd window log, at most k_max_window_log. 23 (8 MiB) spans a whole
-  /// default block, so a variant matches against any earlier one in its block.
-  int window_log = 23;
+  /// Format version to write, k_min_format_version..k_max_format_version.
+  /// 2 (records transformed, head compressed) is about a third smaller; 1 is
+  /// for readers that predate version 2 (kcache 0.1).
+  int format_version = k_format_version;
+  /// zstd level. Chosen on the benchmark corpus (FORMAT.md "Choices"): with
+  /// format 2's transform, 7 is smaller than `tar | zstd -19` of the modules.
+  int level = 7;
+  /// zstd window log, at most k_max_window_log. 24 (16 MiB): a variant
+  /// matches against every earlier module within 16 MiB of stream.
+  int window_log = 24;
   /// zstd long-distance matching: finds long repeats its regular search
-  /// misses in large windows; cheap at level 9 (FORMAT.md "Choices").
-  bool long_distance = true;
+  /// misses in large windows. Off: on transformed SPIR-V it cost time and
+  /// did not shrink the output (FORMAT.md "Choices").
+  bool long_distance = false;
   /// Target uncompressed bytes per zstd frame. A record larger than this gets
-  /// a frame of its own. Must be 1 byte .. 1 GiB.
-  std::uint32_t block_bytes = 8u << 20;
+  /// a frame of its own. Must be 1 byte .. 1 GiB. A frame restarts zstd's
+  /// history, so frames are large; memory is bounded by the window, not this.
+  std::uint32_t block_bytes = 64u << 20;
   /// When set, the bundle is signed with this key (borrowed for the call).
   const KeyPair* sign = nullptr;
 };
@@ -329,5 +335,13 @@ std::vector<std::uint8_t> signed_manifest(const BundleHeader& header);
 /// not verify; invalid_argument when `trusted` is empty. Needs only the
 /// header: call it right after BundleReader::open, before any next().
 Result<KeyId> verify_signature(const BundleHeader& header, std::span<const PublicKey> trusted);
+
+/// Ed25519 over `message` with `key`, for records signed outside a bundle
+/// (remote values, lib/kcache/remote/FORMAT.md); the caller puts its own
+/// domain string into `message`. io_error if libsodium cannot initialise.
+Result<std::array<std::uint8_t, 64>> sign_detached(std::span<const std::uint8_t> message, const KeyPair& key);
+/// Whether `signature` is `key`'s Ed25519 signature of `message`.
+bool verify_detached(std::span<const std::uint8_t> message, const std::array<std::uint8_t, 64>& signature,
+                     const PublicKey& key);
 
 }  // namespace kcache::bundle

@@ -35,6 +35,8 @@ inline constexpr std::size_t k_max_string = 64u << 10;
 inline constexpr std::uint32_t k_max_fields = 4096;
 inline constexpr int k_min_window_log = 10;
 inline constexpr std::uint32_t k_max_block_bytes = 1u << 30;
+/// zstd level of a version-2 head (compress_header_body).
+inline constexpr int k_head_level = 19;
 /// Smallest possible encode_entry() output: fixed fields with empty strings
 /// and lists (used to reject index entries that cannot be records).
 inline constexpr std::uint64_t k_min_record_size = 4 + 2 + 4 + 16 + 16 + 4 + 4 + 4 + 1 + 4 + 16 + 8 + 1 + 4 + 16;
@@ -92,6 +94,33 @@ Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std:
 /// holds and the refusal comes where the bundle is read. corruption with a
 /// message, untrusted text escaped.
 Result<void> check_header(const BundleHeader& h, bool from_elsewhere);
+
+/// Bytes format version 2 puts before each transformed record (FORMAT.md
+/// "Record transform"); a block's content is the sum of record_size + this.
+inline constexpr std::size_t k_transform_prefix = 14;
+
+/// Format 2: writes the transformed form of `record` (the encode_entry bytes
+/// that index entry `e` describes; `payload` is the entry's payload) to
+/// `out`, which holds exactly record.size() + k_transform_prefix bytes.
+void transform_record(std::span<const std::uint8_t> record, const IndexEntry& e,
+                      std::span<const std::uint8_t> payload, std::span<std::uint8_t> out);
+
+/// Inverse of transform_record from untrusted bytes: rebuilds into `record`
+/// (exactly e.record_size bytes) what `in` encodes. corruption when `in`
+/// cannot be a transform for `e` (a region outside the record, a bad word
+/// count, a non-zero elided field); the caller still checks the rebuilt bytes
+/// against the index digest.
+Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& e, std::span<std::uint8_t> record);
+
+/// Format 2's head body: encode_header_body's bytes as one zstd frame that
+/// declares its content size (FORMAT.md "Header body, version 2").
+std::vector<std::uint8_t> compress_header_body(std::span<const std::uint8_t> body);
+
+/// Inverse of compress_header_body for untrusted bytes: exactly one frame,
+/// content size declared and at most limits.max_header_bytes (checked
+/// before allocating), window within limits.window_log_max. corruption
+/// otherwise.
+Result<std::vector<std::uint8_t>> decompress_header_body(std::span<const std::uint8_t> stored, const ReadLimits& limits);
 
 /// Appends the trailer for `bytes` (everything before it) to `bytes`.
 void append_trailer(std::vector<std::uint8_t>& bytes);

@@ -155,8 +155,36 @@ std::vector<std::uint8_t> encode_header_body(const BundleHeader& h) {
   return w.take();
 }
 
+std::vector<std::uint8_t> compress_header_body(std::span<const std::uint8_t> body) {
+  // The index is mostly kernel names that share long prefixes, and the keys
+  // and digests that zstd cannot shrink; level 19 costs milliseconds here.
+  return compress_frame(body, k_head_level, k_max_window_log, /*declare_size=*/true);
+}
+
+Result<std::vector<std::uint8_t>> decompress_header_body(std::span<const std::uint8_t> stored,
+                                                         const ReadLimits& limits) {
+  const auto content = ZSTD_getFrameContentSize(stored.data(), stored.size());
+  if (content == ZSTD_CONTENTSIZE_ERROR) return bad_header("its body is not a zstd frame");
+  if (content == ZSTD_CONTENTSIZE_UNKNOWN) return bad_header("its body does not declare its size");
+  if (content > limits.max_header_bytes)
+    return fail(Category::corruption, "bundle declares a header of {}; limit {}", util::human_bytes(content),
+                util::human_bytes(limits.max_header_bytes));
+  if (ZSTD_findFrameCompressedSize(stored.data(), stored.size()) != stored.size())
+    return bad_header("its body is not exactly one zstd frame");
+  std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> dctx(ZSTD_createDCtx(), &ZSTD_freeDCtx);
+  if (!dctx) return fail(Category::io_error, "zstd: cannot allocate a decompression context");
+  ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, limits.window_log_max);
+  std::vector<std::uint8_t> body(static_cast<std::size_t>(content));
+  auto got = ZSTD_decompressDCtx(dctx.get(), body.data(), body.size(), stored.data(), stored.size());
+  if (ZSTD_isError(got))
+    return bad_header(fmt::format("its body does not decompress: zstd: {}", ZSTD_getErrorName(got)));
+  if (got != content) return bad_header("its body is shorter than it declares");
+  return body;
+}
+
 std::vector<std::uint8_t> encode_head(const BundleHeader& h) {
   auto body = encode_header_body(h);
+  if (h.format_version >= 2) body = compress_header_body(body);
   ByteWriter w;
   w.raw(k_magic);
   w.u16(h.format_version);
@@ -176,7 +204,8 @@ std::vector<std::uint8_t> encode_head(const BundleHeader& h) {
 
 Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std::uint16_t version,
                                         const ReadLimits& limits) {
-  (void)version;  // v1 is the only layout; a v2 reads v1's fields, then its own
+  // Versions 1 and 2 share this layout; version 2 stores it compressed
+  // (decompress_header_body) and encodes block content differently.
   BundleHeader h;
   h.format_version = version;
   ByteReader r(body);

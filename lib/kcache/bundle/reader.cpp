@@ -115,6 +115,8 @@ struct BundleReader::Impl {
   bool in_frame = false;
   std::unique_ptr<std::uint8_t[]> record;  ///< uninitialised: pages are touched only as zstd fills them
   std::size_t record_cap = 0;
+  std::unique_ptr<std::uint8_t[]> stored;  ///< version 2: the transformed record zstd fills, as `record`
+  std::size_t stored_cap = 0;
 
   std::optional<Error> failed;
   bool finished = false;
@@ -213,6 +215,11 @@ Result<void> BundleReader::Impl::read_head() {
   if (digest_bytes(head) != stored_digest) return corrupt("bundle header digest mismatch: the header is damaged");
 
   std::span<const std::uint8_t> body(head.data() + internal::k_preamble_size, header_size);
+  std::vector<std::uint8_t> unpacked;
+  if (version >= 2) {
+    unpacked = KCACHE_TRY(internal::decompress_header_body(body, limits));
+    body = unpacked;
+  }
   header = KCACHE_TRY(internal::decode_header_body(body, version, limits));
   if (is_signed) {
     const std::uint8_t* s = head.data() + internal::k_preamble_size + header_size;
@@ -229,10 +236,12 @@ Result<void> BundleReader::Impl::read_head() {
     if (!ok) return tl::unexpected(std::move(ok).error());
   }
   block_sizes.reserve(header.block_entry_counts.size());
+  // Version 2 stores each record transformed, with a fixed prefix.
+  const std::uint64_t per_entry = version >= 2 ? internal::k_transform_prefix : 0;
   std::size_t i = 0;
   for (auto count : header.block_entry_counts) {
     std::uint64_t size = 0;
-    for (std::size_t k = 0; k < count; ++k) size += header.index[i++].record_size;
+    for (std::size_t k = 0; k < count; ++k) size += header.index[i++].record_size + per_entry;
     block_sizes.push_back(size);
   }
 
@@ -302,13 +311,20 @@ Result<std::optional<Entry>> BundleReader::Impl::next() {
   const IndexEntry& want = header.index[i];
   if (!in_frame) KCACHE_CHECK(start_frame());
 
-  const std::size_t size = static_cast<std::size_t>(want.record_size);
-  if (record_cap < size) {
+  const bool transformed = header.format_version >= 2;
+  const std::size_t record_size = static_cast<std::size_t>(want.record_size);
+  const std::size_t size = record_size + (transformed ? internal::k_transform_prefix : 0);
+  if (record_cap < record_size) {
     record.reset();
-    record = std::make_unique_for_overwrite<std::uint8_t[]>(size);
-    record_cap = size;
+    record = std::make_unique_for_overwrite<std::uint8_t[]>(record_size);
+    record_cap = record_size;
   }
-  ZSTD_outBuffer dst{record.get(), size, 0};
+  if (transformed && stored_cap < size) {
+    stored.reset();
+    stored = std::make_unique_for_overwrite<std::uint8_t[]>(size);
+    stored_cap = size;
+  }
+  ZSTD_outBuffer dst{transformed ? stored.get() : record.get(), size, 0};
   bool frame_done = false;
   while (dst.pos < size) {
     auto avail = KCACHE_TRY(fill(1));
@@ -335,7 +351,11 @@ Result<std::optional<Entry>> BundleReader::Impl::next() {
   // since a frame ending early would let the next call start a new frame.
   if (frame_done && i + 1 != block_end)
     return corrupt(fmt::format("bundle block {} ends after {}, before its last entry", block + 1, entry_name(i)));
-  std::span<const std::uint8_t> bytes(record.get(), size);
+  std::span<const std::uint8_t> bytes(record.get(), record_size);
+  if (transformed) {
+    if (auto ok = internal::restore_record({stored.get(), size}, want, {record.get(), record_size}); !ok)
+      return corrupt(fmt::format("bundle {}: {}", entry_name(i), ok.error().message));
+  }
   if (digest_bytes(bytes) != want.digest)
     return corrupt(fmt::format("bundle {} digest mismatch: its bytes differ from the index", entry_name(i)));
   auto entry = decode_entry(bytes);

@@ -186,4 +186,17 @@ Result<KeyId> verify_signature(const BundleHeader& header, std::span<const Publi
   return sig.key_id;
 }
 
+Result<std::array<std::uint8_t, 64>> sign_detached(std::span<const std::uint8_t> message, const KeyPair& key) {
+  if (!internal::sodium_ready()) return fail(Category::io_error, "libsodium failed to initialise");
+  std::array<std::uint8_t, 64> sig{};
+  crypto_sign_detached(sig.data(), nullptr, message.data(), message.size(), key.secret_key.bytes.data());
+  return sig;
+}
+
+bool verify_detached(std::span<const std::uint8_t> message, const std::array<std::uint8_t, 64>& signature,
+                     const PublicKey& key) {
+  if (!internal::sodium_ready()) return false;
+  return crypto_sign_verify_detached(signature.data(), message.data(), message.size(), key.bytes.data()) == 0;
+}
+
 }  // namespace kcache::bundle

@@ -5,6 +5,7 @@
 namespace kcache::bundle {
 
 std::string BundleStream::label() const {
+  if (fd >= 0 && !path.empty()) return "bundle " + path.string();  // a pipe from a URL, named by it
   if (fd == 0) return "bundle <stdin>";
   if (fd == 1) return "bundle <stdout>";
   if (fd >= 0) return fmt::format("bundle <fd {}>", fd);

@@ -15,7 +15,8 @@ namespace kcache::bundle {
 struct BundleStream {
   std::filesystem::path path;
   int fd = -1;
-  /// "bundle shaders.kcb", "bundle <stdin>", "bundle <fd 5>".
+  /// "bundle shaders.kcb", "bundle <stdin>", "bundle <fd 5>"; with both an
+  /// fd and a path (a pipe from a URL), "bundle " + path.
   std::string label() const;
 };
 

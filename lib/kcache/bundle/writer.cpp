@@ -88,6 +88,9 @@ Result<void> check_options(const WriteOptions& o) {
   if (o.window_log < internal::k_min_window_log || o.window_log > k_max_window_log)
     return fail(Category::invalid_argument, "zstd window log {} is outside {}..{}", o.window_log,
                 internal::k_min_window_log, k_max_window_log);
+  if (o.format_version < k_min_format_version || o.format_version > k_max_format_version)
+    return fail(Category::invalid_argument, "bundle format version {} cannot be written: this kcache writes {}..{}",
+                o.format_version, k_min_format_version, k_max_format_version);
   if (o.block_bytes == 0 || o.block_bytes > internal::k_max_block_bytes)
     return fail(Category::invalid_argument, "block size {} is outside 1..{}", o.block_bytes,
                 internal::k_max_block_bytes);
@@ -121,7 +124,7 @@ Result<void> write_impl(Sink& sink, const BundleHeader& in_header, const EntrySo
                         const WriteOptions& options) {
   KCACHE_CHECK(check_options(options));
   BundleHeader h;
-  h.format_version = k_format_version;
+  h.format_version = static_cast<std::uint16_t>(options.format_version);
   h.ns = in_header.ns;
   h.tool_versions = in_header.tool_versions;
   h.created = in_header.created;
@@ -150,13 +153,16 @@ Result<void> write_impl(Sink& sink, const BundleHeader& in_header, const EntrySo
   KCACHE_CHECK(set_param(cctx.get(), ZSTD_c_checksumFlag, 1));
   KCACHE_CHECK(set_param(cctx.get(), ZSTD_c_contentSizeFlag, 1));
   std::vector<std::uint8_t> out(ZSTD_CStreamOutSize());
+  const bool transformed = h.format_version >= 2;
+  const std::uint64_t per_entry = transformed ? internal::k_transform_prefix : 0;
+  std::vector<std::uint8_t> stored;  // version 2: the transformed record
 
   const std::size_t n = h.index.size();
   std::size_t i = 0;
   for (std::size_t b = 0; b < h.block_entry_counts.size(); ++b) {
     const std::size_t first = i, last = i + h.block_entry_counts[b];
     std::uint64_t block_size = 0;
-    for (std::size_t k = first; k < last; ++k) block_size += h.index[k].record_size;
+    for (std::size_t k = first; k < last; ++k) block_size += h.index[k].record_size + per_entry;
     ZSTD_CCtx_reset(cctx.get(), ZSTD_reset_session_only);
     // The pledged size makes zstd declare the content size in the frame
     // header (readers require it) and shrinks the window for small blocks.
@@ -173,6 +179,11 @@ Result<void> write_impl(Sink& sink, const BundleHeader& in_header, const EntrySo
                     i + 1, n, entry.kernel, record.size(), want.record_size);
       const bool end = i + 1 == last;
       ZSTD_inBuffer src{record.data(), record.size(), 0};
+      if (transformed) {
+        stored.resize(record.size() + internal::k_transform_prefix);
+        internal::transform_record(record, want, entry.payload, stored);
+        src = {stored.data(), stored.size(), 0};
+      }
       for (;;) {
         ZSTD_outBuffer dst{out.data(), out.size(), 0};
         auto r = ZSTD_compressStream2(cctx.get(), &dst, &src, end ? ZSTD_e_end : ZSTD_e_continue);

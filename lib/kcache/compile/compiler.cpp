@@ -138,14 +138,34 @@ struct ShaderInput {
   std::string preamble;
 };
 
-/// Sets up a TShader exactly as `glslangValidator -V --target-env T -D... -e E`
-/// does, so that unoptimised output is byte-identical to it.
-void configure(glslang::TShader& shader, const KernelSpec& spec, const SourceFile& main, ShaderInput& in) {
+/// The text glslang reads before the source, as glslc (shaderc) builds it:
+/// the defines, then `#extension GL_GOOGLE_include_directive : enable` for
+/// GLSL (glslc enables #include implicitly; sources written for it never
+/// say so), then the kernel's extensions, its preamble and its
+/// preamble_file's content. The manifest refuses control characters in
+/// defines and extensions, so each is exactly one line here.
+std::string make_preamble(const KernelSpec& spec, std::string_view preamble_file) {
+  std::string out;
+  for (const auto& [k, v] : spec.defines) out += fmt::format("#define {} {}\n", k, v);
+  if (spec.language == Language::glsl) out += "#extension GL_GOOGLE_include_directive : enable\n";
+  for (const auto& e : spec.extensions) out += fmt::format("#extension {} : enable\n", e);
+  for (std::string_view text : {std::string_view(spec.preamble), preamble_file}) {
+    out += text;
+    if (!text.empty() && text.back() != '\n') out += '\n';
+  }
+  return out;
+}
+
+/// Sets up a TShader as `glslc --target-env T -D... -fentry-point=E` does
+/// (glslangValidator -V plus glslc's preamble), so that unoptimised output
+/// is byte-identical to glslc's apart from the generator word.
+void configure(glslang::TShader& shader, const KernelSpec& spec, const SourceFile& main, const std::string& preamble,
+               ShaderInput& in) {
   in.text = main.content.c_str();
   in.length = static_cast<int>(main.content.size());
   in.name = main.path.c_str();
   shader.setStringsWithLengthsAndNames(&in.text, &in.length, &in.name, 1);
-  for (const auto& [k, v] : spec.defines) in.preamble += fmt::format("#define {} {}\n", k, v);
+  in.preamble = preamble;
   shader.setPreamble(in.preamble.c_str());
   shader.setEntryPoint(spec.entry.c_str());
   if (spec.language == Language::glsl && spec.entry != "main") shader.setSourceEntryPoint(spec.entry.c_str());
@@ -238,9 +258,21 @@ Result<Definition> expand(const KernelSpec& spec, FileCache& files, PhaseTimes& 
     if (main.error().category != Category::not_found) return tl::unexpected(main.error());
     return fail(Category::not_found, "{}: source file not found", spec.source);
   }
+  std::string_view preamble_file;
+  if (!spec.preamble_file.empty()) {
+    // Read through the cache after the source (inputs stay "main source
+    // first"): hashed and recorded like an include, so editing it is seen.
+    auto file = open(spec.preamble_file);
+    if (!file) {
+      if (file.error().category != Category::not_found) return tl::unexpected(file.error());
+      return fail(Category::not_found, "{}: preamble_file not found", spec.preamble_file);
+    }
+    preamble_file = (*file)->content;
+  }
+  def.preamble = make_preamble(spec, preamble_file);
   ShaderInput input;
   glslang::TShader shader(to_glslang(spec.stage));
-  configure(shader, spec, **main, input);
+  configure(shader, spec, **main, def.preamble, input);
   ProjectIncluder includer(spec.include_dirs, open);
   bool ok = shader.preprocess(GetDefaultResources(), 100, ENoProfile, false, false, messages_for(spec), &def.expanded,
                               includer);
@@ -261,7 +293,7 @@ Result<Compiled> compile(const KernelSpec& spec, const Definition& def, PhaseTim
   auto stage = to_glslang(spec.stage);
   ShaderInput input;
   glslang::TShader shader(stage);
-  configure(shader, spec, *def.files.front(), input);
+  configure(shader, spec, *def.files.front(), def.preamble, input);
   ProjectIncluder includer(spec.include_dirs, open);
   auto messages = messages_for(spec);
   Compiled out;
@@ -282,25 +314,51 @@ Result<Compiled> compile(const KernelSpec& spec, const Definition& def, PhaseTim
   watch.lap(times[Phase::glslang]);
 
   auto env = target_env(spec.target).tools;
-  if (spec.optimize != Optimize::none) {
+  if (spec.optimize != Optimize::none || spec.strip) {
     spvtools::Optimizer opt(env);
     std::string opt_messages;
     opt.SetMessageConsumer([&](spv_message_level_t level, const char*, const spv_position_t&, const char* m) {
       if (level <= SPV_MSG_ERROR) opt_messages.append(m).append("\n");
     });
+    // glslc -O's order (shaderc Compiler::SetOptimizationLevel): strip
+    // first, then the level's passes; ids then come out as glslc's.
+    if (spec.strip) opt.RegisterPass(spvtools::CreateStripDebugInfoPass());
     if (spec.optimize == Optimize::size) opt.RegisterSizePasses();
-    else opt.RegisterPerformancePasses();
+    else if (spec.optimize == Optimize::performance) opt.RegisterPerformancePasses();
     spvtools::OptimizerOptions options;
     options.set_run_validator(false);  // validated once, after optimising
     std::vector<std::uint32_t> optimised;
-    if (!opt.Run(out.spirv.data(), out.spirv.size(), &optimised, options))
-      return fail(Category::compile_failed, "{}: spirv-opt failed: {}", spec.source, opt_messages);
+    if (!opt.Run(out.spirv.data(), out.spirv.size(), &optimised, options)) {
+      while (!opt_messages.empty() && opt_messages.back() == '\n') opt_messages.pop_back();
+      // The optimiser parses with the same tables as the validator: a module
+      // it cannot read because it does not know something is no bug of the source.
+      const char* hint = is_unsupported_by_validator(opt_messages)
+                             ? " (SPIRV-Tools does not know something the module uses: build this kernel with "
+                               "optimize = \"none\" and strip = false, and validate = \"known\")"
+                             : "";
+      return fail(Category::compile_failed, "{}: spirv-opt failed: {}{}", spec.source, opt_messages, hint);
+    }
     out.spirv = std::move(optimised);
   }
   watch.lap(times[Phase::spirv_opt]);
+  if (spec.validate == definition::ValidatePolicy::off) {
+    out.validation = Validation::not_validated;
+    return out;
+  }
   auto valid = validate(out.spirv, spec.target);
   watch.lap(times[Phase::spirv_val]);
-  if (!valid) return tl::unexpected(std::move(valid).error().context(spec.source));
+  if (!valid) {
+    if (valid.error().category == Category::validator_unsupported &&
+        spec.validate == definition::ValidatePolicy::known) {
+      out.validation = Validation::validator_unsupported;
+      out.validation_note = validation_note(valid.error().message);
+      return out;
+    }
+    auto e = std::move(valid).error();
+    if (e.category == Category::validator_unsupported)
+      e.message += "; to store it anyway, flagged, set validate = \"known\" for this kernel";
+    return tl::unexpected(std::move(e).context(spec.source));
+  }
   return out;
 }
 
@@ -318,6 +376,55 @@ Result<void> validate(std::span<const std::uint32_t> spirv, std::string_view tar
                 "spirv-val ({}) does not know something the module uses (not necessarily invalid): {}",
                 Toolchain::installed().versions().spirv_tools, messages);
   return fail(Category::validation_failed, "spirv-val rejected the module: {}", messages);
+}
+
+Result<Validation> validate_under(std::span<const std::uint32_t> spirv, std::string_view target,
+                                  definition::ValidatePolicy policy, std::string* note) {
+  if (policy == definition::ValidatePolicy::off) {
+    KCACHE_CHECK(check_structure(spirv));
+    return Validation::not_validated;
+  }
+  auto valid = validate(spirv, target);
+  if (valid) return Validation::validated;
+  if (valid.error().category == Category::validator_unsupported && policy == definition::ValidatePolicy::known) {
+    if (note) *note = validation_note(valid.error().message);
+    return Validation::validator_unsupported;
+  }
+  return tl::unexpected(std::move(valid).error());
+}
+
+Result<void> check_structure(std::span<const std::uint32_t> spirv) {
+  if (spirv.size() < 5 || spirv[0] != 0x07230203u)
+    return fail(Category::validation_failed, "not a SPIR-V module (no 5-word header with the magic number)");
+  const std::uint32_t bound = spirv[3];
+  if (bound == 0 || bound > (1u << 22))
+    return fail(Category::validation_failed, "SPIR-V header: id bound {} is out of range", bound);
+  for (std::size_t i = 5; i < spirv.size();) {
+    const std::uint32_t count = spirv[i] >> 16;
+    if (count == 0 || count > spirv.size() - i)
+      return fail(Category::validation_failed, "SPIR-V instruction at word {} has word count {} ({} words left)", i,
+                  count, spirv.size() - i);
+    i += count;
+  }
+  return {};
+}
+
+std::string validation_note(std::string_view message) {
+  std::string out;
+  for (char c : message) {
+    const auto b = static_cast<unsigned char>(c);
+    const char shown = b < 0x20 || b == 0x7f ? ' ' : c;
+    if (shown == ' ' && (out.empty() || out.back() == ' ')) continue;
+    out += shown;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  if (out.size() > 1024) {
+    std::size_t cut = 1024;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;  // a character boundary
+    out.resize(cut);
+    out += "...";
+  }
+  return out;
 }
 
 Result<std::vector<std::uint32_t>> spirv_words(std::span<const std::uint8_t> bytes) {

@@ -56,17 +56,42 @@ Result<definition::Definition> expand(const definition::KernelSpec& spec, defini
 struct Compiled {
   std::vector<std::uint32_t> spirv;
   std::string warnings;  ///< glslang's warnings, if any, one per line
+  /// How far it was validated (the kernel's `validate` policy), for its entry.
+  Validation validation = Validation::validated;
+  std::string validation_note;  ///< validator_unsupported: what spirv-val did not know (validation_note())
 };
 
-/// Compiles `def` (the exact bytes expand() read) to SPIR-V, optimises it at
-/// the kernel's level and validates it for its target. Errors:
-/// compile_failed (glslang/optimiser, messages name the user's file:line),
+/// Compiles `def` (the exact bytes expand() read, its preamble included) to
+/// SPIR-V, strips debug info when `spec.strip` (spvtools' strip-debug pass,
+/// first, as glslc -O), optimises it at the kernel's level and validates it
+/// for its target under `spec.validate`. Errors: compile_failed
+/// (glslang/optimiser, messages name the user's file:line),
 /// validation_failed (invalid module), validator_unsupported (the validator
-/// does not know a capability or instruction the module uses).
+/// does not know a capability or instruction the module uses, and the policy
+/// is strict). Under "known" such a module is returned with
+/// Compiled::validation = validator_unsupported; under "off" it is not
+/// validated (not_validated).
 Result<Compiled> compile(const definition::KernelSpec& spec, const definition::Definition& def, PhaseTimes& times);
 
 /// Validates a module for a target env ("vulkan1.2"); used on import.
 Result<void> validate(std::span<const std::uint32_t> spirv, std::string_view target);
+
+/// Validates a module under the policy it was stored with (its entry's
+/// "validate" id field): strict = validate(); known = validate() but a
+/// validator_unsupported result is accepted; off = check_structure() only.
+/// Returns what was found; `note`, when given, receives the validator's
+/// message (validation_note()) for validator_unsupported.
+Result<Validation> validate_under(std::span<const std::uint32_t> spirv, std::string_view target,
+                                  definition::ValidatePolicy policy, std::string* note = nullptr);
+
+/// What `validate = "off"` still checks: the 5-word header (magic, an id
+/// bound in range) and that every instruction's word count is non-zero and
+/// fits. validation_failed otherwise. Says nothing about what the module means.
+Result<void> check_structure(std::span<const std::uint32_t> spirv);
+
+/// A validator message as an entry's validation_note: one line (control
+/// characters become spaces, runs of spaces one), at most ~1 KiB.
+std::string validation_note(std::string_view message);
 
 /// Views payload bytes as SPIR-V words; corruption when the length is not a
 /// multiple of 4 or the magic number is wrong.

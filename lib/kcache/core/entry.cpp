@@ -89,7 +89,7 @@ Result<void> validate_entry_record(const Entry& e) {
   KCACHE_CHECK(check_fields(e.id_fields, "id"));
   KCACHE_CHECK(check_fields(e.ir_fields, "ir"));
   for (const auto& [name, value] : e.id_fields) {
-    const bool is_source = name == "source";
+    const bool is_source = name == "source" || name == "preamble_file";
     const bool is_include = name.starts_with("include_dir:");
     if ((is_source && !util::is_contained_relative_path(value)) || (is_include && !is_recorded_include_dir(value)))
       return refuse(
@@ -109,6 +109,11 @@ Result<void> validate_entry_record(const Entry& e) {
   }
   if (e.origin_detail.size() > k_max_origin_detail)
     return refuse(fmt::format("origin is {} bytes; limit {}", e.origin_detail.size(), k_max_origin_detail));
+  if (e.validation_note.size() > k_max_validation_note)
+    return refuse(
+        fmt::format("validation note is {} bytes; limit {}", e.validation_note.size(), k_max_validation_note));
+  if (!util::is_printable_utf8(e.validation_note))
+    return refuse(fmt::format("validation note '{}' holds control characters or invalid UTF-8", shown(e.validation_note)));
   return {};
 }
 
@@ -135,6 +140,15 @@ bool get_fields(util::ByteReader& r, std::vector<Field>& out, std::uint32_t max_
   return true;
 }
 
+std::string_view validation_name(Validation v) {
+  switch (v) {
+    case Validation::validated: return "validated";
+    case Validation::validator_unsupported: return "validator_unsupported";
+    case Validation::not_validated: return "not_validated";
+  }
+  return "?";
+}
+
 void seal_payload(Entry& entry) { entry.payload_digest = util::hash_bytes(entry.payload); }
 
 std::vector<std::uint8_t> encode_entry(const Entry& entry) {
@@ -157,6 +171,8 @@ std::vector<std::uint8_t> encode_entry(const Entry& entry) {
   w.u64(entry.created);
   w.u8(static_cast<std::uint8_t>(entry.origin_kind));
   w.str(entry.origin_detail);
+  w.u8(static_cast<std::uint8_t>(entry.validation));
+  w.str(entry.validation_note);
   put_hash(w, util::hash_bytes(w.bytes()));
   return w.take();
 }
@@ -203,6 +219,14 @@ Result<Entry> decode_entry(std::span<const std::uint8_t> bytes) {
   auto detail = r.str(k_max_string);
   if (!payload || !digest || !created || !origin || !detail) return corrupt("truncated");
   if (*origin != 1 && *origin != 2) return corrupt("unknown origin kind");
+  if (*version >= 2) {
+    auto validation = r.u8();
+    auto note = r.str(k_max_string);
+    if (!validation || !note) return corrupt("truncated validation fields");
+    if (*validation < 1 || *validation > 3) return corrupt("unknown validation kind");
+    e.validation = static_cast<Validation>(*validation);
+    e.validation_note = std::move(*note);
+  }
   if (r.remaining() != 0) return corrupt("trailing bytes");
   e.payload.assign(payload->begin(), payload->end());
   e.payload_digest = *digest;

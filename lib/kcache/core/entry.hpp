@@ -2,12 +2,12 @@
 // The same encoding is the LMDB value in a store and the entry record inside
 // a bundle, so the bundle module speaks records and knows nothing of LMDB.
 //
-// Entry record format, version 1 (all integers little-endian; str = u32
+// Entry record format, version 2 (all integers little-endian; str = u32
 // length + UTF-8 bytes; h128 = 16 raw bytes):
 //
 //   field            type         meaning
 //   magic            4 bytes      "KCE\x01"
-//   version          u16          record format version (1)
+//   version          u16          record format version (1 or 2)
 //   kernel           str          kernel name, variant suffix included
 //   key.id           h128         identity hash (kcache::definition key)
 //   key.ir           h128         content hash (expanded source + toolchain)
@@ -21,9 +21,18 @@
 //   created          u64          unix seconds when compiled
 //   origin_kind      u8           1 = built here, 2 = imported
 //   origin_detail    str          host/tool that built it, or the bundle imported from
+//   -- version 2 appends:
+//   validation       u8           1 = spirv-val accepted the module; 2 = spirv-val
+//                                 did not know something it uses (stored under
+//                                 validate = "known"); 3 = not validated
+//                                 (validate = "off"). A pipeline-cache entry: 1.
+//   validation_note  str          for 2: what the validator did not know (one
+//                                 line); else empty
 //   record_digest    h128         XXH3-128 of every byte above
 //
-// Persisted enum values (payload_kind, origin_kind) are append-only. A new
+// A version-1 record has no validation fields and reads as validation = 1
+// (kcache stored nothing else then). Persisted enum values (payload_kind,
+// origin_kind, validation) are append-only. A new
 // field is appended before record_digest and bumps the version; readers accept
 // versions k_entry_min_version..k_entry_max_version.
 #pragma once
@@ -70,6 +79,15 @@ bool get_fields(util::ByteReader& r, std::vector<Field>& out, std::uint32_t max_
 
 enum class PayloadKind : std::uint8_t { spirv = 1, pipeline_cache = 2 };
 enum class OriginKind : std::uint8_t { built = 1, imported = 2 };
+/// How far a stored module was validated (the kernel's `validate` policy,
+/// README "The manifest"): persisted, append-only.
+enum class Validation : std::uint8_t {
+  validated = 1,              ///< spirv-val accepted it
+  validator_unsupported = 2,  ///< spirv-val did not know a capability/extension/opcode it uses
+  not_validated = 3,          ///< validate = "off": only its structure was checked
+};
+/// "validated", "validator_unsupported", "not_validated".
+std::string_view validation_name(Validation v);
 
 /// A compiled kernel with its metadata.
 struct Entry {
@@ -84,12 +102,14 @@ struct Entry {
   std::uint64_t created = 0;
   OriginKind origin_kind = OriginKind::built;
   std::string origin_detail;
+  Validation validation = Validation::validated;  ///< record version 2
+  std::string validation_note;                    ///< what the validator did not know (validator_unsupported)
 
   bool operator==(const Entry&) const = default;
 };
 
 inline constexpr std::uint16_t k_entry_min_version = 1;
-inline constexpr std::uint16_t k_entry_max_version = 1;
+inline constexpr std::uint16_t k_entry_max_version = 2;
 /// Upper bound on a decoded payload (a single module or blob), as a defence
 /// against hostile records.
 inline constexpr std::size_t k_max_payload_bytes = 256u << 20;
@@ -125,6 +145,8 @@ inline constexpr std::size_t k_max_field_name = 1024;
 inline constexpr std::size_t k_max_field_value = 64u << 10;
 /// Longest origin_detail ("bundle NAME.kcb", a host and tool).
 inline constexpr std::size_t k_max_origin_detail = 8u << 10;
+/// Longest validation_note (one validator message, cut by its writer).
+inline constexpr std::size_t k_max_validation_note = 4u << 10;
 
 /// Checks a kernel name from elsewhere: 1..k_max_kernel_name bytes,
 /// printable UTF-8 (util::is_printable_utf8), and a base name (the part
@@ -139,10 +161,11 @@ Result<void> check_kernel_name(std::string_view kernel);
 /// names of at most k_max_field_name and values of at most
 /// k_max_field_value bytes, all printable UTF-8; at most k_max_record_inputs
 /// inputs, each path util::is_contained_relative_path; the recorded paths
-/// among the id fields ("source", and "include_dir:N", which may also be
-/// "." or end in '/') likewise; origin_detail at most k_max_origin_detail
-/// bytes. corruption naming the first problem (which input or field, its
-/// value escaped). Pure; what the payload holds is the importer's check.
+/// among the id fields ("source" and "preamble_file", and "include_dir:N",
+/// which may also be "." or end in '/') likewise; origin_detail at most
+/// k_max_origin_detail bytes; validation_note at most k_max_validation_note
+/// printable bytes. corruption naming the first problem (which input or
+/// field, its value escaped). Pure; what the payload holds is the importer's check.
 Result<void> validate_entry_record(const Entry& entry);
 
 }  // namespace kcache

@@ -97,6 +97,12 @@ HashedFields compute_id(const KernelSpec& spec) {
   r.add("target", spec.target);
   r.add("optimize", std::string(optimize_name(spec.optimize)));
   for (const auto& sc : spec.spec_constants) r.add("spec_constant:" + std::to_string(sc.id), sc.type + ":" + sc.text);
+  for (std::size_t i = 0; i < spec.extensions.size(); ++i) r.add("extension:" + std::to_string(i), spec.extensions[i]);
+  // Only when set, so that a kernel without a preamble shows no empty fields.
+  if (!spec.preamble.empty()) r.add("preamble", escape_preamble(spec.preamble));
+  if (!spec.preamble_file.empty()) r.add("preamble_file", spec.preamble_file);
+  r.add("strip", spec.strip ? "true" : "false");
+  r.add("validate", std::string(validate_policy_name(spec.validate)));
   return r.finish();
 }
 

@@ -27,7 +27,10 @@ namespace kcache::definition {
 
 /// Version of the key scheme; part of every `ir`, so a scheme change
 /// invalidates old keys instead of needing a tool to rehash stores.
-inline constexpr std::string_view k_key_schema = "1";
+/// 2: compilation changed under unchanged inputs — glslc's implicit
+/// GL_GOOGLE_include_directive (an OpSourceExtension in every unstripped
+/// module) and the strip-debug pass (docs/design.md "Keys").
+inline constexpr std::string_view k_key_schema = "2";
 
 /// One source file as read during this run.
 struct SourceFile {
@@ -86,6 +89,10 @@ Result<std::string> include_path(std::string_view dir, std::string_view header);
 struct Definition {
   std::string expanded;           ///< preprocessed text (defines applied)
   std::vector<InputFile> inputs;  ///< main source first, then includes in first-read order
+  /// The text glslang read before the source (compile::expand built it from
+  /// the kernel's defines, extensions, preamble and preamble_file), so that
+  /// compilation sees exactly what the expansion saw.
+  std::string preamble;
   /// The bytes that were hashed, so compilation sees exactly them even if a
   /// file changes on disk meanwhile.
   std::vector<std::shared_ptr<const SourceFile>> files;
@@ -98,7 +105,9 @@ struct HashedFields {
 };
 
 /// The identity hash: kernel name, variant values, source path, entry,
-/// stage, language, defines, include dirs, target, optimize, spec constants.
+/// stage, language, defines, include dirs, target, optimize, spec constants,
+/// extensions ("extension:N"), preamble (escape_preamble), preamble_file
+/// (its path; its content is an input), strip and validate.
 HashedFields compute_id(const KernelSpec& spec);
 
 /// The content hash: `toolchain` fields (compiler versions, optimiser

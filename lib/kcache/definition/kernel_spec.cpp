@@ -41,6 +41,11 @@ constexpr std::array<std::pair<Optimize, std::string_view>, 3> k_optimize{{
     {Optimize::size, "size"},
     {Optimize::performance, "performance"},
 }};
+constexpr std::array<std::pair<ValidatePolicy, std::string_view>, 3> k_validate{{
+    {ValidatePolicy::strict, "strict"},
+    {ValidatePolicy::known, "known"},
+    {ValidatePolicy::off, "off"},
+}};
 
 }  // namespace
 
@@ -50,6 +55,26 @@ std::string_view optimize_name(Optimize o) { return name_of(k_optimize, o); }
 std::optional<Stage> parse_stage(std::string_view s) { return lookup(k_stages, s); }
 std::optional<Language> parse_language(std::string_view s) { return lookup(k_languages, s); }
 std::optional<Optimize> parse_optimize(std::string_view s) { return lookup(k_optimize, s); }
+std::string_view validate_policy_name(ValidatePolicy v) { return name_of(k_validate, v); }
+std::optional<ValidatePolicy> parse_validate_policy(std::string_view s) { return lookup(k_validate, s); }
+
+ValidatePolicy recorded_validate_policy(const std::vector<Field>& id_fields) {
+  for (const auto& [k, v] : id_fields)
+    if (k == "validate") return parse_validate_policy(v).value_or(ValidatePolicy::strict);
+  return ValidatePolicy::strict;
+}
+
+std::string escape_preamble(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else out += c;
+  }
+  return out;
+}
 
 bool is_known_target(std::string_view t) { return kcache::is_known_spirv_target(t); }
 

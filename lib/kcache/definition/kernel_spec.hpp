@@ -18,14 +18,28 @@ namespace kcache::definition {
 enum class Stage { compute, vertex, fragment, geometry, tess_control, tess_evaluation, task, mesh };
 enum class Language { glsl, hlsl };
 enum class Optimize { none, size, performance };
+/// What a module must pass to be stored (manifest `validate`): strict =
+/// spirv-val accepts it; known = spirv-val accepts it or only does not know a
+/// capability/extension/opcode it uses (stored, flagged); off = not validated
+/// (only its structure is checked). Persisted by name, never by value.
+enum class ValidatePolicy { strict, known, off };
 
 /// Manifest spelling of each enum ("compute", "hlsl", "performance").
 std::string_view stage_name(Stage s);
 std::string_view language_name(Language l);
 std::string_view optimize_name(Optimize o);
+std::string_view validate_policy_name(ValidatePolicy v);
 std::optional<Stage> parse_stage(std::string_view s);
 std::optional<Language> parse_language(std::string_view s);
 std::optional<Optimize> parse_optimize(std::string_view s);
+std::optional<ValidatePolicy> parse_validate_policy(std::string_view s);
+/// The policy an entry was stored under, from its id fields ("validate";
+/// absent in entries older than the field: strict, all kcache then knew).
+ValidatePolicy recorded_validate_policy(const std::vector<Field>& id_fields);
+
+/// A preamble as one printable line, for keys and display: '\\' → "\\\\",
+/// '\n' → "\\n", '\t' → "\\t" (injective, so two preambles never share a key).
+std::string escape_preamble(std::string_view text);
 
 /// Supported target environments, "vulkan1.0" .. "vulkan1.3" (kcache::k_spirv_targets).
 bool is_known_target(std::string_view target);
@@ -50,11 +64,18 @@ struct KernelSpec {
   std::string entry = "main";
   Stage stage = Stage::compute;
   Language language = Language::glsl;
-  std::vector<Field> defines;             ///< sorted by name; variant values included
+  /// sorted by name; variant values included. A name may be function-like
+  /// ("TWICE(x)"); neither name nor value holds a control character.
+  std::vector<Field> defines;
   std::vector<std::string> include_dirs;  ///< relative to the manifest's folder
   std::string target = std::string(k_default_target);
   Optimize optimize = Optimize::performance;
   std::vector<SpecConstant> spec_constants;  ///< sorted by id
+  std::vector<std::string> extensions;       ///< `#extension NAME : enable` lines, in manifest order
+  std::string preamble;       ///< text after #version (may hold '\n' and '\t', no other control character)
+  std::string preamble_file;  ///< relative to the manifest's folder, "" for none; read after `preamble`
+  bool strip = true;          ///< debug info removed (glslc -O's strip-debug pass); manifest default: optimize != none
+  ValidatePolicy validate = ValidatePolicy::strict;
   int manifest_line = 0;                     ///< line of the [[kernel]] in the manifest
 };
 

@@ -2,6 +2,7 @@
 // device.hpp). Each call owns every Vulkan object it creates (RAII below), so
 // calls from several threads share nothing but the VkDevice.
 #include "kcache/device/capabilities_internal.hpp"
+#include "kcache/device/limits.hpp"
 #include "kcache/device/reflect.hpp"
 #include "kcache/device/vulkan_internal.hpp"
 
@@ -323,9 +324,21 @@ Result<PipelineBlob> Device::build_pipeline(std::span<const std::uint32_t> spirv
     return fail(Category::device_unavailable, "vkCreatePipelineCache failed: {}", result_name(r));
 
   auto created = d.create_pipeline(*prepared, cache.get(), 0);
-  if (created.result != VK_SUCCESS)
-    return fail(Category::compile_failed, "vkCreateComputePipelines for '{}' failed: {}", entry,
-                result_name(created.result));
+  if (created.result != VK_SUCCESS) {
+    // An opaque refusal: say which of the device's limits the module likely
+    // exceeds (limits.hpp), with the spec constants in effect.
+    std::string why;
+    if (is_opaque_result(created.result))
+      if (auto needs = compute_needs(spirv, entry, spec)) {
+        const auto& l = d.physical.limits;
+        ComputeLimits limits{{l.maxComputeWorkGroupSize[0], l.maxComputeWorkGroupSize[1], l.maxComputeWorkGroupSize[2]},
+                             l.maxComputeWorkGroupInvocations,
+                             l.maxComputeSharedMemorySize};
+        why = "; " + diagnose_limits(*needs, limits);
+      }
+    return fail(Category::compile_failed, "vkCreateComputePipelines for '{}' failed: {}{}", entry,
+                result_name(created.result), why);
+  }
 
   PipelineBlob out;
   out.create_ms = created.ms;

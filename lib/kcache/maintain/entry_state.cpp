@@ -30,6 +30,22 @@ const definition::KernelSpec* EntryClassifier::wanted(const std::string& ns, con
 }
 
 Classification EntryClassifier::classify(const Namespace& ns, const Entry& entry) {
+  return classify_recorded(ns, entry.kernel, build::toolchain_changes(entry, m_toolchain),
+                           [&](const definition::KernelSpec& spec) {
+                             return build::assess(spec, entry, *m_files, m_toolchain);
+                           });
+}
+
+Classification EntryClassifier::classify(const Namespace& ns, const Failure& failure) {
+  return classify_recorded(ns, failure.kernel, build::toolchain_changes(failure, m_toolchain),
+                           [&](const definition::KernelSpec& spec) {
+                             return build::assess(spec, failure, *m_files, m_toolchain);
+                           });
+}
+
+Classification EntryClassifier::classify_recorded(
+    const Namespace& ns, const std::string& kernel, std::vector<build::Change> toolchain,
+    const std::function<build::Assessment(const definition::KernelSpec&)>& assess) {
   Classification c;
   if (ns.backend == "vulkan" && has_per_card_fields(ns.record)) {
     c.state = EntryState::stale;
@@ -38,7 +54,6 @@ Classification EntryClassifier::classify(const Namespace& ns, const Entry& entry
                          "schema 2 (GPU model and driver): " + vulkan_namespace(ns.record).name()});
     return c;
   }
-  auto toolchain = build::toolchain_changes(entry, m_toolchain);
   c.toolchain_stale = !toolchain.empty();
   if (!m_manifest) {
     if (c.toolchain_stale) {
@@ -47,18 +62,18 @@ Classification EntryClassifier::classify(const Namespace& ns, const Entry& entry
     }
     return c;
   }
-  if (!m_by_name.contains(entry.kernel)) {
+  if (!m_by_name.contains(kernel)) {
     c.state = EntryState::orphan;
     return c;
   }
   // A device namespace: the manifest names its kernels but not the device.
   if (ns.backend != "spirv") return c;
-  const definition::KernelSpec* spec = wanted(ns.name(), entry.kernel);
+  const definition::KernelSpec* spec = wanted(ns.name(), kernel);
   if (!spec) {
     c.state = EntryState::orphan;  // built for a target the manifest no longer uses for it
     return c;
   }
-  auto a = build::assess(*spec, entry, *m_files, m_toolchain);
+  auto a = assess(*spec);
   c.state = a.state == build::Freshness::fresh ? EntryState::fresh : EntryState::stale;
   if (c.state == EntryState::stale) c.changes = build::essential_changes(std::move(a.changes));
   return c;

@@ -11,6 +11,7 @@
 #include "kcache/core/namespace.hpp"
 #include "kcache/manifest/manifest.hpp"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -54,6 +55,10 @@ class EntryClassifier {
   EntryClassifier(const manifest::Manifest* manifest, const compile::Toolchain& toolchain);
 
   Classification classify(const Namespace& ns, const Entry& entry);
+  /// The same rule for a failure record: fresh = still current (a build
+  /// would report it without compiling), stale = the next build compiles
+  /// the kernel again anyway.
+  Classification classify(const Namespace& ns, const Failure& failure);
   /// The manifest kernel stored as (spirv namespace, kernel), or null.
   const definition::KernelSpec* wanted(const std::string& ns, const std::string& kernel) const;
   /// Every (spirv namespace, kernel) the manifest builds.
@@ -62,6 +67,11 @@ class EntryClassifier {
   }
 
  private:
+  /// classify's rule over what entries and failure records both record.
+  Classification classify_recorded(const Namespace& ns, const std::string& kernel,
+                                   std::vector<build::Change> toolchain,
+                                   const std::function<build::Assessment(const definition::KernelSpec&)>& assess);
+
   const manifest::Manifest* m_manifest;
   const compile::Toolchain& m_toolchain;
   std::map<std::pair<std::string, std::string>, const definition::KernelSpec*> m_wanted;

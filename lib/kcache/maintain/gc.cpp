@@ -33,6 +33,22 @@ Result<std::vector<store::GcCandidate>> gc_candidates(store::Store& store, const
         out.push_back(std::move(c));
         return true;
       }));
+      // Failure records go by the same rules (store/gc.hpp GcCandidate::failure).
+      KCACHE_CHECK(reader.scan_failures(ns, [&](Failure&& f, std::size_t record_bytes) {
+        store::GcCandidate c;
+        c.ns = ns;
+        c.kernel = f.kernel;
+        c.key = f.key;
+        c.created = c.last_used = f.created;
+        c.bytes = record_bytes;
+        c.failure = true;
+        auto state = classifier.classify(info.ns, f);
+        c.orphan = state.state == EntryState::orphan;
+        c.stale = state.state == EntryState::stale || state.toolchain_stale;
+        c.fresh = state.state == EntryState::fresh || (manifest && state.state == EntryState::unknown);
+        out.push_back(std::move(c));
+        return true;
+      }));
     }
     return {};
   }));
@@ -41,14 +57,16 @@ Result<std::vector<store::GcCandidate>> gc_candidates(store::Store& store, const
 
 Result<store::RemoveSummary> apply_gc(store::Store& store, std::span<const store::GcCandidate> candidates,
                                       const store::GcPlan& plan) {
-  std::map<std::string, std::vector<store::RemoveItem>> by_ns;
+  // (namespace, failure records?) → what to remove there
+  std::map<std::pair<std::string, bool>, std::vector<store::RemoveItem>> by_ns;
   for (const auto& v : plan.remove) {
     const auto& c = candidates[v.index];
-    by_ns[c.ns].push_back({c.kernel, c.key});
+    by_ns[{c.ns, c.failure}].push_back({c.kernel, c.key});
   }
   store::RemoveSummary total;
-  for (const auto& [ns, items] : by_ns) {
-    auto done = store.remove_unchanged(ns, items);
+  for (const auto& [where, items] : by_ns) {
+    const auto& [ns, failures] = where;
+    auto done = failures ? store.remove_failures(ns, items) : store.remove_unchanged(ns, items);
     if (!done)
       return tl::unexpected(std::move(done).error().context(
           fmt::format("gc stopped after removing {} entries (namespace {} unchanged)", total.removed, ns)));

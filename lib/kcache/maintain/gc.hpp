@@ -18,7 +18,8 @@
 
 namespace kcache::maintain {
 
-/// Every stored entry as a gc candidate, from one snapshot. With `manifest`:
+/// Every stored entry and failure record as a gc candidate, from one
+/// snapshot (a failure record by EntryClassifier's rule for failures). With `manifest`:
 /// an entry of a namespace the manifest uses for that kernel is assessed
 /// (fresh = protected, stale); an entry of a kernel the manifest no longer
 /// has, or in a spirv namespace of another target, is an orphan; a device

@@ -5,7 +5,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <optional>
 #include <set>
+#include <system_error>
+#include <thread>
 
 namespace kcache::maintain {
 
@@ -44,6 +49,10 @@ Result<StoreReport> inspect_store(store::Store& store, const manifest::Manifest*
         row.changes = std::move(c.changes);
         if (c.state == EntryState::fresh || c.state == EntryState::stale) seen.insert({ns, e.kernel});
         report.entries.push_back(std::move(row));
+        return true;
+      }));
+      KCACHE_CHECK(reader.scan_failures(ns, [&](Failure&&, std::size_t) {
+        ++summary.failure_records;
         return true;
       }));
       report.summaries.push_back(std::move(summary));
@@ -147,14 +156,50 @@ Result<KernelReport> inspect_kernel(store::Store& store, const std::string& kern
 }
 
 Result<std::vector<build::Explanation>> explain_manifest(store::Store& store, const manifest::Manifest& manifest,
-                                                         const compile::Toolchain& toolchain) {
+                                                         const compile::Toolchain& toolchain, unsigned jobs) {
   definition::FileCache files(manifest.root);
-  std::vector<build::Explanation> all;
-  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
-    build::Explainer explainer(reader, files, toolchain);
-    for (const auto& spec : manifest.kernels) all.push_back(KCACHE_TRY(explainer.explain(spec)));
-    return {};
-  }));
+  const auto& kernels = manifest.kernels;
+  std::vector<build::Explanation> all(kernels.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex mutex;
+  std::optional<Error> first_error;
+  // One snapshot and one Explainer per thread (an Explainer is bound to its
+  // reader's thread); kernels are handed out one at a time so that a slow
+  // one (an expansion, a variant search) does not hold up a whole share.
+  auto work = [&] {
+    auto read = store.read([&](store::Reader& reader) -> Result<void> {
+      build::Explainer explainer(reader, files, toolchain);
+      for (std::size_t i; !stop && (i = next.fetch_add(1)) < kernels.size();)
+        all[i] = KCACHE_TRY(explainer.explain(kernels[i]));
+      return {};
+    });
+    if (!read) {
+      stop = true;
+      std::lock_guard lock(mutex);
+      if (!first_error) first_error = std::move(read).error();
+    }
+  };
+  unsigned wanted = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  unsigned thread_count = static_cast<unsigned>(std::min<std::size_t>(wanted, kernels.size()));
+  if (thread_count <= 1) {
+    work();
+  } else {
+    std::vector<std::jthread> threads;
+    for (unsigned t = 0; t < thread_count; ++t) {
+      try {
+        threads.emplace_back(work);
+      } catch (const std::system_error& e) {
+        // The OS refused a thread (a process limit): the started ones stop.
+        stop = true;
+        std::lock_guard lock(mutex);
+        if (!first_error) first_error = Error{Category::io_error, fmt::format("cannot start thread {} of {} ({}): "
+                                                                              "lower -j", t + 1, thread_count, e.what())};
+        break;
+      }
+    }
+  }
+  if (first_error) return tl::unexpected(std::move(*first_error));
   return all;
 }
 

@@ -54,6 +54,9 @@ struct NamespaceSummary {
   std::uint64_t newest = 0;     ///< latest `created`
   std::uint64_t last_used = 0;  ///< latest usage last_used; 0 = never recorded
   std::vector<OriginSummary> origins;
+  /// Failure records of this namespace (core/failure.hpp): kernels whose
+  /// last build failed; in no other count.
+  std::uint64_t failure_records = 0;
   /// Matches no local device (vulkan) or no target the manifest uses (spirv).
   bool foreign = false;
   std::string foreign_reason;
@@ -127,8 +130,13 @@ struct KernelReport {
 Result<KernelReport> inspect_kernel(store::Store& store, const std::string& kernel, const manifest::Manifest* manifest,
                                     const compile::Toolchain& toolchain);
 
-/// Explains every manifest kernel against one snapshot (`inspect --why`).
+/// Explains every manifest kernel (`inspect --why`), in manifest order, on
+/// `jobs` threads (0 = number of cores), as `kcache build -j` checks them:
+/// each thread reads its own snapshot with its own build::Explainer (the
+/// build's id-key lookup and recorded-input check first; a kernel is
+/// preprocessed only when an input changed), and all share one FileCache so
+/// every input file is hashed once. Errors: the store's read errors.
 Result<std::vector<build::Explanation>> explain_manifest(store::Store& store, const manifest::Manifest& manifest,
-                                                         const compile::Toolchain& toolchain);
+                                                         const compile::Toolchain& toolchain, unsigned jobs = 1);
 
 }  // namespace kcache::maintain

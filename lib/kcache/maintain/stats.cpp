@@ -27,6 +27,12 @@ Result<RunTotals> run_totals(store::Store& store, std::size_t last) {
     t.refused_write += run.refused_write;
     t.wall_us += run.wall_us;
     t.bytes_written += run.bytes_written;
+    t.remote_hit += run.remote_hit;
+    t.remote_misses += run.remote_misses;
+    t.remote_refused += run.remote_refused;
+    t.remote_errors += run.remote_errors;
+    t.remote_bytes_read += run.remote_bytes_read;
+    t.remote_bytes_written += run.remote_bytes_written;
     for (const auto& p : run.phases) {
       auto it = std::find_if(t.phases.begin(), t.phases.end(), [&](const auto& q) { return q.name == p.name; });
       if (it == t.phases.end()) it = t.phases.insert(t.phases.end(), {p.name, 0, 0});

@@ -18,6 +18,10 @@ struct RunTotals {
   std::uint64_t last = 0;   ///< time of the newest
   std::uint64_t kernels = 0, hits = 0, compiled = 0, stale_replaced = 0, failed = 0, refused_write = 0;
   std::uint64_t wall_us = 0, bytes_written = 0;
+  /// Remote caches (run record version 2): kernels from remotes, and values
+  /// missed, refused, failed requests, bytes read and written over all remotes.
+  std::uint64_t remote_hit = 0, remote_misses = 0, remote_refused = 0, remote_errors = 0;
+  std::uint64_t remote_bytes_read = 0, remote_bytes_written = 0;
   std::vector<store::PhaseRecord> phases;  ///< summed, in first-seen order
   std::vector<store::RunRecord> recent;    ///< the runs summed, oldest first
   /// Lookups that did not hit (kernels − hits).

@@ -38,7 +38,9 @@ Result<void> check_spirv_entry(const Entry& e, const Namespace& ns) {
   if (e.payload_kind != PayloadKind::spirv)
     return fail(Category::corruption, "payload kind {} in a spirv namespace", static_cast<int>(e.payload_kind));
   auto words = KCACHE_TRY(compile::spirv_words(e.payload));
-  return compile::validate(words, ns.fingerprint);
+  // Under the policy it was stored with (its "validate" id field), as import.
+  KCACHE_CHECK(compile::validate_under(words, ns.fingerprint, definition::recorded_validate_policy(e.id_fields)));
+  return {};
 }
 
 Result<void> check_vulkan_entry(store::Reader& reader, const Entry& e, const Namespace& ns) {
@@ -106,6 +108,19 @@ Result<StoreCheck> check_store(store::Store& store) {
         ++out.entries;
         auto ok = ns.backend == "spirv" ? check_spirv_entry(e, ns) : check_vulkan_entry(reader, e, ns);
         if (!ok) out.problems.push_back({ns.name(), e.kernel, ok.error()});
+      }
+      // Failure records: each must decode and say only what a record may.
+      const std::size_t failures_damaged_before = reader.damaged().size();
+      auto failures = reader.scan_failures(ns.name(), [&](Failure&& f, std::size_t) {
+        ++out.failures;
+        if (auto ok = validate_failure_record(f); !ok) out.problems.push_back({ns.name(), f.kernel, ok.error()});
+        return true;
+      });
+      if (!failures) out.problems.push_back({ns.name(), "", failures.error()});
+      for (std::size_t i = failures_damaged_before; i < reader.damaged().size(); ++i) {
+        const store::DamagedEntry& d = reader.damaged()[i];
+        ++out.failures;
+        out.problems.push_back({d.ns, d.kernel, d.error});
       }
     }
     return {};

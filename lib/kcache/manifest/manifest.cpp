@@ -20,8 +20,9 @@ namespace {
 
 using definition::KernelSpec;
 
-constexpr std::array k_default_keys{"entry",        "stage",  "language", "defines",
-                                    "include_dirs", "target", "optimize", "spec_constants"};
+constexpr std::array k_default_keys{"entry",    "stage",    "language", "defines",       "include_dirs",
+                                    "target",   "optimize", "spec_constants", "extensions", "preamble",
+                                    "preamble_file", "strip", "validate"};
 constexpr std::array k_kernel_only_keys{"name", "source", "variants"};
 
 /// Collects problems as "file:line: message" lines.
@@ -58,12 +59,32 @@ std::optional<std::string> contained_path(std::string_view raw, bool allow_root)
   return p;
 }
 
-/// Whether a define or variant value is one preprocessor token sequence on
-/// one line: a newline would let a value inject "#include" or "#error" lines
-/// into every source it is defined for.
-bool is_single_line_value(std::string_view v) {
-  return std::none_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+/// Whether text holds a control character (< 0x20 or 0x7f): a newline in a
+/// define or variant value would let it inject "#include" or "#error" lines
+/// into the preamble of every source it is defined for.
+bool has_control_character(std::string_view v) {
+  return std::any_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
 }
+bool is_single_line_value(std::string_view v) { return !has_control_character(v); }
+
+/// What else would let a one-line value reach the next preamble line: a
+/// trailing backslash (a line continuation) or a block comment it opens and
+/// does not close. nullopt when the value is safe.
+std::optional<std::string> value_spills_over(std::string_view v) {
+  if (!v.empty() && v.back() == '\\')
+    return std::string("ends in a backslash, which would continue it onto the next preamble line");
+  for (std::size_t open = v.find("/*"); open != std::string_view::npos; open = v.find("/*", open)) {
+    const std::size_t close = v.find("*/", open + 2);
+    if (close == std::string_view::npos)
+      return std::string("opens a /* comment it does not close, which would swallow the next preamble lines");
+    open = close + 2;
+  }
+  return std::nullopt;
+}
+
+/// Longest `preamble` text (and preamble_file, by definition::k_max_source_bytes
+/// like any source): the text is part of every key, escaped.
+constexpr std::size_t k_max_preamble = 16u << 10;
 
 /// A code point that toml++ 3.3.0, as Debian 12 ships it, mishandles: its
 /// is_non_ascii_horizontal_whitespace() reaches __builtin_unreachable()
@@ -119,6 +140,32 @@ bool is_identifier(std::string_view s) {
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
+/// A define name: a macro name, or a function-like one, "NAME(a, b)" (no
+/// space before '(', parameters are names, separated by commas).
+bool is_macro_name(std::string_view s) {
+  const std::size_t paren = s.find('(');
+  if (paren == std::string_view::npos) return is_identifier(s);
+  if (!is_identifier(s.substr(0, paren)) || s.back() != ')') return false;
+  std::string_view params = s.substr(paren + 1, s.size() - paren - 2);
+  const auto trim = [](std::string_view p) {
+    while (!p.empty() && p.front() == ' ') p.remove_prefix(1);
+    while (!p.empty() && p.back() == ' ') p.remove_suffix(1);
+    return p;
+  };
+  if (trim(params).empty()) return true;
+  std::set<std::string_view> seen;
+  for (;;) {
+    const std::size_t comma = params.find(',');
+    std::string_view param = trim(params.substr(0, comma));
+    if (!is_identifier(param) || !seen.insert(param).second) return false;
+    if (comma == std::string_view::npos) return true;
+    params.remove_prefix(comma + 1);
+  }
+}
+
+/// The macro a define name defines: "TWICE" for "TWICE(x)".
+std::string_view macro_of(std::string_view name) { return name.substr(0, name.find('(')); }
+
 /// Letters, digits, '_', '-' and '.', but not "." or "..": the name is a
 /// store key and appears beside paths (kcache::check_kernel_name refuses
 /// those too when a bundle carries them).
@@ -137,6 +184,10 @@ struct Options {
   std::map<std::string, std::string> defines;
   std::optional<std::vector<std::string>> include_dirs;
   std::map<std::uint32_t, definition::SpecConstant> spec_constants;
+  std::optional<std::vector<std::string>> extensions;
+  std::optional<std::string> preamble, preamble_file;
+  std::optional<bool> strip;
+  std::optional<definition::ValidatePolicy> validate;
 };
 
 template <typename Enum, typename Parse>
@@ -171,16 +222,35 @@ void read_options(const toml::table& t, Options& o, Diagnostics& diag) {
             "compute, vertex, fragment, geometry, tess_control, tess_evaluation, task, mesh", diag);
   read_enum(t, "language", o.language, definition::parse_language, "glsl, hlsl", diag);
   read_enum(t, "optimize", o.optimize, definition::parse_optimize, "none, size, performance", diag);
+  read_enum(t, "validate", o.validate, definition::parse_validate_policy, "strict, known, off", diag);
+  if (const toml::node* n = t.get("strip")) {
+    if (auto b = n->value<bool>()) o.strip = *b;
+    else diag.add(n, "'strip' must be true or false (debug names removed, as glslc -O does)");
+  }
   if (const toml::node* n = t.get("defines")) {
     if (auto table = n->as_table()) {
+      std::map<std::string, std::string, std::less<>> macros;  // macro → the define naming it
       for (const auto& [k, v] : *table) {
+        const std::string_view name = k.str();
         auto text = scalar_text(v);
-        if (!is_identifier(k.str())) diag.add(&v, fmt::format("define '{}' is not a valid macro name", k.str()));
-        else if (!text) diag.add(&v, fmt::format("define '{}' must be a string, number or boolean", k.str()));
+        if (has_control_character(name))
+          diag.add(&v, fmt::format("define '{}' has a newline or control character in its name — a name is a macro "
+                                   "name such as TILE or TWICE(x)",
+                                   util::escape_untrusted(name)));
+        else if (!is_macro_name(name))
+          diag.add(&v, fmt::format("define '{}' is not a valid macro name — use NAME or a function-like NAME(a, b)",
+                                   util::escape_untrusted(name)));
+        else if (!text) diag.add(&v, fmt::format("define '{}' must be a string, number or boolean", name));
         else if (!is_single_line_value(*text))
-          diag.add(&v,
-                   fmt::format("define '{}' holds a newline or control character — a value must be one line", k.str()));
-        else o.defines[std::string(k.str())] = *text;
+          diag.add(&v, fmt::format("define '{}' holds a newline or control character ('{}') — a value must be one "
+                                   "line; use `preamble` for text of several lines",
+                                   name, util::escape_untrusted(*text)));
+        else if (auto why = value_spills_over(*text))
+          diag.add(&v, fmt::format("define '{}' = '{}' {} — remove it", name, *text, *why));
+        else if (auto [it, fresh] = macros.emplace(std::string(macro_of(name)), std::string(name)); !fresh)
+          diag.add(&v, fmt::format("defines '{}' and '{}' both define macro {} — keep one", it->second, name,
+                                   it->first));
+        else o.defines[std::string(name)] = *text;
       }
     } else {
       diag.add(n, "'defines' must be a table, e.g. defines = { TILE = 16 }");
@@ -206,6 +276,51 @@ void read_options(const toml::table& t, Options& o, Diagnostics& diag) {
       diag.add(n, "'include_dirs' must be an array of paths, e.g. include_dirs = [\"include\"]");
     }
     o.include_dirs = std::move(dirs);
+  }
+  if (const toml::node* n = t.get("extensions")) {
+    std::vector<std::string> names;
+    if (auto arr = n->as_array()) {
+      std::set<std::string> seen;
+      for (const auto& v : *arr) {
+        auto s = v.value<std::string>();
+        if (!s || !is_identifier(*s))
+          diag.add(&v, fmt::format("extension {} must be an extension name such as \"GL_EXT_shader_16bit_storage\" "
+                                   "(letters, digits, '_'); kcache writes `#extension NAME : enable`",
+                                   s ? "'" + util::escape_untrusted(*s) + "'" : std::string("(not a string)")));
+        else if (!seen.insert(*s).second) diag.add(&v, fmt::format("extension '{}' is listed twice", *s));
+        else names.push_back(std::move(*s));
+      }
+    } else {
+      diag.add(n, "'extensions' must be an array of names, e.g. extensions = [\"GL_EXT_shader_16bit_storage\"]");
+    }
+    o.extensions = std::move(names);
+  }
+  if (const toml::node* n = t.get("preamble")) {
+    auto s = n->value<std::string>();
+    const auto bad = s ? std::find_if(s->begin(), s->end(),
+                                      [](char c) {
+                                        const auto b = static_cast<unsigned char>(c);
+                                        return (b < 0x20 && c != '\n' && c != '\t') || b == 0x7f;
+                                      })
+                       : std::string::iterator{};
+    if (!s) diag.add(n, "'preamble' must be a string (text put after #version), e.g. preamble = \"\"\"...\"\"\"");
+    else if (bad != s->end())
+      diag.add(n, fmt::format("'preamble' holds control character U+{:04X} — only newlines and tabs may appear",
+                              static_cast<unsigned>(static_cast<unsigned char>(*bad))));
+    else if (s->size() > k_max_preamble)
+      diag.add(n, fmt::format("'preamble' is {} bytes; limit {} — put longer text into a file named by "
+                              "preamble_file",
+                              s->size(), k_max_preamble));
+    else o.preamble = std::move(*s);
+  }
+  if (const toml::node* n = t.get("preamble_file")) {
+    auto s = n->value<std::string>();
+    auto path = s && !is_absolute_like(*s) ? contained_path(*s, false) : std::nullopt;
+    if (!path)
+      diag.add(n, fmt::format("preamble_file {} must be a path relative to the manifest's folder, inside it (no "
+                              "'..' out of it, not absolute)",
+                              s ? "'" + util::escape_untrusted(*s) + "'" : std::string("(not a string)")));
+    else o.preamble_file = std::move(*path);
   }
   if (const toml::node* n = t.get("spec_constants")) {
     auto table = n->as_table();
@@ -290,6 +405,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> read_variants(cons
         diag.add(&item, fmt::format("variant '{}' has a value with a newline or control character — a value must be "
                                     "one line",
                                     key));
+      else if (auto why = value_spills_over(*text))
+        diag.add(&item, fmt::format("variant '{}' value '{}' {} — remove it", key, *text, *why));
       else if (!seen.insert(*text).second) diag.add(&item, fmt::format("variant '{}' lists '{}' twice", key, *text));
       else values.push_back(*text);
     }
@@ -355,6 +472,15 @@ void expand_kernel(const Options& defaults, const toml::table& kt, Diagnostics& 
   if (own.language) o.language = own.language;
   if (own.optimize) o.optimize = own.optimize;
   if (own.include_dirs) o.include_dirs = own.include_dirs;
+  if (own.extensions) o.extensions = own.extensions;
+  if (own.preamble) o.preamble = own.preamble;
+  if (own.preamble_file) o.preamble_file = own.preamble_file;
+  if (own.strip) o.strip = own.strip;
+  if (own.validate) o.validate = own.validate;
+  // A kernel's define replaces a default one of the same macro, whichever
+  // form (object- or function-like) either has.
+  for (auto& [k, v] : own.defines)
+    std::erase_if(o.defines, [&](const auto& d) { return macro_of(d.first) == macro_of(k); });
   for (auto& [k, v] : own.defines) o.defines[k] = v;
   for (auto& [k, v] : own.spec_constants) o.spec_constants[k] = v;
 
@@ -387,6 +513,20 @@ void expand_kernel(const Options& defaults, const toml::table& kt, Diagnostics& 
   base.include_dirs = o.include_dirs.value_or(std::vector<std::string>{});
   base.target = o.target.value_or(std::string(definition::k_default_target));
   base.optimize = o.optimize.value_or(definition::Optimize::performance);
+  base.extensions = o.extensions.value_or(std::vector<std::string>{});
+  base.preamble = o.preamble.value_or("");
+  base.preamble_file = o.preamble_file.value_or("");
+  base.strip = o.strip.value_or(base.optimize != definition::Optimize::none);  // glslc: -O strips, -O0 keeps
+  base.validate = o.validate.value_or(definition::ValidatePolicy::strict);
+  if (check_files && !base.preamble_file.empty()) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(root / base.preamble_file, ec);
+    if (!std::filesystem::is_regular_file(status))
+      diag.add(kt.get("preamble_file") ? kt.get("preamble_file") : &kt,
+               fmt::format("kernel '{}': preamble_file '{}' is {} (looked in {})", *name, base.preamble_file,
+                           std::filesystem::exists(status) ? "not a regular file" : "missing",
+                           (root / base.preamble_file).string()));
+  }
   for (auto& [id, sc] : o.spec_constants) base.spec_constants.push_back(sc);
   base.manifest_line = line;
 
@@ -399,6 +539,7 @@ void expand_kernel(const Options& defaults, const toml::table& kt, Diagnostics& 
     for (std::size_t i = 0; i < variants.size(); ++i) {
       const auto& [key, values] = variants[i];
       spec.variant.emplace_back(key, values[index[i]]);
+      std::erase_if(defines, [&](const auto& d) { return d.first != key && macro_of(d.first) == key; });
       defines[key] = values[index[i]];
       suffix += fmt::format("{}{}={}", i ? "," : "", key, values[index[i]]);
     }

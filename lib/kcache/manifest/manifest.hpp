@@ -2,7 +2,12 @@
 //
 // Format (README "Manifest format" is the user-facing description):
 //   [defaults]  entry, stage, language, defines, include_dirs, target,
-//               optimize, spec_constants — applied to every kernel
+//               optimize, spec_constants, extensions, preamble,
+//               preamble_file, strip, validate — applied to every kernel
+//               (a kernel's value replaces the default; defines merge by
+//               macro name). Defines may be function-like ("TWICE(x)");
+//               no define, variant value or extension holds a control
+//               character, a preamble only newlines and tabs.
 //   [[kernel]]  name, source (required) and any key of [defaults], plus
 //               [kernel.variants]: NAME = [values...]; the Cartesian product
 //               of all variant lists expands the kernel, each point named

@@ -106,7 +106,8 @@ std::string store_check_text(const maintain::StoreCheck& check) {
     else out += fmt::format("PROBLEM {} (in {})\n", p.kernel, p.ns);
     out += fmt::format("  {}: {}\n", category_name(p.error.category), p.error.message);
   }
-  out += fmt::format("{} namespaces, {} entries checked in {:.2f} s: {}\n", check.namespaces, check.entries,
+  out += fmt::format("{} namespaces, {} entries{} checked in {:.2f} s: {}\n", check.namespaces, check.entries,
+                     check.failures ? fmt::format(" and {} failure records", check.failures) : "",
                      check.wall_ms / 1000,
                      check.problems.empty() ? "no problems" : fmt::format("{} problems", check.problems.size()));
   return terminal_text(out);
@@ -122,6 +123,7 @@ std::string store_check_json(const maintain::StoreCheck& check) {
   json out = {{"schema", "kcache.verify/1"},     {"mode", "store"},
               {"namespaces", check.namespaces},  {"entries", check.entries},
               {"problems", std::move(problems)}, {"wall_ms", check.wall_ms}};
+  out["failure_records"] = check.failures;
   return internal::json_text(out);
 }
 

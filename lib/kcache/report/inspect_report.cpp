@@ -2,6 +2,7 @@
 
 #include "kcache/report/render_internal.hpp"
 #include "kcache/report/report.hpp"
+#include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -44,11 +45,49 @@ json explanation_json(const build::Explanation& e) {
             {"elsewhere", e.elsewhere}};
   j["compared"] =
       e.compared_ns.empty() ? json(nullptr) : json{{"namespace", e.compared_ns}, {"kernel", e.compared_kernel}};
+  if (e.failure) {
+    const Failure& f = e.failure->failure;
+    j["failure"] = {{"phase", failure_phase_name(f.phase)},
+                    {"category", category_name(f.category)},
+                    {"message", f.message},
+                    {"created", f.created},
+                    {"origin", f.origin_detail},
+                    {"current", e.failure->current},
+                    {"remembered", build::remembered_failure(e)},
+                    {"changes", changes_json(e.failure->changes)}};
+  }
   return j;
+}
+
+/// The stored failure of an explanation: what failed, where and when, and
+/// whether a build would still report it without compiling.
+std::string failure_text(const build::Explanation& e) {
+  if (!e.failure) return {};
+  const Failure& f = e.failure->failure;
+  std::string out;
+  if (e.failure->current)
+    out += fmt::format("  failed in {} at {} ({}); remembered: a build reports it without compiling until an input "
+                       "changes (`kcache build --retry-failed` compiles it again):\n",
+                       failure_phase_name(f.phase), util::iso_time(f.created), f.origin_detail);
+  else
+    out += fmt::format("  failed in {} at {}; no longer current (the next build compiles it), since:\n",
+                       failure_phase_name(f.phase), util::iso_time(f.created));
+  if (!e.failure->current) out += changes_text(e.failure->changes, "    ");
+  std::string_view message = f.message;
+  out += fmt::format("    {}: ", category_name(f.category));
+  for (std::size_t nl; (nl = message.find('\n')) != std::string_view::npos; message.remove_prefix(nl + 1))
+    out += fmt::format("{}\n      ", message.substr(0, nl));
+  out += fmt::format("{}\n", message);
+  return out;
 }
 
 std::string explanation_text(const build::Explanation& e) {
   std::string out;
+  if (build::remembered_failure(e) && e.state == build::Freshness::missing) {
+    out += fmt::format("{}: failed, not in store (namespace {})\n", e.kernel, e.ns);
+    out += failure_text(e);
+    return out;
+  }
   switch (e.state) {
     case build::Freshness::fresh: out += fmt::format("{}: fresh in {}\n", e.kernel, e.ns); break;
     case build::Freshness::stale:
@@ -68,7 +107,21 @@ std::string explanation_text(const build::Explanation& e) {
   out += changes_text(e.changes, "    ");
   if (e.state != build::Freshness::missing && !e.elsewhere.empty())
     out += fmt::format("  also stored in: {}\n", fmt::join(e.elsewhere, ", "));
+  if (e.state != build::Freshness::fresh) out += failure_text(e);
   return out;
+}
+
+/// The entry's validation flag, one line: a module stored under
+/// validate = "known" or "off" says so wherever it is shown.
+std::string validation_text(const Entry& e) {
+  switch (e.validation) {
+    case Validation::validated: return "  validation: spirv-val accepted it\n";
+    case Validation::validator_unsupported:
+      return fmt::format("  validation: spirv-val did not know something it uses (stored under validate = \"known\"): {}\n",
+                         e.validation_note);
+    case Validation::not_validated: return "  validation: not validated (validate = \"off\"; structure checked only)\n";
+  }
+  return "";
 }
 
 std::string_view origin_name(OriginKind k) { return k == OriginKind::built ? "built" : "imported"; }
@@ -82,6 +135,7 @@ std::string kernel_text(const maintain::KernelReport& report, bool why_only) {
       text +=
           fmt::format("{} in {}\n  id {}\n  ir {}\n  {} bytes, origin: {} ({})\n", report.kernel, ns, e.key.id.hex(),
                       e.key.ir.hex(), e.payload.size(), origin_name(e.origin_kind), e.origin_detail);
+      if (e.payload_kind == PayloadKind::spirv) text += validation_text(e);
       text += "  inputs:\n";
       for (const auto& in : e.inputs) text += fmt::format("    {}  {}\n", in.hash.hex().substr(0, 16), in.path);
       text += "  identity:\n";
@@ -120,6 +174,10 @@ std::string kernel_json(const maintain::KernelReport& report, bool why_only) {
                 {"created", e.created},
                 {"origin", origin_name(e.origin_kind)},
                 {"origin_detail", e.origin_detail}};
+      if (e.payload_kind == PayloadKind::spirv) {
+        j["validation"] = validation_name(e.validation);
+        if (!e.validation_note.empty()) j["validation_note"] = e.validation_note;
+      }
       j["identity"] = json::object();
       for (const auto& [k, v] : e.id_fields) j["identity"][k] = v;
       j["toolchain"] = json::object();
@@ -140,23 +198,28 @@ std::string kernel_json(const maintain::KernelReport& report, bool why_only) {
 
 std::string why_text(const std::vector<build::Explanation>& all) {
   std::string text;
-  std::size_t fresh = 0;
+  std::size_t fresh = 0, remembered = 0;
   for (const auto& e : all) {
     if (e.state == build::Freshness::fresh) ++fresh;
     else text += fmt::format("{}: {}\n", e.kernel, build::describe(e));
+    if (build::remembered_failure(e)) ++remembered;
   }
-  return terminal_text(
-      text + fmt::format("{} of {} kernels fresh; {} would be rebuilt\n", fresh, all.size(), all.size() - fresh));
+  return terminal_text(text + fmt::format("{} of {} kernels fresh; {}{} would be rebuilt\n", fresh, all.size(),
+                                          remembered ? fmt::format("{} failed (remembered, not rebuilt); ", remembered)
+                                                     : "",
+                                          all.size() - fresh - remembered));
 }
 
 std::string why_json(const std::vector<build::Explanation>& all) {
   json out = {{"schema", "kcache.why/1"}, {"kernels", json::array()}};
-  std::size_t fresh = 0;
+  std::size_t fresh = 0, remembered = 0;
   for (const auto& e : all) {
     if (e.state == build::Freshness::fresh) ++fresh;
     else out["kernels"].push_back(explanation_json(e));
+    if (build::remembered_failure(e)) ++remembered;
   }
   out["fresh"] = fresh;
+  out["remembered_failures"] = remembered;
   out["total"] = all.size();
   return internal::json_text(out);
 }

@@ -41,6 +41,11 @@ std::string stats_text(const maintain::RunTotals& t, std::size_t rows) {
       t.refused_write);
   out += fmt::format("wall: {:.2f} s total, {:.2f} s per run; written: {}\n", static_cast<double>(t.wall_us) / 1e6,
                      static_cast<double>(t.wall_us) / 1e6 / static_cast<double>(t.runs), human_bytes(t.bytes_written));
+  if (t.remote_hit || t.remote_misses || t.remote_refused || t.remote_errors || t.remote_bytes_written)
+    out += fmt::format("remote caches: {} kernels from remotes, {} misses, {} refused, {} failed requests; {} read, "
+                       "{} written\n",
+                       t.remote_hit, t.remote_misses, t.remote_refused, t.remote_errors,
+                       human_bytes(t.remote_bytes_read), human_bytes(t.remote_bytes_written));
   out += "time per phase (cpu, summed over kernels):\n";
   for (const auto& p : t.phases)
     if (p.cpu_us || p.wall_us)
@@ -93,7 +98,14 @@ std::string stats_json(const maintain::RunTotals& t) {
                 {"failed", t.failed},
                 {"refused_write", t.refused_write},
                 {"wall_ms", static_cast<double>(t.wall_us) / 1e3},
-                {"bytes_written", t.bytes_written}}},
+                {"bytes_written", t.bytes_written},
+                {"remote",
+                 {{"remote_hit", t.remote_hit},
+                  {"misses", t.remote_misses},
+                  {"refused", t.remote_refused},
+                  {"errors", t.remote_errors},
+                  {"bytes_read", t.remote_bytes_read},
+                  {"bytes_written", t.remote_bytes_written}}}}},
               {"hit_rate", t.kernels ? static_cast<double>(t.hits) / static_cast<double>(t.kernels) : 0.0},
               {"phases", std::move(phases)},
               {"recent", std::move(runs)}};
@@ -122,8 +134,8 @@ std::string gc_text(const GcReport& r) {
   const char* verb = r.dry_run ? "would remove" : "removed";
   for (const auto& v : r.plan.remove) {
     const auto& c = r.candidates[v.index];
-    out += fmt::format("{} {} {}  ({}, {})\n", verb, c.ns, c.kernel, store::gc_reason_name(v.reason),
-                       human_bytes(c.bytes));
+    out += fmt::format("{} {} {}{}  ({}, {})\n", verb, c.ns, c.kernel, c.failure ? " (failure record)" : "",
+                       store::gc_reason_name(v.reason), human_bytes(c.bytes));
   }
   std::size_t count = r.removed ? r.removed->removed : r.plan.remove.size();
   std::uint64_t bytes = 0;
@@ -158,7 +170,8 @@ std::string gc_json(const GcReport& r) {
                        {"reason", store::gc_reason_name(v.reason)},
                        {"bytes", c.bytes},
                        {"created", iso_time(c.created)},
-                       {"last_used", iso_time(c.last_used)}});
+                       {"last_used", iso_time(c.last_used)},
+                       {"failure_record", c.failure}});
   }
   json out = {{"schema", "kcache.gc/1"},
               {"dry_run", r.dry_run},

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kcache/build/freshness.hpp"
+#include "kcache/build/secondary.hpp"
 #include "kcache/report/report.hpp"
 
 #include <nlohmann/json.hpp>
@@ -21,5 +22,9 @@ nlohmann::json changes_json(const std::vector<build::Change>& changes);
 /// written as U+FFFD rather than failing the command after it acted (gc).
 std::string json_text(const nlohmann::json& j);
 std::string json_text(const nlohmann::ordered_json& j);
+
+/// What each remote of a build did, as build_json's "remotes" array
+/// (remote_report.cpp).
+nlohmann::json remotes_value(const std::vector<build::SecondaryStats>& remotes);
 
 }  // namespace kcache::report::internal

@@ -1,6 +1,7 @@
 #include "kcache/report/report.hpp"
 
 #include "kcache/report/render_internal.hpp"
+#include "kcache/report/remote_report.hpp"
 
 #include "kcache/build/explain.hpp"
 #include "kcache/definition/definition.hpp"
@@ -89,18 +90,27 @@ std::string build_summary(const build::BuildResult& result, bool explain) {
   std::size_t failed = result.count(Outcome::failed);
   for (const auto& r : result.receipts) {
     if (r.outcome == Outcome::failed) {
-      out += fmt::format("FAILED {}{}\n", r.kernel, r.kept_stale ? " (previous entry kept, stale)" : "");
-      if (r.error) out += fmt::format("  {}: {}\n", category_name(r.error->category), r.error->message);
+      out += fmt::format("FAILED {}{}{}\n", r.kernel,
+                         r.remembered ? fmt::format(" (remembered from {}; --retry-failed to compile again)",
+                                                    util::iso_time(r.failed_at))
+                                      : "",
+                         r.kept_stale ? " (previous entry kept, stale)" : "");
+      if (r.error)
+        out += fmt::format("  {}{}: {}\n", category_name(r.error->category),
+                           r.failed_phase.empty() ? "" : " in " + r.failed_phase, r.error->message);
     } else if (r.outcome == Outcome::refused_write) {
       out += fmt::format("warning: {}: compiled but not stored: {}\n", r.kernel, r.error ? r.error->message : "");
     }
-    if (explain && r.outcome != Outcome::hit && !r.reason.empty())
+    if (explain && r.outcome != Outcome::hit && !r.reason.empty() && !r.remembered)
       out +=
           fmt::format("{} {}: {}\n", r.outcome == Outcome::failed ? "tried to rebuild" : "rebuilt", r.kernel, r.reason);
   }
-  out += fmt::format("{} kernels: {} hit, {} compiled, {} stale replaced, {} failed, {} not stored\n",
+  const std::size_t remembered = result.remembered();
+  out += fmt::format("{} kernels: {} hit, {} compiled, {} stale replaced, {} failed{}, {} not stored\n",
                      result.receipts.size(), result.count(Outcome::hit), result.count(Outcome::compiled),
-                     result.count(Outcome::stale_replaced), failed, result.count(Outcome::refused_write));
+                     result.count(Outcome::stale_replaced), failed,
+                     remembered ? fmt::format(" ({} remembered, not compiled)", remembered) : "",
+                     result.count(Outcome::refused_write));
   std::string phases;
   for (std::size_t i = 0; i < k_phase_count; ++i) {
     const auto& t = result.totals.times[i];
@@ -109,6 +119,9 @@ std::string build_summary(const build::BuildResult& result, bool explain) {
   }
   out += fmt::format("time: {:.2f} s wall; cpu by phase: {}\n", result.wall_ms / 1000, phases.empty() ? "-" : phases);
   out += fmt::format("written: {}\n", human_bytes(result.bytes_written));
+  if (std::size_t remote = result.count(Outcome::remote_hit); remote || !result.secondary.empty())
+    out += fmt::format("from remotes: {} kernels (checked and stored)\n", remote);
+  out += remotes_text(result.secondary);
   return terminal_text(out);
 }
 
@@ -127,15 +140,22 @@ std::string build_json(const build::BuildResult& result) {
     if (!r.warnings.empty()) k["warnings"] = r.warnings;
     if (r.kept_stale) k["kept_stale"] = true;
     if (r.shared_compile) k["shared_compile"] = true;
+    if (!r.failed_phase.empty()) k["failed_phase"] = r.failed_phase;
+    if (r.remembered) {
+      k["remembered"] = true;
+      k["failed_at"] = r.failed_at;
+    }
     kernels.push_back(std::move(k));
   }
   json counts = json::object();
   for (auto o : {build::Outcome::hit, build::Outcome::compiled, build::Outcome::stale_replaced, build::Outcome::failed,
-                 build::Outcome::refused_write})
+                 build::Outcome::refused_write, build::Outcome::remote_hit})
     counts[std::string(build::outcome_name(o))] = result.count(o);
   json out = {
       {"schema", "kcache.build/1"}, {"kernels", std::move(kernels)},         {"counts", std::move(counts)},
       {"wall_ms", result.wall_ms},  {"bytes_written", result.bytes_written}, {"phases", phases_json(result.totals)}};
+  if (!result.secondary.empty()) out["remotes"] = internal::remotes_value(result.secondary);
+  out["remembered_failures"] = result.remembered();  // failed kernels reported without compiling
   return internal::json_text(out);
 }
 
@@ -166,13 +186,16 @@ std::string store_text(const maintain::StoreReport& report) {
       out += fmt::format("  stored: {} in records; created {} .. {}; last used {}\n", human_bytes(s.record_bytes),
                          iso_time(s.oldest), iso_time(s.newest), time_or_never(s.last_used));
     for (const auto& o : s.origins) out += fmt::format("  origin: {}\n", origin_text(o));
+    if (s.failure_records)
+      out += fmt::format("  failure records: {} (kernels whose last build failed; `kcache inspect --why` says why)\n",
+                         s.failure_records);
     if (s.foreign) out += fmt::format("  FOREIGN: {}\n", s.foreign_reason);
   }
   if (!report.entries.empty()) {
     std::size_t width = 6;
     for (const auto& e : report.entries) width = std::max(width, e.kernel.size());
     width = std::min<std::size_t>(width, 60);
-    out += fmt::format("\n{:<{}}  {:<16}  {:>9}  {:<20}  {:<20}  {:<6}  {}\n", "kernel", width, "key", "size",
+    out += fmt::format("\n{:<{}}  {:<16}  {:>9}  {:<20}  {:<20}  {:<6}  {}\n", "kernel", width, "id", "size",
                        "created", "last used", "state", "origin");
     const std::string* group = nullptr;
     for (const auto& e : report.entries) {
@@ -225,6 +248,7 @@ std::string store_json(const maintain::StoreReport& report) {
                            {"latest_written", when(o.latest_written)}});
       row["origins"] = std::move(origins);
       row["foreign"] = s.foreign;
+      row["failure_records"] = s.failure_records;
       if (s.foreign) row["foreign_reason"] = s.foreign_reason;
     }
     namespaces.push_back(std::move(row));

@@ -137,9 +137,10 @@ std::string merge_conflicts_text(const bundle::MergeResult& result) {
   for (const auto& c : result.conflicts) {
     if (c.same_key)
       out += fmt::format(
-          "kcache: conflict: kernel '{}' has key {} in both {} and {} but different module bytes "
-          "(a non-reproducible build?)\n",
-          c.kernel, c.first_key.ir.hex().substr(0, 16), c.first_bundle, c.second_bundle);
+          "kcache: conflict: kernel '{}' has the same key (id {}, ir {}) in both {} and {} but different "
+          "module bytes (a non-reproducible build? `kcache build --check-reproducible` names such kernels)\n",
+          c.kernel, c.first_key.id.hex().substr(0, 16), c.first_key.ir.hex().substr(0, 16), c.first_bundle,
+          c.second_bundle);
     else
       out += fmt::format(
           "kcache: conflict: kernel '{}' is ir {} in {} but ir {} in {} (built from different "

@@ -134,6 +134,17 @@ kcache_status kcache_store_open(const char* dir, kcache_store** out) {
   });
 }
 
+kcache_status kcache_store_open_embedded(const kcache_embedded_table* table, kcache_store** out) {
+  return guarded([&] {
+    if (!table || !out) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "table and out must not be NULL");
+    *out = nullptr;
+    auto catalog = kcache::runtime::detail::Catalog::open_embedded(*table);
+    if (!catalog) return failed(catalog.error());
+    *out = new kcache_store{std::move(*catalog)};
+    return KCACHE_OK;
+  });
+}
+
 void kcache_store_close(kcache_store* store) { delete store; }
 
 kcache_status kcache_lookup(kcache_store* store, const char* name, const kcache_device* device, const char* target,

@@ -6,6 +6,8 @@
 // driver misses the blob.
 #include "kcache/device/reflect.hpp"
 
+#include "kcache/util/text.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -174,6 +176,56 @@ Result<std::unique_ptr<Catalog>> Catalog::open(const std::filesystem::path& dir)
   auto s = store::open_lmdb_store(path, options);
   if (!s) return tl::unexpected(std::move(s).error().context(fmt::format("store {}", path.string())));
   return std::make_unique<Catalog>(std::move(*s));
+}
+
+Result<std::unique_ptr<Catalog>> Catalog::open_embedded(const kcache_embedded_table& table) {
+  if (table.version != KCACHE_EMBEDDED_VERSION)
+    return fail(table.version > KCACHE_EMBEDDED_VERSION ? Category::version_mismatch : Category::invalid_argument,
+                "embedded kernel table version {} is not {} (this kcache's); re-emit the sources with this kcache",
+                table.version, KCACHE_EMBEDDED_VERSION);
+  if (!table.target || !is_known_spirv_target(table.target))
+    return fail(Category::invalid_argument, "embedded kernel table: no known target (vulkan1.0 .. vulkan1.3)");
+  if (table.count > 0 && !table.kernels)
+    return fail(Category::invalid_argument, "embedded kernel table: {} kernels but no array", table.count);
+  std::vector<Entry> entries;
+  entries.reserve(table.count);
+  for (std::size_t i = 0; i < table.count; ++i) {
+    const kcache_embedded_kernel& k = table.kernels[i];
+    auto bad = [&](std::string_view what) {
+      return fail(Category::invalid_argument, "embedded kernel {} ('{}'): {}", i,
+                  k.name ? util::shown_untrusted(k.name) : std::string("(null)"), what);
+    };
+    if (!k.name || !k.key_id || !k.key_ir || !k.stage || !k.entry_point) return bad("a NULL string");
+    if (auto ok = check_kernel_name(k.name); !ok) return bad(ok.error().message);
+    auto id = util::Hash128::from_hex(k.key_id);
+    auto ir = util::Hash128::from_hex(k.key_ir);
+    if (!id || !ir) return bad("key ids are not 32 hex digits");
+    if (!k.spirv || k.spirv_words < 5 || k.spirv_words > k_max_payload_bytes / 4 || k.spirv[0] != k_spirv_magic)
+      return bad("not a SPIR-V module");
+    if (k.spec_constant_count > 0 && !k.spec_constants) return bad("spec constants counted but missing");
+    Entry e;
+    e.kernel = k.name;
+    e.key = {*id, *ir};
+    if (*k.stage) e.id_fields.emplace_back("stage", k.stage);
+    e.id_fields.emplace_back("entry", k.entry_point);
+    for (std::uint32_t s = 0; s < k.spec_constant_count; ++s) {
+      const kcache_embedded_spec& sc = k.spec_constants[s];
+      if (!sc.type || !sc.text) return bad("a spec constant with a NULL type or value");
+      e.id_fields.emplace_back("spec_constant:" + std::to_string(sc.constant_id),
+                               std::string(sc.type) + ":" + sc.text);
+    }
+    KCACHE_CHECK(spec_from_fields(e));  // the lookup's own rule, checked once here
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(k.spirv);
+    e.payload.assign(bytes, bytes + k.spirv_words * 4);
+    e.origin_kind = OriginKind::imported;
+    e.origin_detail = "embedded in the program";
+    seal_payload(e);
+    entries.push_back(std::move(e));
+  }
+  // The memory store: the same reader every store lookup goes through.
+  auto memory = store::make_memory_store();
+  KCACHE_CHECK(memory->put(spirv_namespace(table.target), entries));
+  return std::make_unique<Catalog>(std::move(memory));
 }
 
 Result<void> Catalog::list(std::string_view target,

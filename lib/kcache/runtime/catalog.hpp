@@ -15,6 +15,7 @@
 #pragma once
 
 #include "kcache/core/entry.hpp"
+#include "kcache/runtime/kcache_embedded.h"
 #include "kcache/device/device.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/util/error.hpp"
@@ -108,6 +109,13 @@ class Catalog {
   static Result<std::unique_ptr<Catalog>> open(const std::filesystem::path& dir);
   /// Over an already open store (tests: memory store).
   explicit Catalog(std::unique_ptr<store::Store> store);
+
+  /// Over the kernels a program carries (kcache_embedded.h): each is checked
+  /// (name, key ids, SPIR-V magic and size, spec constants) and put into a
+  /// memory store as the SPIR-V entry a build would have stored, so every
+  /// lookup is the store lookup. invalid_argument naming the first bad
+  /// kernel; version_mismatch for a table version this kcache does not know.
+  static Result<std::unique_ptr<Catalog>> open_embedded(const kcache_embedded_table& table);
 
   /// Looks `name` up. not_found when no SPIR-V of that name is stored for the
   /// target; invalid_argument when no target is given and several hold it;

@@ -39,6 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kcache_embedded.h"
+
 #if defined(KCACHE_RUNTIME_BUILD)
 #define KCACHE_API __attribute__((visibility("default")))
 #else
@@ -49,7 +51,7 @@
 extern "C" {
 #endif
 
-#define KCACHE_RUNTIME_API_VERSION 1
+#define KCACHE_RUNTIME_API_VERSION 2 /* 2: kcache_store_open_embedded */
 
 /** Outcome of a call. */
 typedef enum kcache_status {
@@ -123,6 +125,17 @@ KCACHE_API const char* kcache_last_error(void);
  *  store there, IO, CORRUPTION or VERSION_MISMATCH as the message says;
  *  INVALID_ARGUMENT when `out` is NULL. */
 KCACHE_API kcache_status kcache_store_open(const char* dir, kcache_store** out);
+
+/** Opens the kernels compiled into the program (the table `kcache emit`
+ *  writes, kcache_embedded.h) as a read-only store: kcache_lookup,
+ *  kcache_lookup_key, kcache_list_kernels and every accessor work on it as
+ *  on a store directory, and no file is read. The table's kernels are
+ *  checked (names, keys, SPIR-V magic) and copied, so `table` need not
+ *  outlive the store. It holds no pipeline-cache blobs: a lookup with a
+ *  device gets blob status ABSENT and the SPIR-V. INVALID_ARGUMENT for a
+ *  NULL argument or a malformed table, VERSION_MISMATCH for a table of a
+ *  newer format. (API version 2.) */
+KCACHE_API kcache_status kcache_store_open_embedded(const kcache_embedded_table* table, kcache_store** out);
 
 /** Closes a store; NULL is allowed. Kernels already looked up stay valid. */
 KCACHE_API void kcache_store_close(kcache_store* store);

@@ -121,6 +121,14 @@ class Store {
     if (kcache_status st = kcache_store_open(path.c_str(), &s); st != KCACHE_OK) return wrapper_detail::last_error(st);
     return Store(s);
   }
+  /// kcache_store_open_embedded: the kernels `kcache emit` compiled into the
+  /// program, looked up as in a store.
+  static Result<Store> open_embedded(const kcache_embedded_table& table) {
+    kcache_store* s = nullptr;
+    if (kcache_status st = kcache_store_open_embedded(&table, &s); st != KCACHE_OK)
+      return wrapper_detail::last_error(st);
+    return Store(s);
+  }
   Store(Store&& o) noexcept : m_s(std::exchange(o.m_s, nullptr)) {}
   Store& operator=(Store&& o) noexcept {
     std::swap(m_s, o.m_s);

@@ -39,6 +39,10 @@ struct GcCandidate {
   bool fresh = false;           ///< the given manifest still uses it, fresh: protected
   bool stale = false;           ///< can never hit again (manifest says stale, or another toolchain)
   bool orphan = false;          ///< the given manifest no longer has it
+  /// A failure record (core/failure.hpp), not an entry: the same rules
+  /// apply (stale: the next build compiles again anyway; orphan; age), and
+  /// it is removed with Store::remove_failures. last_used = created.
+  bool failure = false;
 };
 
 /// Which rules apply; an entry goes when any selected rule matches it.

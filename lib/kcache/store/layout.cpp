@@ -93,6 +93,20 @@ Result<Namespace> decode_namespace_record(std::string_view key, std::span<const 
   return ns;
 }
 
+Result<Failure> decode_stored_failure(std::string_view key, std::span<const std::uint8_t> value) {
+  std::string shown(key);
+  if (auto sep = shown.find(k_key_separator); sep != std::string::npos) shown[sep] = ':';
+  auto failure = decode_failure(value);
+  if (!failure)
+    return tl::unexpected(std::move(failure).error().context(fmt::format("failure record '{}'", abbreviate(shown))));
+  auto sep = key.find(k_key_separator);
+  std::string_view kernel = sep == std::string_view::npos ? std::string_view{} : key.substr(sep + 1);
+  if (failure->kernel != kernel)
+    return fail(Category::corruption, "failure record '{}' is corrupt: its record names kernel '{}'",
+                abbreviate(shown), abbreviate(failure->kernel));
+  return failure;
+}
+
 Result<Entry> decode_stored_entry(std::string_view key, std::span<const std::uint8_t> value) {
   auto printable = [&] {
     std::string s(key);

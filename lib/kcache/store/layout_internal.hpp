@@ -3,22 +3,36 @@
 // same rules (key limits, duplicate detection, corruption checks); callers
 // outside this module use store.hpp. Thread-safety: pure functions.
 //
-// Store layout version 2 (meta "schema" = "2"). One LMDB environment per
+// Store layout version 3 (meta "schema" = "3"). One LMDB environment per
 // store directory (data.mdb + lock.mdb, and kcache.lock: see below), with
-// five named databases:
+// six named databases:
 //
 //   database     key                               value
 //   entries      namespace name, 0x1f, kernel name  entry record (core/entry.hpp)
 //   namespaces   namespace name ("spirv/vulkan1.2") namespace record (below)
 //   usage        the entry's `entries` key          usage record (below)       [since 2]
 //   runs         run number, u64 big-endian         run record (below)         [since 2]
-//   meta         "schema"                           ASCII store layout version, "2"
+//   failures     namespace name, 0x1f, kernel name  failure record             [since 3]
+//                                                   (core/failure.hpp)
+//   meta         "schema"                           ASCII store layout version, "3"
 //
 // Version history. 1: entries, namespaces, meta. 2: adds usage and runs;
-// nothing else changed. Readers accept 1..2: a version-1 store reads as one
-// with no usage records and an empty run log; the first writable open
-// upgrades it in one transaction (creates the two databases, writes "2"),
-// after which a kcache that reads only version 1 refuses it by name.
+// nothing else changed. 3: adds failures; nothing else changed. Readers
+// accept 1..3: a version-1 store reads as one with no usage records and an
+// empty run log, a version-1 or -2 store as one with no failure records; the
+// first writable open upgrades it in one transaction (creates the missing
+// databases, writes "3"), after which a kcache that reads only older
+// versions refuses it by name.
+//
+// Failures. A kernel whose build failed (and that has no fresh entry) may
+// have a failure record, keyed like its entry would be: a warm build reports
+// it without compiling while the record is current (build/freshness.hpp).
+// put of an entry deletes the failure record of the same key in the same
+// transaction (a kernel that now builds has no failure), so the two never
+// disagree after a successful build. A failure's namespace gets its
+// namespace record like an entry's. Failure records are never entries:
+// scans, counts, exports and bundles do not see them; a damaged one is
+// skipped into Reader::damaged() as a damaged entry would be.
 //
 // Keys compare bytewise (LMDB's default), so a namespace's entries are
 // contiguous and in kernel-name order. Namespace names never contain 0x1f,
@@ -68,7 +82,7 @@
 //
 //   field            type         meaning
 //   magic            4 bytes      "KCR\x01"
-//   version          u16          record format version (1)
+//   version          u16          record format version (1 or 2)
 //   time             u64          unix seconds when the run ended
 //   command          str          "build"
 //   kernels          u32          kernels in the run (its shard)
@@ -81,6 +95,12 @@
 //   bytes_written    u64          payload bytes written
 //   n_phases         u32          then n × (str name, u64 wall_us, u64 cpu_us):
 //                                 time per phase summed over kernels
+//   remote_hit       u32          [version 2] kernels taken from a remote cache
+//   remote_misses    u32          [version 2] summed over the run's remotes
+//   remote_refused   u32          [version 2]
+//   remote_errors    u32          [version 2] failed requests
+//   remote_bytes_read    u64      [version 2]
+//   remote_bytes_written u64      [version 2]
 //   record_digest    h128         XXH3-128 of every byte above
 //
 // A new field is appended before record_digest and bumps the version;
@@ -123,13 +143,14 @@ inline constexpr std::string_view k_namespaces_db = "namespaces";
 inline constexpr std::string_view k_meta_db = "meta";
 inline constexpr std::string_view k_usage_db = "usage";
 inline constexpr std::string_view k_runs_db = "runs";
+inline constexpr std::string_view k_failures_db = "failures";
 inline constexpr std::string_view k_schema_key = "schema";
 /// The layout version this code writes.
-inline constexpr std::string_view k_schema_version = "2";
+inline constexpr std::string_view k_schema_version = "3";
 /// The oldest layout version this code reads (and upgrades when writable).
 inline constexpr std::string_view k_schema_min_version = "1";
 inline constexpr std::uint16_t k_run_min_version = 1;
-inline constexpr std::uint16_t k_run_max_version = 1;
+inline constexpr std::uint16_t k_run_max_version = 2;
 inline constexpr std::size_t k_usage_record_bytes = 16;
 inline constexpr std::string_view k_lock_file_name = "kcache.lock";
 inline constexpr std::uint16_t k_namespace_min_version = 1;
@@ -152,6 +173,11 @@ std::vector<std::uint8_t> encode_namespace_record(const Namespace& ns);
 /// truncation, trailing bytes, digest mismatch or a name that differs from
 /// `key`; version_mismatch for an unsupported version.
 Result<Namespace> decode_namespace_record(std::string_view key, std::span<const std::uint8_t> bytes);
+
+/// Decodes the failure record stored under `key` (as entry_key made it),
+/// checking it names the kernel its key says. Errors as decode_failure, with
+/// the key in the message.
+Result<Failure> decode_stored_failure(std::string_view key, std::span<const std::uint8_t> value);
 
 /// Decodes the entry record stored under `key` (as entry_key made it),
 /// checking it names the kernel its key says. Errors as decode_entry, with

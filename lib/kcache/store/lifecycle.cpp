@@ -21,7 +21,9 @@ tl::unexpected<Error> corrupt_run(std::uint64_t n, std::string_view what) {
 
 }  // namespace
 
-bool readable_schema(std::string_view version) { return version == "1" || version == k_schema_version; }
+bool readable_schema(std::string_view version) {
+  return version == "1" || version == "2" || version == k_schema_version;
+}
 
 std::vector<std::uint8_t> encode_usage(const EntryUsage& usage) {
   util::ByteWriter w;
@@ -79,6 +81,9 @@ std::vector<std::uint8_t> encode_run(const RunRecord& run) {
     w.u64(p.wall_us);
     w.u64(p.cpu_us);
   }
+  for (std::uint32_t v : {run.remote_hit, run.remote_misses, run.remote_refused, run.remote_errors}) w.u32(v);
+  w.u64(run.remote_bytes_read);
+  w.u64(run.remote_bytes_written);
   w.raw(util::hash_bytes(w.bytes()).bytes);
   return w.take();
 }
@@ -118,6 +123,13 @@ Result<RunRecord> decode_run(std::uint64_t n, std::span<const std::uint8_t> byte
     auto pc = r.u64();
     if (!name || !pw || !pc) return corrupt_run(n, "truncated phase list");
     run.phases.push_back({std::move(*name), *pw, *pc});
+  }
+  if (*version >= 2) {
+    auto a = r.u32(), b = r.u32(), c = r.u32(), d = r.u32();
+    auto rd = r.u64(), wr = r.u64();
+    if (!a || !b || !c || !d || !rd || !wr) return corrupt_run(n, "truncated remote counts");
+    run.remote_hit = *a, run.remote_misses = *b, run.remote_refused = *c, run.remote_errors = *d;
+    run.remote_bytes_read = *rd, run.remote_bytes_written = *wr;
   }
   if (r.remaining() != 0) return corrupt_run(n, "trailing bytes");
   return run;

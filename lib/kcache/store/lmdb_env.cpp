@@ -28,7 +28,7 @@
 namespace kcache::store::internal {
 namespace {
 
-constexpr unsigned k_max_dbs = 8;  // five used; room for later databases
+constexpr unsigned k_max_dbs = 8;  // six used; room for later databases
 
 tl::unexpected<Error> env_open_error(const fs::path& dir, const EnvConfig& config, int rc) {
   switch (rc) {
@@ -194,23 +194,32 @@ Result<bool> Env::open_databases(bool create) {
                 m_dir.string(), version, internal::k_schema_min_version, internal::k_schema_version);
   }
   bool current = version == internal::k_schema_version;
-  if (!current && !create) {
-    // Version 1, read-only or before the upgrade: no usage, no run log.
-    KCACHE_CHECK(txn.commit());
-    return false;
-  }
+  // Read-only or before the upgrade, an older store is read as it is:
+  // version 1 has no usage and no run log, versions 1 and 2 no failures.
+  const bool lifecycle = create || version != "1";
+  const bool failures = create || current;
   const std::pair<std::string_view, MDB_dbi*> lifecycle_dbs[] = {{internal::k_usage_db, &m_usage},
                                                                  {internal::k_runs_db, &m_runs}};
-  for (auto [name, dbi] : lifecycle_dbs)
-    if (!KCACHE_TRY(open_dbi(name, flags, *dbi)))
-      return fail(Category::corruption, "store {} is damaged: its '{}' database is missing", m_dir.string(), name);
-  if (!current)  // a new store, or the upgrade of a version-1 one (layout_internal.hpp)
+  if (lifecycle)
+    for (auto [name, dbi] : lifecycle_dbs)
+      if (!KCACHE_TRY(open_dbi(name, flags, *dbi)))
+        return fail(Category::corruption, "store {} is damaged: its '{}' database is missing", m_dir.string(), name);
+  if (failures && !KCACHE_TRY(open_dbi(internal::k_failures_db, flags, m_failures)))
+    return fail(Category::corruption, "store {} is damaged: its '{}' database is missing", m_dir.string(),
+                internal::k_failures_db);
+  if (!current && !create) {
+    KCACHE_CHECK(txn.commit());
+    m_has_lifecycle = lifecycle;
+    return false;
+  }
+  if (!current)  // a new store, or the upgrade of an older one (layout_internal.hpp)
     KCACHE_CHECK(txn.put(m_meta, internal::k_schema_key, util::as_bytes(internal::k_schema_version),
                          "the store's layout version"));
   // Committing (a read transaction too) makes the handles usable by later
   // transactions.
   KCACHE_CHECK(txn.commit());
   m_has_lifecycle = true;
+  m_has_failures = true;
   return true;
 }
 
@@ -245,7 +254,7 @@ Result<std::unique_ptr<Env>> open_env(const fs::path& dir, EnvKey key, const Ope
       return tl::unexpected(std::move(opened).error());
     KCACHE_CHECK(env->open_databases(true));
   } else if (!*opened && !config.read_only) {
-    KCACHE_CHECK(env->open_databases(true));  // upgrade a version-1 store
+    KCACHE_CHECK(env->open_databases(true));  // upgrade an older store
   }
   return env;
 }

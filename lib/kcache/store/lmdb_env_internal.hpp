@@ -140,13 +140,17 @@ class Env {
   MDB_dbi usage() const { return m_usage; }
   MDB_dbi runs() const { return m_runs; }
   bool has_lifecycle() const { return m_has_lifecycle; }
+  /// The failures database; only when has_failures() (a version-1 or -2
+  /// store opened read-only has none).
+  MDB_dbi failures() const { return m_failures; }
+  bool has_failures() const { return m_has_failures; }
   /// Keeps kcache.lock held for the environment's life (closed after it).
   void hold(internal::StoreLock lock) { m_lock = std::move(lock); }
 
   /// Opens (creating when `create`) the named databases and checks the
-  /// store's layout version; with `create`, upgrades a version-1 store.
-  /// False when the store is version 1 and `create` is false (it needs the
-  /// upgrade). not_found when there is no kcache store yet and `create` is
+  /// store's layout version; with `create`, upgrades an older store.
+  /// False when the store is of an older version and `create` is false (it
+  /// needs the upgrade; what it has is opened for reading). not_found when there is no kcache store yet and `create` is
   /// false; corruption for an LMDB environment that is not one.
   /// (lmdb_env.cpp)
   Result<bool> open_databases(bool create);
@@ -182,6 +186,8 @@ class Env {
   MDB_dbi m_usage = 0;
   MDB_dbi m_runs = 0;
   bool m_has_lifecycle = false;
+  MDB_dbi m_failures = 0;
+  bool m_has_failures = false;
   internal::StoreLock m_lock;  // destroyed after ~Env closed the environment
 };
 

@@ -67,6 +67,37 @@ class LmdbReader final : public Reader {
     return {};
   }
 
+  Result<std::optional<Failure>> failure(std::string_view ns_name, std::string_view kernel) override {
+    std::string key = KCACHE_TRY(internal::entry_key(ns_name, kernel));
+    if (!m_env.has_failures()) return std::optional<Failure>{};  // an older store has none
+    auto value = KCACHE_TRY(m_txn.get(m_env.failures(), key, "a failure record"));
+    if (!value) return std::optional<Failure>{};
+    auto failure = internal::decode_stored_failure(key, *value);
+    if (!failure) return in_store(std::move(failure).error());
+    return std::optional(std::move(*failure));
+  }
+
+  Result<void> scan_failures(std::string_view ns_name,
+                             const std::function<bool(Failure&&, std::size_t)>& visit) override {
+    KCACHE_CHECK(internal::check_namespace_name(ns_name));
+    if (!m_env.has_failures()) return {};
+    std::string prefix = internal::entry_prefix(ns_name);
+    if (prefix.size() >= k_max_key_bytes) return {};
+    Cursor cursor = KCACHE_TRY(Cursor::open(m_txn, m_env.failures()));
+    MDB_val key = to_val(prefix), value{};
+    for (bool found = KCACHE_TRY(cursor.get(key, value, MDB_SET_RANGE)); found && to_string(key).starts_with(prefix);
+         found = KCACHE_TRY(cursor.get(key, value, MDB_NEXT))) {
+      auto failure = internal::decode_stored_failure(to_string(key), to_bytes(value));
+      if (!failure) {
+        note_damaged(ns_name, to_string(key).substr(prefix.size()),
+                     std::move(failure).error().context(fmt::format("store {}", m_env.dir().string())));
+        continue;
+      }
+      if (!visit(std::move(*failure), key.mv_size + value.mv_size)) break;
+    }
+    return {};
+  }
+
  private:
   /// Decodes every entry of `ns_name` in key order and hands it to `visit`
   /// with its raw key and value, until `visit` returns false; a record that

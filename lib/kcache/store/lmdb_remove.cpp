@@ -55,6 +55,44 @@ Result<RemoveSummary> LmdbStore::remove_unchanged(std::string_view ns_name, std:
   return summary;
 }
 
+Result<RemoveSummary> LmdbStore::remove_failures(std::string_view ns_name, std::span<const RemoveItem> items) {
+  if (m_read_only) return refuse_write(fmt::format("remove failure records from '{}'", ns_name));
+  std::vector<std::string> keys;
+  keys.reserve(items.size());
+  for (const auto& item : items) {
+    auto key = internal::entry_key(ns_name, item.kernel);
+    if (!key) return tl::unexpected(std::move(key).error().context(store_name()));
+    keys.push_back(std::move(*key));
+  }
+  RemoveSummary summary;
+  if (!m_env->has_failures()) {
+    summary.absent = items.size();
+    return summary;
+  }
+  Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    auto value = KCACHE_TRY(txn.get(m_env->failures(), keys[i], "a failure record"));
+    if (!value) {
+      ++summary.absent;
+      continue;
+    }
+    // A damaged record is removed too: it holds nothing worth keeping.
+    auto stored = internal::decode_stored_failure(keys[i], *value);
+    if (stored && stored->key != items[i].key) {
+      ++summary.changed;
+      continue;
+    }
+    std::uint64_t bytes = keys[i].size() + value->size();
+    MDB_val k = to_val(keys[i]);
+    if (int rc = mdb_del(txn.handle(), m_env->failures(), &k, nullptr); rc != MDB_SUCCESS)
+      return lmdb_fail(m_env->dir(), "remove a failure record", rc);
+    ++summary.removed;
+    summary.record_bytes += bytes;
+  }
+  if (summary.removed > 0) KCACHE_CHECK(txn.commit());
+  return summary;
+}
+
 Result<bool> LmdbStore::delete_entry(const Txn& txn, const std::string& key) {
   MDB_val k = to_val(key);
   int rc = mdb_del(txn.handle(), m_env->entries(), &k, nullptr);

@@ -12,8 +12,8 @@
 //   lmdb_env_registry.cpp     one environment per directory per process
 //   lmdb_txn.cpp              transactions and cursors
 //   lmdb_reader.cpp           reads: the Reader over one snapshot
-//   lmdb_writer.cpp           put, put_stream
-//   lmdb_remove.cpp           remove, remove_unchanged (gc)
+//   lmdb_writer.cpp           put, put_stream, put_failures
+//   lmdb_remove.cpp           remove, remove_unchanged, remove_failures (gc)
 //   lmdb_usage.cpp            usage records and the run log
 //   lmdb_space.cpp            space use and transaction ids
 //   lmdb_compact.cpp          `kcache compact`; store_lock.cpp: kcache.lock

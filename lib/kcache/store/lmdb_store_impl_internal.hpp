@@ -1,6 +1,6 @@
 // The LMDB Store, declared once here and defined by concern: reads
-// (lmdb_reader.cpp, with the Reader), writing entries (lmdb_writer.cpp),
-// removing them (lmdb_remove.cpp), usage records and the run log
+// (lmdb_reader.cpp, with the Reader), writing entries and failure records
+// (lmdb_writer.cpp), removing them (lmdb_remove.cpp), usage records and the run log
 // (lmdb_usage.cpp), space and transaction ids (lmdb_space.cpp). Opening one
 // is lmdb_store.cpp. Internal to the store module. Thread-safety: as store.hpp.
 #pragma once
@@ -29,10 +29,12 @@ class LmdbStore final : public Store {
   // lmdb_writer.cpp
   Result<PutSummary> put(const Namespace& ns, std::span<const Entry> entries) override;
   Result<PutSummary> put_stream(const Namespace& ns, const EntryStream& next) override;
+  Result<void> put_failures(const Namespace& ns, std::span<const Failure> failures) override;
 
   // lmdb_remove.cpp
   Result<std::size_t> remove(std::string_view ns_name, std::span<const std::string> kernels) override;
   Result<RemoveSummary> remove_unchanged(std::string_view ns_name, std::span<const RemoveItem> items) override;
+  Result<RemoveSummary> remove_failures(std::string_view ns_name, std::span<const RemoveItem> items) override;
 
   // lmdb_usage.cpp
   Result<void> record_usage(const UsageBatch& batch) override;

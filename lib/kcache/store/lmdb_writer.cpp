@@ -49,6 +49,13 @@ Result<PutSummary> LmdbStore::write_prepared(
   const auto now = m_clock.now();
   auto usage = internal::encode_usage({now, now});
   while (auto entry = KCACHE_TRY(next())) {
+    // A kernel that built has no failure to remember (layout_internal.hpp "Failures").
+    if (m_env->has_failures() && KCACHE_TRY(txn.get(m_env->failures(), entry->key, "a failure record"))) {
+      MDB_val k = to_val(entry->key);
+      if (int rc = mdb_del(txn.handle(), m_env->failures(), &k, nullptr); rc != MDB_SUCCESS)
+        return lmdb_fail(m_env->dir(), "remove a failure record", rc);
+      changed = true;
+    }
     auto existing = KCACHE_TRY(txn.get(m_env->entries(), entry->key, "an entry"));
     auto action = internal::classify_put(*entry, existing);
     internal::count_put(summary, action);
@@ -60,6 +67,34 @@ Result<PutSummary> LmdbStore::write_prepared(
   }
   if (changed) KCACHE_CHECK(txn.commit(written_bytes));
   return summary;  // when nothing changed, the transaction aborts here
+}
+
+}  // namespace kcache::store::internal
+
+namespace kcache::store::internal {
+
+Result<void> LmdbStore::put_failures(const Namespace& ns, std::span<const Failure> failures) {
+  if (m_read_only) return refuse_write(fmt::format("record {} failures in '{}'", failures.size(), ns.name()));
+  if (failures.empty()) return {};
+  std::string ns_name = ns.name();
+  std::vector<std::pair<std::string, std::vector<std::uint8_t>>> records;
+  records.reserve(failures.size());
+  for (const auto& f : failures) {
+    auto key = internal::entry_key(ns_name, f.kernel);
+    if (!key) return tl::unexpected(std::move(key).error().context(store_name()));
+    records.emplace_back(std::move(*key), encode_failure(f));
+  }
+  Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
+  std::uint64_t written_bytes = 0;
+  if (!KCACHE_TRY(txn.get(m_env->namespaces(), ns_name, "a namespace record")))
+    KCACHE_CHECK(txn.put(m_env->namespaces(), ns_name, internal::encode_namespace_record(ns),
+                         fmt::format("the record of namespace '{}'", ns_name)));
+  for (const auto& [key, value] : records) {
+    KCACHE_CHECK(txn.put(m_env->failures(), key, value, "a failure record"));
+    written_bytes += key.size() + value.size();
+  }
+  KCACHE_CHECK(txn.commit(written_bytes));
+  return {};
 }
 
 }  // namespace kcache::store::internal

@@ -25,6 +25,7 @@ struct State {
   std::map<std::string, Bytes, std::less<>> namespaces;
   std::map<std::string, Bytes, std::less<>> usage;  ///< by entry key
   std::map<std::uint64_t, Bytes> runs;              ///< by run number
+  std::map<std::string, Bytes, std::less<>> failures;  ///< by entry key
 };
 
 class MemoryReader final : public Reader {
@@ -88,6 +89,29 @@ class MemoryReader final : public Reader {
     return {};
   }
 
+  Result<std::optional<Failure>> failure(std::string_view ns_name, std::string_view kernel) override {
+    std::string key = KCACHE_TRY(internal::entry_key(ns_name, kernel));
+    auto it = m_state->failures.find(key);
+    if (it == m_state->failures.end()) return std::optional<Failure>{};
+    return std::optional(KCACHE_TRY(internal::decode_stored_failure(key, it->second)));
+  }
+
+  Result<void> scan_failures(std::string_view ns_name,
+                             const std::function<bool(Failure&&, std::size_t)>& visit) override {
+    KCACHE_CHECK(internal::check_namespace_name(ns_name));
+    std::string prefix = internal::entry_prefix(ns_name);
+    for (auto it = m_state->failures.lower_bound(prefix);
+         it != m_state->failures.end() && it->first.starts_with(prefix); ++it) {
+      auto failure = internal::decode_stored_failure(it->first, it->second);
+      if (!failure) {
+        note_damaged(ns_name, std::string_view(it->first).substr(prefix.size()), std::move(failure).error());
+        continue;
+      }
+      if (!visit(std::move(*failure), it->first.size() + it->second.size())) break;
+    }
+    return {};
+  }
+
  private:
   Result<std::optional<EntryUsage>> usage_of(const std::string& key) {
     auto it = m_state->usage.find(key);
@@ -142,6 +166,7 @@ class MemoryStore final : public Store {
     const auto now = m_clock.now();
     auto usage = internal::encode_usage({now, now});
     while (auto entry = KCACHE_TRY(next_entry())) {
+      if (next->failures.erase(entry->key)) changed = true;  // it builds now
       auto it = next->entries.find(entry->key);
       std::optional<std::span<const std::uint8_t>> existing;
       if (it != next->entries.end()) existing = std::span<const std::uint8_t>(*it->second);
@@ -153,6 +178,46 @@ class MemoryStore final : public Store {
       changed = true;
     }
     if (changed) publish(std::move(next));
+    return summary;
+  }
+
+  Result<void> put_failures(const Namespace& ns, std::span<const Failure> failures) override {
+    if (failures.empty()) return {};
+    std::string ns_name = ns.name();
+    std::vector<std::pair<std::string, Bytes>> records;
+    for (const auto& f : failures)
+      records.emplace_back(KCACHE_TRY(internal::entry_key(ns_name, f.kernel)), encode_failure(f));
+    std::lock_guard lock(m_mutex);
+    auto next = std::make_shared<State>(*m_state);
+    if (!next->namespaces.contains(ns_name)) next->namespaces.emplace(ns_name, internal::encode_namespace_record(ns));
+    for (auto& [key, value] : records) next->failures.insert_or_assign(std::move(key), std::move(value));
+    publish(std::move(next));
+    return {};
+  }
+
+  Result<RemoveSummary> remove_failures(std::string_view ns_name, std::span<const RemoveItem> items) override {
+    std::vector<std::string> keys;
+    keys.reserve(items.size());
+    for (const auto& item : items) keys.push_back(KCACHE_TRY(internal::entry_key(ns_name, item.kernel)));
+    std::lock_guard lock(m_mutex);
+    auto next = std::make_shared<State>(*m_state);
+    RemoveSummary summary;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      auto it = next->failures.find(keys[i]);
+      if (it == next->failures.end()) {
+        ++summary.absent;
+        continue;
+      }
+      auto stored = internal::decode_stored_failure(keys[i], it->second);
+      if (stored && stored->key != items[i].key) {
+        ++summary.changed;
+        continue;
+      }
+      summary.record_bytes += keys[i].size() + it->second.size();
+      next->failures.erase(it);
+      ++summary.removed;
+    }
+    if (summary.removed > 0) publish(std::move(next));
     return summary;
   }
 
@@ -233,6 +298,7 @@ class MemoryStore final : public Store {
     for (const auto& [k, v] : state->namespaces) info.file_bytes += k.size() + v.size();
     for (const auto& [k, v] : state->usage) info.file_bytes += k.size() + v.size();
     for (const auto& [k, v] : state->runs) info.file_bytes += 8 + v.size();
+    for (const auto& [k, v] : state->failures) info.file_bytes += k.size() + v.size();
     return info;
   }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "kcache/core/entry.hpp"
+#include "kcache/core/failure.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/util/clock.hpp"
 #include "kcache/util/error.hpp"
@@ -70,6 +71,11 @@ struct RunRecord {
   std::uint64_t wall_us = 0;
   std::uint64_t bytes_written = 0;
   std::vector<PhaseRecord> phases;
+  /// Remote caches (run record version 2; 0 in version-1 records): kernels
+  /// taken from a remote, and over every remote the values missed, refused,
+  /// failed requests and bytes read and written.
+  std::uint32_t remote_hit = 0, remote_misses = 0, remote_refused = 0, remote_errors = 0;
+  std::uint64_t remote_bytes_read = 0, remote_bytes_written = 0;
   bool operator==(const RunRecord&) const = default;
 };
 
@@ -172,6 +178,16 @@ class Reader {
   /// Visits the run log oldest first; stops early when `visit` returns false.
   /// corruption names the run whose record fails its checks.
   virtual Result<void> runs(const std::function<bool(RunRecord&&)>& visit) = 0;
+  /// The failure record of `kernel` in `ns_name` (layout_internal.hpp
+  /// "Failures"), or nullopt (none, or a store of layout 1 or 2 opened
+  /// read-only). corruption / version_mismatch when the record fails its
+  /// checks; invalid_argument as get.
+  virtual Result<std::optional<Failure>> failure(std::string_view ns_name, std::string_view kernel) = 0;
+  /// Visits every failure record of `ns_name` in kernel-name order with its
+  /// key + record size; stops early when `visit` returns false. A record
+  /// that fails its checks is skipped into damaged(), as scan does.
+  virtual Result<void> scan_failures(std::string_view ns_name,
+                                     const std::function<bool(Failure&&, std::size_t record_bytes)>& visit) = 0;
 
  protected:
   /// Records an entry a scan skipped (kept once per (namespace, kernel)).
@@ -197,7 +213,8 @@ class Store {
   virtual Result<void> read(const std::function<Result<void>(Reader&)>& fn) = 0;
 
   /// Writes `entries` into `ns` in one transaction: all of them or none.
-  /// Records `ns`'s fingerprint record if new. read_only on a read-only
+  /// Records `ns`'s fingerprint record if new, and deletes the failure
+  /// record of each written kernel (it builds now). read_only on a read-only
   /// store; store_full when the map or disk is full; invalid_argument for an
   /// empty or too-long kernel name or an oversized payload (nothing written).
   virtual Result<PutSummary> put(const Namespace& ns, std::span<const Entry> entries) = 0;
@@ -212,6 +229,17 @@ class Store {
   /// unchanged) or from the store aborts the transaction. The writer lock is
   /// held while `next` runs, so `next` should be quick.
   virtual Result<PutSummary> put_stream(const Namespace& ns, const EntryStream& next) = 0;
+
+  /// Records `failures` in `ns` in one transaction, replacing the failure
+  /// record of the same kernel, and `ns`'s namespace record if new. Never
+  /// touches entries; put of an entry deletes its kernel's failure record.
+  /// read_only / store_full / invalid_argument as put.
+  virtual Result<void> put_failures(const Namespace& ns, std::span<const Failure> failures) = 0;
+
+  /// Removes the failure records of `ns_name` whose recorded key is still
+  /// the item's (a record rewritten since the caller listed it is kept:
+  /// `changed`), in one transaction, as remove_unchanged does for entries.
+  virtual Result<RemoveSummary> remove_failures(std::string_view ns_name, std::span<const RemoveItem> items) = 0;
 
   /// Removes the named kernels of `ns_name` (and their usage records) in one
   /// transaction; returns how many existed. Removing a namespace's last

@@ -64,18 +64,43 @@ Result<Target> resolve_target(store::Store& store, const Namespace& bundle_ns, c
   return Target{dev->record(), fmt::format("device '{}' ({})", dev->name, dev->fingerprint())};
 }
 
-/// What every entry must pass before it may be written (docs/design.md "Bundles":
-/// every SPIR-V module through the validator, every pipeline-cache header).
-/// Returns the payload to store instead of the bundle's, or an empty vector
-/// to keep it: a blob of a fingerprint-schema-1 bundle is checked against the
-/// bundle's own record and wrapped again for its compatibility class.
-Result<std::vector<std::uint8_t>> validate_entry(const Entry& e, const Namespace& bundle_ns,
-                                                 const FingerprintRecord& target) {
+}  // namespace
+
+namespace {
+
+/// check_entry_payload's result, and for a SPIR-V module what this store's
+/// validator found under the entry's policy: the imported entry's flag.
+struct PayloadChecked {
+  std::vector<std::uint8_t> payload;
+  std::optional<Validation> validation;
+  std::string note;
+};
+
+Result<std::vector<std::uint8_t>> check_payload(const Entry& e, const Namespace& bundle_ns,
+                                                const FingerprintRecord& target, PayloadChecked* flag);
+
+}  // namespace
+
+Result<std::vector<std::uint8_t>> check_entry_payload(const Entry& e, const Namespace& bundle_ns,
+                                                      const FingerprintRecord& target) {
+  return check_payload(e, bundle_ns, target, nullptr);
+}
+
+namespace {
+
+Result<std::vector<std::uint8_t>> check_payload(const Entry& e, const Namespace& bundle_ns,
+                                                const FingerprintRecord& target, PayloadChecked* flag) {
   if (bundle_ns.backend == "spirv") {
     if (e.payload_kind != PayloadKind::spirv)
       return fail(Category::validation_failed, "a pipeline-cache blob in a spirv namespace");
     auto words = KCACHE_TRY(compile::spirv_words(e.payload));
-    KCACHE_CHECK(compile::validate(words, bundle_ns.fingerprint));
+    // Under the policy its id fields record (README "validate"): a module
+    // stored with validate = "known" may use what this spirv-val does not
+    // know; one stored with "off" is checked for structure only.
+    std::string note;
+    const Validation found = KCACHE_TRY(compile::validate_under(
+        words, bundle_ns.fingerprint, definition::recorded_validate_policy(e.id_fields), &note));
+    if (flag) flag->validation = found, flag->note = std::move(note);
     return std::vector<std::uint8_t>{};
   }
   if (e.payload_kind != PayloadKind::pipeline_cache)
@@ -200,7 +225,12 @@ unsigned validator_threads(unsigned jobs) {
 
 /// Validates entries on worker threads while the caller's thread reads
 /// them, handing results back in bundle order.
-using ValidatorWindow = util::OrderedParallelMap<Entry, Result<std::vector<std::uint8_t>>>;
+Result<PayloadChecked> check_for_import(const Entry& e, const Namespace& ns, const FingerprintRecord& target) {
+  PayloadChecked out;
+  out.payload = KCACHE_TRY(check_payload(e, ns, target, &out));
+  return out;
+}
+using ValidatorWindow = util::OrderedParallelMap<Entry, Result<PayloadChecked>>;
 
 }  // namespace
 
@@ -271,7 +301,7 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
   // these kernels in between is not compared; docs/design.md "Import policy".
   const StoredEntries stored = KCACHE_TRY(stored_entries(store, into.name(), result.header));
   auto window = KCACHE_TRY(ValidatorWindow::start(
-      validator_threads(options.jobs), [&](const Entry& e) { return validate_entry(e, ns, target.record); }));
+      validator_threads(options.jobs), [&](const Entry& e) { return check_for_import(e, ns, target.record); }));
   auto next_valid = [&]() -> Result<std::optional<Entry>> {
     for (;;) {
       auto checked = KCACHE_TRY(window->next(read));
@@ -280,9 +310,13 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
         result.refused.push_back({checked->item.kernel, std::move(checked->result).error()});
         continue;
       }
-      if (!checked->result->empty()) {
-        checked->item.payload = std::move(*checked->result);
+      if (!checked->result->payload.empty()) {
+        checked->item.payload = std::move(checked->result->payload);
         seal_payload(checked->item);
+      }
+      if (checked->result->validation) {  // what this store's validator found, not what the bundle says
+        checked->item.validation = *checked->result->validation;
+        checked->item.validation_note = std::move(checked->result->note);
       }
       if (modules)
         if (auto present = check_module_present(checked->item, *modules); !present) {

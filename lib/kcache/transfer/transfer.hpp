@@ -155,6 +155,19 @@ struct ImportOptions {
   bool replace = false;
 };
 
+/// What every entry from elsewhere must pass before it may be written, beyond
+/// decode_entry and validate_entry_record (docs/design.md "Bundles"): the
+/// payload kind fits `from_ns`'s backend; a SPIR-V module passes spirv-val
+/// for `from_ns`'s target; a pipeline-cache blob's header matches `target`.
+/// The one per-entry check of import and of remote fetches
+/// (lib/kcache/remote). Returns the payload to store instead of the entry's,
+/// or an empty vector to keep it: a blob of a fingerprint-schema-1 namespace
+/// is checked against that record and wrapped again for its compatibility
+/// class. validation_failed / corruption / fingerprint_mismatch naming what is
+/// wrong. Pure; thread-safe.
+Result<std::vector<std::uint8_t>> check_entry_payload(const Entry& e, const Namespace& from_ns,
+                                                      const FingerprintRecord& target);
+
 /// The most validator threads an import starts when the machine has fewer cores.
 inline constexpr unsigned k_max_import_jobs = 256;
 

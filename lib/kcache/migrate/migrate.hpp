@@ -1,0 +1,110 @@
+// Migrating from a glslc / glslangValidator build: compile command lines in,
+// a kcache.toml out (`kcache manifest from-commands`, README "Migrating from
+// glslc scripts").
+//
+// Input (untrusted: a generator's log, a --dry-run listing, a
+// compile_commands.json from anywhere), either
+//   - text, one command per line: POSIX shell words (single and double
+//     quotes, backslash escapes, a trailing backslash continues the line);
+//     blank lines and lines starting with '#' are skipped; anything the
+//     shell would expand or redirect ($, `, |, &, ;, <, >, (, ), *, ?, {, })
+//     outside single quotes is refused, since the words it stands for are
+//     unknown; or
+//   - a JSON array of objects with "command" (a shell line as above) or
+//     "arguments" (the words), and optionally "directory" (where the command
+//     ran; relative paths start there), as compile_commands.json has them.
+// Each command is `glslc ...` or `glslangValidator ...` (also `glslang`, any
+// directory before the name). Every option is either understood and kept in
+// the manifest, understood and dropped because it cannot change the module
+// (-c, -w, -MD, --spirv-val, ... : listed in Migration::notes), or refused
+// with the line and what to do: an option kcache cannot express (-g,
+// --target-env=opengl, -fauto-bind-uniforms, a --target-spv that is not the
+// target's, ...) or one it does not know.
+//
+// Output: kernels are named after their outputs (-o spv/blur.spv -> "blur").
+// Options every command shares go to [defaults] (defines included); commands
+// that differ only in the values of the same defines, and whose value
+// tuples are exactly the Cartesian product of each define's values, become
+// one [[kernel]] with [kernel.variants] (kernel names "base[K=v,...]";
+// Migration::outputs maps every output to its kernel). The text is checked
+// before it is returned: parsed and expanded by the manifest module, every
+// expanded kernel must carry exactly the options of its command.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include "kcache/definition/kernel_spec.hpp"
+#include "kcache/util/error.hpp"
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kcache::migrate {
+
+/// Bounds on untrusted input, checked before anything is allocated for it.
+struct Limits {
+  std::size_t max_input_bytes = 64u << 20;  ///< the whole log or JSON
+  std::size_t max_line_bytes = 64u << 10;   ///< one command (continued lines joined)
+  std::size_t max_commands = 65536;         ///< manifest::k_max_kernels
+  std::size_t max_words = 4096;             ///< words of one command
+  std::size_t max_json_depth = 32;
+};
+
+/// One compile command, understood.
+struct Command {
+  int line = 0;              ///< 1-based line of the input where it starts
+  std::string tool;          ///< "glslc" or "glslangValidator"
+  std::string output;        ///< -o, relative to the manifest's folder
+  std::string source;        ///< relative to the manifest's folder
+  definition::Stage stage = definition::Stage::compute;
+  definition::Language language = definition::Language::glsl;
+  std::string entry = "main";
+  std::string target;        ///< "vulkan1.0".."vulkan1.3" (the tools' default: vulkan1.0)
+  definition::Optimize optimize = definition::Optimize::none;
+  bool strip = false;        ///< the tool strips debug instructions (glslc -O / -Os)
+  std::vector<std::string> include_dirs;  ///< relative to the manifest's folder, in order
+  std::vector<Field> defines;             ///< sorted by name
+};
+
+struct Options {
+  /// The manifest's folder (absolute): sources, include dirs and outputs
+  /// are written relative to it and must lie inside it.
+  std::filesystem::path root;
+  /// Where the commands ran (absolute) when a command does not say
+  /// (JSON "directory"); relative paths in commands start here.
+  std::filesystem::path cwd;
+  /// Group commands into variant products; false: one [[kernel]] per command.
+  bool variants = true;
+  Limits limits;
+};
+
+/// Parses every command. invalid_argument naming "DISPLAY:LINE: ..." for the
+/// first problems (at most 20 listed); nothing partial is returned.
+Result<std::vector<Command>> parse_commands(std::string_view text, const std::string& display_name,
+                                           const Options& options);
+
+struct Migration {
+  std::vector<Command> commands;
+  std::string manifest;  ///< kcache.toml text
+  /// (kernel name, output path) for every command, in input order.
+  std::vector<Field> outputs;
+  /// Options dropped because they cannot change a module, with how many
+  /// commands carried each ("-MD (200 commands): ...").
+  std::vector<std::string> notes;
+  std::size_t kernel_tables = 0;   ///< [[kernel]] tables written
+  std::size_t variant_tables = 0;  ///< of them, with [kernel.variants]
+};
+
+/// parse_commands, grouping, the manifest text and its check.
+/// `display_name` names the input in messages.
+Result<Migration> from_commands(std::string_view text, const std::string& display_name, const Options& options);
+
+/// Splits one command line into words as a POSIX shell would, refusing
+/// expansions and redirections (see above). Exposed for the fuzz target.
+Result<std::vector<std::string>> split_shell_words(std::string_view line, std::size_t max_words);
+
+}  // namespace kcache::migrate

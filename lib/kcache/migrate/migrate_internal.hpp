@@ -1,0 +1,12 @@
+// Between the migrate module's two sources only.
+#pragma once
+
+#include "kcache/migrate/migrate.hpp"
+
+namespace kcache::migrate {
+
+/// parse_commands, also returning the notes on dropped options.
+Result<std::vector<Command>> parse_commands_with_notes(std::string_view text, const std::string& display_name,
+                                                       const Options& options, std::vector<std::string>& notes);
+
+}  // namespace kcache::migrate

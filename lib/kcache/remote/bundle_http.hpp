@@ -1,0 +1,62 @@
+// Bundles to and from http(s) URLs, for `kcache import URL` and `kcache
+// export -o URL` (docs/design.md "Remote caches"). Memory stays bounded: a
+// download is streamed through a pipe into the importer as it arrives (the
+// import is the same all-or-nothing import as from a file); an upload is
+// streamed from the finished bundle file, so a failed export sends nothing.
+//
+// Thread-safety: a download runs on its own thread; each object is used by
+// one caller thread.
+#pragma once
+
+#include "kcache/util/error.hpp"
+
+#include <atomic>
+#include <optional>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+
+namespace kcache::remote {
+
+/// Whether a bundle argument names an http(s) URL rather than a file.
+bool is_http_url(std::string_view text);
+
+/// A GET of a bundle URL whose body is written into a pipe on its own
+/// thread. The URL is parse_remote_url's http(s) form naming a file (not
+/// ending in '/'); timeout-ms bounds connecting and any stall (fewer than 1
+/// byte per second for that long).
+class HttpDownload {
+ public:
+  /// Starts the transfer. invalid_argument for a bad URL, io_error when the
+  /// pipe or thread cannot be made.
+  static Result<std::unique_ptr<HttpDownload>> start(std::string_view url);
+  ~HttpDownload();
+  /// The read end: the bundle's bytes as they arrive (owned here).
+  int fd() const { return m_read_fd; }
+  /// Closes the read end, waits for the transfer and returns its outcome:
+  /// io_error naming the URL for a refused connection, a timeout or an HTTP
+  /// status other than 200 (a failed transfer ends the stream early, so an
+  /// import sees a truncated bundle: report this error first).
+  Result<void> finish();
+  std::uint64_t bytes() const { return m_bytes; }
+  std::string shown() const { return m_shown; }
+
+ private:
+  HttpDownload() = default;
+  std::string m_url, m_shown;
+  unsigned m_timeout_ms = 0;
+  int m_read_fd = -1, m_write_fd = -1;
+  std::thread m_thread;
+  std::atomic<std::uint64_t> m_bytes{0};
+  std::optional<Error> m_error;
+};
+
+/// PUTs the file `path` to a bundle URL, streamed from disk. io_error naming
+/// the URL and the HTTP status (store_full for 507/413, read_only for
+/// 403/405).
+Result<std::uint64_t> http_upload_file(std::string_view url, const std::filesystem::path& path);
+
+}  // namespace kcache::remote

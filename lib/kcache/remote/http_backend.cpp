@@ -1,0 +1,196 @@
+// HTTP(S) through libcurl: GET / PUT / HEAD / DELETE of BASE/KEY against any
+// server that stores files by path (nginx's DAV module, Apache mod_dav, an
+// object store's HTTP endpoint, a CDN origin). Easy handles are pooled so
+// that connections are kept alive between requests.
+#include "kcache/remote/backend_internal.hpp"
+
+#include <curl/curl.h>
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <mutex>
+
+namespace kcache::remote::internal {
+namespace {
+
+struct EasyFree {
+  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+};
+using Easy = std::unique_ptr<CURL, EasyFree>;
+
+struct SlistFree {
+  void operator()(curl_slist* s) const { curl_slist_free_all(s); }
+};
+
+/// A GET's body, bounded: over `max` the transfer is aborted.
+struct Sink {
+  std::vector<std::uint8_t> bytes;
+  std::size_t max = 0;
+  bool over = false;
+};
+
+std::size_t write_cb(char* data, std::size_t size, std::size_t n, void* user) {
+  auto* sink = static_cast<Sink*>(user);
+  std::size_t len = size * n;
+  if (sink->bytes.size() + len > sink->max) {
+    sink->over = true;
+    return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+  }
+  sink->bytes.insert(sink->bytes.end(), data, data + len);
+  return len;
+}
+
+struct Source {
+  std::span<const std::uint8_t> bytes;
+  std::size_t pos = 0;
+};
+
+std::size_t read_cb(char* out, std::size_t size, std::size_t n, void* user) {
+  auto* src = static_cast<Source*>(user);
+  std::size_t len = std::min(size * n, src->bytes.size() - src->pos);
+  std::memcpy(out, src->bytes.data() + src->pos, len);
+  src->pos += len;
+  return len;
+}
+
+std::size_t discard_cb(char*, std::size_t size, std::size_t n, void*) { return size * n; }
+
+class HttpBackend final : public Backend {
+ public:
+  explicit HttpBackend(RemoteUrl url) : m_url(std::move(url)), m_base(m_url.http_base()) {
+    static std::once_flag once;
+    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  }
+
+  Result<std::optional<std::vector<std::uint8_t>>> get(const std::string& key, std::size_t max_bytes) override {
+    Sink sink{{}, max_bytes, false};
+    auto status = KCACHE_TRY(perform(key, [&](CURL* c) {
+      curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+      curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
+      curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+      // A declared length over the bound is refused before any body byte.
+      curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(max_bytes));
+    }, &sink.over));
+    if (sink.over || status == -2)
+      return fail(Category::corruption, "remote {}: the value of {} is over {} bytes", m_url.shown(), key, max_bytes);
+    if (status == 404 || status == 410) return std::optional<std::vector<std::uint8_t>>{};
+    if (status != 200) return status_error(status, "GET", key);
+    return std::optional(std::move(sink.bytes));
+  }
+
+  Result<void> put(const std::string& key, std::span<const std::uint8_t> value) override {
+    Source src{value, 0};
+    auto status = KCACHE_TRY(perform(key, [&](CURL* c) {
+      curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+      curl_easy_setopt(c, CURLOPT_READFUNCTION, read_cb);
+      curl_easy_setopt(c, CURLOPT_READDATA, &src);
+      curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(value.size()));
+      curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
+    }));
+    if (status == 200 || status == 201 || status == 204) return {};
+    return status_error(status, "PUT", key);
+  }
+
+  Result<bool> exists(const std::string& key) override {
+    auto status = KCACHE_TRY(perform(key, [&](CURL* c) {
+      curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+      curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
+    }));
+    if (status == 200) return true;
+    if (status == 404 || status == 410) return false;
+    return status_error(status, "HEAD", key);
+  }
+
+  Result<void> remove(const std::string& key) override {
+    auto status = KCACHE_TRY(perform(key, [&](CURL* c) {
+      curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
+      curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
+    }));
+    if (status == 200 || status == 204 || status == 404) return {};
+    return status_error(status, "DELETE", key);
+  }
+
+  Result<std::optional<std::map<std::string, std::uint64_t>>> count_values(const std::string&) override {
+    return std::optional<std::map<std::string, std::uint64_t>>{};  // plain HTTP cannot list keys
+  }
+
+ private:
+  tl::unexpected<Error> status_error(long status, std::string_view method, const std::string& key) {
+    // 507 Insufficient Storage (WebDAV), 413 (a body over the server's limit).
+    Category cat = status == 507 || status == 413 ? Category::store_full
+                   : status == 403 || status == 405 ? Category::read_only
+                                                    : Category::io_error;
+    return fail(cat, "remote {}: {} {} answered HTTP {}", m_url.shown(), method, key, status);
+  }
+
+  /// Runs one request on a pooled handle; the HTTP status, or -2 when the
+  /// server declared a body over CURLOPT_MAXFILESIZE. io_error for transport
+  /// failures (refused, reset, timed out).
+  template <typename F>
+  Result<long> perform(const std::string& key, F&& setup, const bool* aborted_by_sink = nullptr) {
+    Easy c = acquire();
+    if (!c) return fail(Category::io_error, "remote {}: libcurl cannot make a handle", m_url.shown());
+    std::string url = m_base + key;
+    curl_easy_setopt(c.get(), CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c.get(), CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c.get(), CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+    curl_easy_setopt(c.get(), CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c.get(), CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(m_url.timeout_ms));
+    curl_easy_setopt(c.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(m_url.timeout_ms));
+    if (!m_url.user.empty() || !m_url.password.empty()) {
+      curl_easy_setopt(c.get(), CURLOPT_USERNAME, m_url.user.c_str());
+      curl_easy_setopt(c.get(), CURLOPT_PASSWORD, m_url.password.c_str());
+    }
+    // No "Expect: 100-continue": it costs a round trip (up to 1 s) per PUT.
+    std::unique_ptr<curl_slist, SlistFree> headers(curl_slist_append(nullptr, "Expect:"));
+    curl_easy_setopt(c.get(), CURLOPT_HTTPHEADER, headers.get());
+    setup(c.get());
+    CURLcode rc = curl_easy_perform(c.get());
+    long status = 0;
+    curl_easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_reset(c.get());
+    if (rc == CURLE_FILESIZE_EXCEEDED) {
+      release(std::move(c));
+      return -2L;
+    }
+    if (rc == CURLE_WRITE_ERROR && aborted_by_sink && *aborted_by_sink) {
+      release(std::move(c));
+      return -2L;
+    }
+    if (rc != CURLE_OK)
+      return fail(Category::io_error, "remote {}: {}", m_url.shown(),
+                  rc == CURLE_OPERATION_TIMEDOUT ? fmt::format("timed out after {} ms", m_url.timeout_ms)
+                                                 : std::string(curl_easy_strerror(rc)));
+    release(std::move(c));
+    return status;
+  }
+
+  Easy acquire() {
+    {
+      std::lock_guard lock(m_mutex);
+      if (!m_free.empty()) {
+        Easy c = std::move(m_free.back());
+        m_free.pop_back();
+        return c;
+      }
+    }
+    return Easy(curl_easy_init());
+  }
+
+  void release(Easy c) {
+    std::lock_guard lock(m_mutex);
+    if (m_free.size() < 64) m_free.push_back(std::move(c));
+  }
+
+  RemoteUrl m_url;
+  std::string m_base;
+  std::mutex m_mutex;
+  std::vector<Easy> m_free;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_http_backend(const RemoteUrl& url) { return std::make_unique<HttpBackend>(url); }
+
+}  // namespace kcache::remote::internal

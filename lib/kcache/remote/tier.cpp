@@ -1,0 +1,147 @@
+#include "kcache/remote/tier.hpp"
+
+#include "kcache/remote/value.hpp"
+#include "kcache/transfer/transfer.hpp"
+#include "kcache/util/text.hpp"
+
+#include <fmt/format.h>
+
+#include <mutex>
+
+namespace kcache::remote {
+
+/// One remote's backend and its state for this run.
+struct RemoteTier::Remote {
+  RemoteUrl url;
+  std::unique_ptr<Backend> backend;
+  mutable std::mutex mutex;
+  build::SecondaryStats stats;
+  unsigned consecutive_failures = 0;
+
+  bool skipped() const {
+    std::lock_guard lock(mutex);
+    return !stats.skipped.empty();
+  }
+
+  /// Counts a failed request; gives the remote up after max_failures in a row.
+  void failed(const Error& e) {
+    std::lock_guard lock(mutex);
+    ++stats.errors;
+    if (stats.warnings.size() < k_max_kept_messages) stats.warnings.push_back(e.message);
+    if (++consecutive_failures >= url.max_failures && stats.skipped.empty())
+      stats.skipped = fmt::format("{} consecutive failures, the last: {}", consecutive_failures, e.message);
+  }
+
+  void worked() {
+    std::lock_guard lock(mutex);
+    consecutive_failures = 0;
+  }
+};
+
+RemoteTier::RemoteTier(TierOptions options) : RemoteTier(std::move(options), {}) {}
+
+RemoteTier::RemoteTier(TierOptions options, std::vector<std::unique_ptr<Backend>> backends)
+    : m_options(std::move(options)) {
+  for (std::size_t i = 0; i < m_options.remotes.size(); ++i) {
+    auto r = std::make_unique<Remote>();
+    r->url = m_options.remotes[i];
+    r->backend = i < backends.size() && backends[i] ? std::move(backends[i]) : make_backend(r->url);
+    r->stats.name = r->url.shown();
+    r->stats.writable = !r->url.read_only && !m_options.read_only;
+    r->stats.authenticated = !m_options.trusted.empty();
+    m_remotes.push_back(std::move(r));
+  }
+}
+
+RemoteTier::~RemoteTier() = default;
+
+Result<Entry> RemoteTier::check_value(std::span<const std::uint8_t> bytes, const Namespace& ns,
+                                      std::string_view kernel, const Key& key,
+                                      std::span<const bundle::PublicKey> trusted, std::string_view origin) {
+  auto parts = KCACHE_TRY(decode_value(bytes));
+  // The key names the namespace already; a value claiming another one was
+  // put there by someone else (or another compatibility class): foreign.
+  if (parts.ns != ns.name())
+    return fail(Category::corruption, "remote value: holds namespace {}, not {}", util::shown_untrusted(parts.ns),
+                ns.name());
+  if (!trusted.empty()) KCACHE_CHECK(verify_value(parts, trusted));
+  auto entry = KCACHE_TRY(decode_entry(parts.record));
+  if (entry.kernel != kernel || entry.key != key)
+    return fail(Category::corruption, "remote value: holds kernel '{}' key {}, not the '{}' asked for",
+                util::shown_untrusted(entry.kernel), entry.key.ir.hex().substr(0, 16), kernel);
+  KCACHE_CHECK(validate_entry_record(entry));
+  auto payload = KCACHE_TRY(transfer::check_entry_payload(entry, ns, ns.record));
+  if (!payload.empty()) {
+    entry.payload = std::move(payload);
+    seal_payload(entry);
+  }
+  entry.origin_kind = OriginKind::imported;
+  entry.origin_detail = fmt::format("remote {}", origin);
+  return entry;
+}
+
+std::optional<Entry> RemoteTier::fetch(const Namespace& ns, std::string_view kernel, const Key& key) {
+  for (auto& r : m_remotes) {
+    if (r->skipped()) continue;
+    auto got = r->backend->get(value_key(r->url.prefix, ns.name(), key), k_max_value_bytes);
+    if (!got && got.error().category != Category::corruption) {
+      r->failed(got.error());
+      continue;
+    }
+    r->worked();
+    if (got && !*got) {
+      std::lock_guard lock(r->mutex);
+      ++r->stats.misses;
+      continue;
+    }
+    std::size_t size = got ? (*got)->size() : 0;
+    auto entry = got ? check_value(**got, ns, kernel, key, m_options.trusted, r->url.shown())
+                     : Result<Entry>(tl::unexpected(got.error()));
+    std::lock_guard lock(r->mutex);
+    r->stats.bytes_read += size;
+    if (!entry) {
+      ++r->stats.refused;
+      if (r->stats.refusals.size() < k_max_kept_messages)
+        r->stats.refusals.push_back(fmt::format("{}: {}", kernel, entry.error().message));
+      continue;
+    }
+    ++r->stats.hits;
+    return std::move(*entry);
+  }
+  return std::nullopt;
+}
+
+void RemoteTier::publish(const Namespace& ns, const Entry& entry) {
+  std::optional<std::vector<std::uint8_t>> value;
+  for (auto& r : m_remotes) {
+    if (!r->stats.writable || r->skipped()) continue;
+    if (!value) {
+      auto encoded = encode_value(ns.name(), encode_entry(entry), m_options.sign ? &*m_options.sign : nullptr);
+      if (!encoded) {
+        r->failed(encoded.error());
+        return;
+      }
+      value = std::move(*encoded);
+    }
+    auto put = r->backend->put(value_key(r->url.prefix, ns.name(), entry.key), *value);
+    if (!put) {
+      r->failed(put.error());
+      continue;
+    }
+    r->worked();
+    std::lock_guard lock(r->mutex);
+    ++r->stats.writes;
+    r->stats.bytes_written += value->size();
+  }
+}
+
+std::vector<build::SecondaryStats> RemoteTier::stats() const {
+  std::vector<build::SecondaryStats> out;
+  for (const auto& r : m_remotes) {
+    std::lock_guard lock(r->mutex);
+    out.push_back(r->stats);
+  }
+  return out;
+}
+
+}  // namespace kcache::remote

@@ -1,0 +1,61 @@
+// Remote URLs (docs/design.md "Remote caches"): which server, how to reach
+// it, and the options of one remote. A URL comes from the command line or
+// KCACHE_REMOTE and is parsed as untrusted text: bounded, every field
+// checked, nothing percent-decoded into control characters; the password
+// is never shown (shown()). Fuzzed by tests/fuzz/fuzz_remote_url.cpp.
+//
+//   redis://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]     default port 6379, db 0
+//   http[s]://[USER[:PASSWORD]@]HOST[:PORT]/PATH/[?OPTIONS]  GET / PUT / HEAD / DELETE under PATH
+//   file:///ABSOLUTE/PATH[?OPTIONS]                          a folder (a shared mount)
+//
+// OPTIONS, '&'-separated: read-only; timeout-ms=N (1..600000, default
+// 2000: connect and each request); prefix=TEXT (keys start with it, so
+// projects can share a server: [A-Za-z0-9._-] and '/', at most 128 bytes,
+// no ".." segment); max-failures=N (1..1000, default 3: consecutive failed
+// requests before the remote is skipped for the rest of the run).
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include "kcache/util/error.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kcache::remote {
+
+/// The longest URL accepted.
+inline constexpr std::size_t k_max_url_bytes = 4096;
+
+enum class Scheme { redis, http, https, file };
+
+struct RemoteUrl {
+  Scheme scheme = Scheme::file;
+  std::string user, password;  ///< percent-decoded; empty when absent
+  std::string host;            ///< a name, IPv4 address or [IPv6] (brackets kept)
+  std::uint16_t port = 0;      ///< 0 = the scheme's default
+  unsigned db = 0;             ///< redis database number
+  std::string path;            ///< http: "/PATH/" (ends in '/'); file: the folder, absolute
+  bool read_only = false;
+  unsigned timeout_ms = 2000;
+  std::string prefix;
+  unsigned max_failures = 3;
+
+  /// The URL as shown in messages and reports: the password replaced by
+  /// "***", options kept.
+  std::string shown() const;
+  /// http(s): "scheme://host:port/path/" (no credentials) that keys are appended to.
+  std::string http_base() const;
+};
+
+/// Parses a remote URL. invalid_argument naming the URL (shown escaped, the
+/// password hidden) and what is wrong, with the accepted forms.
+Result<RemoteUrl> parse_remote_url(std::string_view text);
+
+/// Splits KCACHE_REMOTE's value: URLs separated by spaces, tabs or newlines
+/// (a URL holds none). Empty items are skipped.
+std::vector<std::string> split_remote_list(std::string_view text);
+
+}  // namespace kcache::remote

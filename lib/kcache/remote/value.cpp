@@ -1,0 +1,114 @@
+#include "kcache/remote/value.hpp"
+
+#include "kcache/util/bytes.hpp"
+#include "kcache/util/hash.hpp"
+#include "kcache/util/text.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace kcache::remote {
+namespace {
+
+constexpr std::uint8_t k_magic[4] = {'K', 'C', 'V', 0x01};
+/// Domain separation: a value signature can never pass as a bundle's.
+constexpr char k_domain[] = "kcache remote value v1";
+
+/// The bytes a signature covers: domain, version, namespace, record.
+std::vector<std::uint8_t> signed_bytes(std::uint16_t version, std::string_view ns, std::span<const std::uint8_t> record) {
+  util::ByteWriter w;
+  w.reserve(record.size() + ns.size() + 48);
+  w.raw(util::as_bytes(std::string_view(k_domain, sizeof k_domain)));
+  w.u16(version);
+  w.str(ns);
+  w.blob(record);
+  return w.take();
+}
+
+tl::unexpected<Error> corrupt(std::string_view what) {
+  return fail(Category::corruption, "remote value: {}", what);
+}
+
+}  // namespace
+
+Result<std::vector<std::uint8_t>> encode_value(std::string_view ns_name, std::span<const std::uint8_t> record,
+                                               const bundle::KeyPair* sign) {
+  util::ByteWriter w;
+  w.reserve(record.size() + ns_name.size() + 160);
+  w.raw(k_magic);
+  w.u16(k_value_max_version);
+  w.str(ns_name);
+  w.blob(record);
+  if (sign) {
+    auto sig = KCACHE_TRY(bundle::sign_detached(signed_bytes(k_value_max_version, ns_name, record), *sign));
+    w.u8(1);
+    w.raw(sign->public_key.bytes);
+    w.raw(sig);
+  } else {
+    w.u8(0);
+  }
+  w.raw(util::hash_bytes(w.bytes()).bytes);
+  return w.take();
+}
+
+Result<ValueParts> decode_value(std::span<const std::uint8_t> bytes) {
+  if (bytes.size() > k_max_value_bytes) return corrupt(fmt::format("over {} bytes", k_max_value_bytes));
+  if (bytes.size() < 4 + 2 + 4 + 4 + 1 + 16) return corrupt("shorter than its fixed fields");
+  if (std::memcmp(bytes.data(), k_magic, 4) != 0) return corrupt("bad magic (not a kcache remote value)");
+  auto body = bytes.first(bytes.size() - 16);
+  util::ByteReader r(body);
+  r.raw(4);
+  ValueParts parts;
+  parts.version = *r.u16();
+  if (parts.version < k_value_min_version || parts.version > k_value_max_version)
+    return fail(Category::version_mismatch, "remote value has version {}, outside the supported range {}..{}",
+                parts.version, k_value_min_version, k_value_max_version);
+  Hash128 stored;
+  std::memcpy(stored.bytes.data(), bytes.data() + body.size(), 16);
+  if (util::hash_bytes(body) != stored) return corrupt("digest mismatch (damaged in storage or in transit)");
+  auto ns = r.str(k_max_value_namespace);
+  if (!ns) return corrupt("truncated or oversized namespace");
+  if (!util::is_printable_utf8(*ns)) return corrupt("unprintable namespace " + util::shown_untrusted(*ns));
+  parts.ns = std::move(*ns);
+  auto record = r.blob(k_max_value_bytes);
+  if (!record) return corrupt("truncated record");
+  parts.record = *record;
+  auto flag = r.u8();
+  if (!flag || *flag > 1) return corrupt("bad signature flag");
+  if (*flag == 1) {
+    auto key = r.raw(32);
+    auto sig = r.raw(64);
+    if (!key || !sig) return corrupt("truncated signature");
+    ValueSignature s;
+    std::memcpy(s.key.bytes.data(), key->data(), 32);
+    std::memcpy(s.signature.data(), sig->data(), 64);
+    parts.signature = s;
+  }
+  if (r.failed()) return corrupt("truncated");
+  if (r.remaining() != 0) return corrupt("trailing bytes");
+  return parts;
+}
+
+Result<bundle::KeyId> verify_value(const ValueParts& parts, std::span<const bundle::PublicKey> trusted) {
+  if (!parts.signature) return corrupt("unsigned, and only values signed by a trusted key are accepted (--trust)");
+  bool known = false;
+  for (const auto& k : trusted) known = known || k == parts.signature->key;
+  auto id = bundle::key_id(parts.signature->key);
+  if (!known) {
+    std::string ids;
+    for (const auto& k : trusted) ids += (ids.empty() ? "" : ", ") + bundle::key_id(k).hex();
+    return corrupt(fmt::format("signed by key {}, which is not trusted (trusted: {})", id.hex(), ids));
+  }
+  if (!bundle::verify_detached(signed_bytes(parts.version, parts.ns, parts.record), parts.signature->signature,
+                               parts.signature->key))
+    return corrupt(fmt::format("the signature by key {} does not verify: the value was changed after signing", id.hex()));
+  return id;
+}
+
+std::string value_key(std::string_view prefix, std::string_view ns_name, const Key& key) {
+  const char* sep = prefix.empty() || prefix.ends_with('/') ? "" : "/";
+  return fmt::format("{}{}kcache1/{}/{}-{}", prefix, sep, ns_name, key.id.hex(), key.ir.hex());
+}
+
+}  // namespace kcache::remote

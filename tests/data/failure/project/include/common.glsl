@@ -1,0 +1,1 @@
+layout(std430, binding = 0) buffer Data { uint d[]; };

@@ -1,0 +1,4 @@
+#ifndef COMMON_GLSL
+#define COMMON_GLSL
+float scaled(float x) { return x * SCALE; }
+#endif

@@ -1,0 +1,150 @@
+// kcache manifest from-commands (lib/kcache/migrate): shell words, JSON,
+// options of both compilers, refusals with lines, defaults and variant
+// products, and the check that the manifest reproduces every command.
+#include "kcache/manifest/manifest.hpp"
+#include "kcache/migrate/migrate.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace kcache;
+
+namespace {
+
+migrate::Options opts() {
+  migrate::Options o;
+  o.root = "/proj";
+  o.cwd = "/proj";
+  return o;
+}
+
+std::string message_of(std::string_view text) {
+  auto r = migrate::from_commands(text, "log.txt", opts());
+  REQUIRE_FALSE(r);
+  return r.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("shell words: quotes, escapes, comments; expansions refused") {
+  auto w = migrate::split_shell_words(R"(glslc -DX='a b' -DY="q\"z" a\ b.comp # note)", 100);
+  REQUIRE(w);
+  CHECK(*w == std::vector<std::string>{"glslc", "-DX=a b", "-DY=q\"z", "a b.comp"});
+  CHECK_FALSE(migrate::split_shell_words("glslc $(pwd)/a.comp", 100));
+  CHECK_FALSE(migrate::split_shell_words("glslc \"$HOME\"", 100));
+  CHECK_FALSE(migrate::split_shell_words("glslc a.comp > log", 100));
+  CHECK_FALSE(migrate::split_shell_words("glslc 'a.comp", 100));
+  CHECK(migrate::split_shell_words("glslc '$(x)'", 100));  // single quotes keep it literal
+  CHECK_FALSE(migrate::split_shell_words("a b c d", 3));
+}
+
+TEST_CASE("glslc options become the kernel's options") {
+  auto r = migrate::from_commands(
+      "glslc -Os --target-env=vulkan1.1 --target-spv=spv1.3 -fshader-stage=compute -Iinc -I sub/inc -DA=1 -DB "
+      "-c -o out/k.spv src/k.glsl\n",
+      "log.txt", opts());
+  REQUIRE_MESSAGE(r, r.error().message);
+  REQUIRE(r->commands.size() == 1);
+  const auto& c = r->commands[0];
+  CHECK(c.source == "src/k.glsl");
+  CHECK(c.output == "out/k.spv");
+  CHECK(c.target == "vulkan1.1");
+  CHECK(c.optimize == definition::Optimize::size);
+  CHECK(c.include_dirs == std::vector<std::string>{"inc", "sub/inc"});
+  CHECK(c.defines == std::vector<Field>{{"A", "1"}, {"B", ""}});
+  CHECK(r->outputs == std::vector<Field>{{"k", "out/k.spv"}});
+  auto m = manifest::parse_manifest(r->manifest, "gen", "/proj", false);
+  REQUIRE(m);
+  CHECK(m->kernels[0].name == "k");
+  CHECK(m->kernels[0].optimize == definition::Optimize::size);
+}
+
+TEST_CASE("tool defaults are written explicitly: vulkan1.0, no optimisation") {
+  auto r = migrate::from_commands("glslc -o a.spv a.comp\nglslangValidator -V -o b.spv b.comp\n", "log.txt", opts());
+  REQUIRE_MESSAGE(r, r.error().message);
+  CHECK(r->manifest.find("target = \"vulkan1.0\"") != std::string::npos);
+  CHECK(r->manifest.find("optimize = \"none\"") != std::string::npos);
+}
+
+TEST_CASE("a Cartesian product becomes variants, shared defines go to [defaults]") {
+  std::string log;
+  for (auto t : {"float", "int"})
+    for (auto w : {"4", "8", "16"})
+      log += fmt::format("glslc -O -DCOMMON=1 -DT={} -DW={} -o spv/saxpy_{}_{}.spv saxpy.comp\n", t, w, t, w);
+  log += "glslc -O -DCOMMON=1 -o spv/fill.spv fill.comp\n";
+  auto r = migrate::from_commands(log, "log.txt", opts());
+  REQUIRE_MESSAGE(r, r.error().message);
+  CHECK(r->variant_tables == 1);
+  CHECK(r->kernel_tables == 2);
+  CHECK(r->manifest.find("defines = { COMMON = 1 }") != std::string::npos);
+  CHECK(r->manifest.find("T = [\"float\", \"int\"]") != std::string::npos);
+  CHECK(r->manifest.find("W = [4, 8, 16]") != std::string::npos);
+  CHECK(r->outputs[0] == Field{"saxpy[T=float,W=4]", "spv/saxpy_float_4.spv"});
+  CHECK(r->outputs[6] == Field{"fill", "spv/fill.spv"});
+}
+
+TEST_CASE("tuples that are not a product are split until they are") {
+  // (float,4) (float,8) (int,4): not a product; split by T gives two products.
+  auto r = migrate::from_commands(
+      "glslc -DT=float -DW=4 -o a.spv k.comp\nglslc -DT=float -DW=8 -o b.spv k.comp\n"
+      "glslc -DT=int -DW=4 -o c.spv k.comp\n",
+      "log.txt", opts());
+  REQUIRE_MESSAGE(r, r.error().message);
+  CHECK(r->commands.size() == 3);
+  CHECK(r->outputs.size() == 3);
+  auto m = manifest::parse_manifest(r->manifest, "gen", "/proj", false);
+  REQUIRE(m);
+  CHECK(m->kernels.size() == 3);  // the manifest module's own check passed inside from_commands too
+}
+
+TEST_CASE("compile_commands JSON: arguments, command, directory") {
+  auto r = migrate::from_commands(
+      R"([{"directory": "/proj/build", "arguments": ["glslc", "-o", "a.spv", "../s/a.comp"]},
+          {"command": "glslc -o 'b c.spv' s/b.comp", "file": "s/b.comp"}])",
+      "cc.json", opts());
+  REQUIRE_MESSAGE(r, r.error().message);
+  CHECK(r->commands[0].source == "s/a.comp");
+  CHECK(r->commands[0].output == "build/a.spv");
+  CHECK(r->commands[1].output == "b c.spv");
+  CHECK(message_of("[{\"command\": 3}]").find("cc.json") == std::string::npos);  // display name is the caller's
+  CHECK(message_of("[{\"command\": 3}]").find("\"command\" must be a string") != std::string::npos);
+  CHECK(message_of("[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]")
+            .find("nested too deeply") != std::string::npos);
+}
+
+TEST_CASE("refusals name the line and the option") {
+  CHECK(message_of("glslc -o a.spv a.comp\n\nglslc -g -o b.spv b.comp\n").find("log.txt:3: glslc -g") !=
+        std::string::npos);
+  CHECK(message_of("glslc -o a.spv --bogus a.comp").find("'--bogus' is not one kcache understands") !=
+        std::string::npos);
+  CHECK(message_of("glslc a.comp").find("no -o OUTPUT") != std::string::npos);
+  CHECK(message_of("glslc -o a.spv a.comp\nglslc -o a.spv b.comp").find("log.txt:2: output 'a.spv' is also written "
+                                                                        "at line 1") != std::string::npos);
+  CHECK(message_of("glslc -o a.spv /elsewhere/a.comp").find("outside the manifest's folder") != std::string::npos);
+  CHECK(message_of("glslc -fauto-bind-uniforms -o a.spv a.comp").find("-fauto-bind-uniforms") != std::string::npos);
+  CHECK(message_of("glslc -fauto-map-locations -o a.spv a.vert").find("auto-mapped locations") != std::string::npos);
+  CHECK(message_of("glslc --target-env=opengl -o a.spv a.comp").find("--target-env=opengl") != std::string::npos);
+  CHECK(message_of("glslangValidator -o a.spv a.comp").find("without -V") != std::string::npos);
+  CHECK(message_of("glslangValidator -V -e f -o a.spv a.comp").find("--source-entrypoint") != std::string::npos);
+  CHECK(message_of("glslc -DA=1 -DA=2 -o a.spv a.comp").find("given twice") != std::string::npos);
+  CHECK(message_of("cc -o a.o a.c").find("not glslc or glslangValidator") != std::string::npos);
+  CHECK(message_of("glslc -o a.spv a.txt").find("no stage") != std::string::npos);
+  // Dropped options are notes, not errors.
+  auto r = migrate::from_commands("glslc -w -MD -MF a.d -fauto-map-locations -o a.spv a.comp", "log.txt", opts());
+  REQUIRE_MESSAGE(r, r.error().message);
+  CHECK(r->notes.size() >= 3);
+}
+
+TEST_CASE("bounds: line length and command count") {
+  auto o = opts();
+  o.limits.max_commands = 2;
+  auto r = migrate::from_commands("glslc -o a.spv a.comp\nglslc -o b.spv b.comp\nglslc -o c.spv c.comp\n", "l", o);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("more than 2 commands") != std::string::npos);
+  o = opts();
+  o.limits.max_line_bytes = 16;
+  r = migrate::from_commands("glslc -o a.spv a_long_name.comp\n", "l", o);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("l:1: command longer than 16 bytes") != std::string::npos);
+}

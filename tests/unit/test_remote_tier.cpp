@@ -1,0 +1,172 @@
+// The remotes of a run as build's secondary tier, over an in-memory backend
+// (the real servers are exercised by tests/cli/remote_*.sh): what is
+// accepted, what is refused and why, and that failures are counted and a
+// failing remote is skipped.
+#include "kcache/remote/tier.hpp"
+
+#include "kcache/compile/compiler.hpp"
+#include "kcache/remote/value.hpp"
+#include "kcache/util/hash.hpp"
+#include "test_support.hpp"
+
+#include <map>
+#include <mutex>
+
+using namespace kcache;
+using namespace kcache::remote;
+
+namespace {
+
+/// A map, or a server that fails every request.
+class MemoryBackend final : public Backend {
+ public:
+  std::map<std::string, std::vector<std::uint8_t>> values;
+  bool down = false;
+  int requests = 0;
+  Result<std::optional<std::vector<std::uint8_t>>> get(const std::string& key, std::size_t) override {
+    ++requests;
+    if (down) return fail(Category::io_error, "connection refused");
+    auto it = values.find(key);
+    if (it == values.end()) return std::optional<std::vector<std::uint8_t>>{};
+    return std::optional(it->second);
+  }
+  Result<void> put(const std::string& key, std::span<const std::uint8_t> value) override {
+    ++requests;
+    if (down) return fail(Category::io_error, "connection refused");
+    values[key].assign(value.begin(), value.end());
+    return {};
+  }
+  Result<bool> exists(const std::string& key) override { return values.count(key) > 0; }
+  Result<void> remove(const std::string& key) override {
+    values.erase(key);
+    return {};
+  }
+  Result<std::optional<std::map<std::string, std::uint64_t>>> count_values(const std::string&) override {
+    return std::optional<std::map<std::string, std::uint64_t>>{};
+  }
+};
+
+/// A real, valid module (spirv-val must pass it).
+Entry compiled_entry() {
+  test::TempDir dir;
+  dir.write("k.comp",
+            "#version 450\nlayout(local_size_x = 64) in;\nlayout(std430, binding = 0) buffer B { float d[]; };\n"
+            "void main() { d[gl_GlobalInvocationID.x] *= 2.0; }\n");
+  definition::KernelSpec spec;
+  spec.name = spec.base_name = "k";
+  spec.source = "k.comp";
+  definition::FileCache files(dir.path());
+  PhaseTimes t;
+  auto def = compile::expand(spec, files, t);
+  REQUIRE(def);
+  auto c = compile::compile(spec, *def, t);
+  REQUIRE(c);
+  Entry e;
+  e.kernel = "k";
+  e.key = {util::hash_string("id"), util::hash_string("ir")};
+  e.id_fields = {{"name", "k"}, {"source", "k.comp"}};
+  e.inputs = def->inputs;
+  e.payload.resize(c->spirv.size() * 4);
+  std::memcpy(e.payload.data(), c->spirv.data(), e.payload.size());
+  seal_payload(e);
+  e.created = 1700000000;
+  e.origin_detail = "built by test";
+  return e;
+}
+
+RemoteUrl url(std::string text) { return *parse_remote_url(text); }
+
+}  // namespace
+
+TEST_CASE("a compiled entry goes round a remote and comes back checked") {
+  const Namespace ns = spirv_namespace("vulkan1.2");
+  const Entry e = compiled_entry();
+  auto backend = std::make_unique<MemoryBackend>();
+  auto* mem = backend.get();
+  std::vector<std::unique_ptr<Backend>> backends;
+  backends.push_back(std::move(backend));
+  TierOptions options;
+  options.remotes = {url("redis://mem")};
+  RemoteTier tier(options, std::move(backends));
+
+  CHECK_FALSE(tier.fetch(ns, "k", e.key));  // empty: a miss
+  tier.publish(ns, e);
+  REQUIRE(mem->values.size() == 1);
+  CHECK(mem->values.begin()->first == value_key("", ns.name(), e.key));
+  auto got = tier.fetch(ns, "k", e.key);
+  REQUIRE(got);
+  CHECK(got->payload == e.payload);
+  CHECK(got->origin_kind == OriginKind::imported);
+  CHECK(got->origin_detail == "remote redis://mem/0");
+  // Asked for another kernel or key under the same remote key: refused.
+  Key other = e.key;
+  other.ir = util::hash_string("other");
+  mem->values[value_key("", ns.name(), other)] = mem->values.begin()->second;
+  CHECK_FALSE(tier.fetch(ns, "k", other));
+  auto s = tier.stats();
+  REQUIRE(s.size() == 1);
+  CHECK(s[0].hits == 1);
+  CHECK(s[0].misses == 1);
+  CHECK(s[0].refused == 1);
+  CHECK(s[0].writes == 1);
+  CHECK(s[0].refusals.at(0).find("not the 'k' asked for") != std::string::npos);
+  CHECK_FALSE(s[0].authenticated);
+}
+
+TEST_CASE("check_value: a module spirv-val refuses, a foreign namespace, an untrusted signer") {
+  const Namespace ns = spirv_namespace("vulkan1.2");
+  Entry e = compiled_entry();
+  auto record = encode_entry(e);
+  auto value = *encode_value(ns.name(), record);
+  CHECK(RemoteTier::check_value(value, ns, "k", e.key, {}, "x"));
+  auto foreign = RemoteTier::check_value(value, spirv_namespace("vulkan1.1"), "k", e.key, {}, "x");
+  REQUIRE_FALSE(foreign);
+  CHECK(foreign.error().message.find("holds namespace spirv/vulkan1.2, not spirv/vulkan1.1") != std::string::npos);
+
+  std::array<std::uint8_t, 32> seed{};
+  auto signer = bundle::keypair_from_seed(seed);
+  std::vector<bundle::PublicKey> trusted{signer.public_key};
+  auto unsigned_refused = RemoteTier::check_value(value, ns, "k", e.key, trusted, "x");
+  REQUIRE_FALSE(unsigned_refused);
+  CHECK(unsigned_refused.error().message.find("unsigned") != std::string::npos);
+  auto signed_value = *encode_value(ns.name(), record, &signer);
+  CHECK(RemoteTier::check_value(signed_value, ns, "k", e.key, trusted, "x"));
+
+  // Valid record, invalid module: the same check as import (spirv-val).
+  Entry broken = e;
+  broken.payload.resize(broken.payload.size() - 4);  // OpFunctionEnd cut off
+  seal_payload(broken);
+  auto bad = RemoteTier::check_value(*encode_value(ns.name(), encode_entry(broken)), ns, "k", e.key, {}, "x");
+  CHECK_FALSE(bad);
+  // A record naming a path outside the project (validate_entry_record).
+  Entry escaping = e;
+  escaping.inputs[0].path = "../../etc/passwd";
+  auto esc = RemoteTier::check_value(*encode_value(ns.name(), encode_entry(escaping)), ns, "k", e.key, {}, "x");
+  REQUIRE_FALSE(esc);
+}
+
+TEST_CASE("a failing remote is counted, skipped after max-failures, and the next one serves") {
+  const Namespace ns = spirv_namespace("vulkan1.2");
+  const Entry e = compiled_entry();
+  auto down = std::make_unique<MemoryBackend>();
+  down->down = true;
+  auto* down_ptr = down.get();
+  auto up = std::make_unique<MemoryBackend>();
+  up->values[value_key("", ns.name(), e.key)] = *encode_value(ns.name(), encode_entry(e));
+  std::vector<std::unique_ptr<Backend>> backends;
+  backends.push_back(std::move(down));
+  backends.push_back(std::move(up));
+  TierOptions options;
+  options.remotes = {url("redis://down?max-failures=2"), url("redis://up?read-only")};
+  RemoteTier tier(options, std::move(backends));
+  for (int i = 0; i < 5; ++i) CHECK(tier.fetch(ns, "k", e.key));
+  tier.publish(ns, e);
+  auto s = tier.stats();
+  CHECK(s[0].errors == 2);
+  CHECK(down_ptr->requests == 2);  // skipped after the second failure, also for publish
+  CHECK(s[0].skipped.find("2 consecutive failures") != std::string::npos);
+  CHECK(s[0].warnings.at(0).find("connection refused") != std::string::npos);
+  CHECK(s[1].hits == 5);
+  CHECK(s[1].writes == 0);  // read-only
+  CHECK_FALSE(s[1].writable);
+}
