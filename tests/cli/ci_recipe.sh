@@ -49,3 +49,14 @@ if python3 -c 'import yaml,sys; yaml.safe_load(open(sys.argv[1]))' old.yml 2>"$W
   fail "the parser accepted the old flow mapping: the check cannot catch invalid YAML"
 fi
 note "ok"
+
+note "the README shows the recipe exactly as the file has it (from 'name:' on)"
+python3 - "$KCACHE_SOURCE_DIR/README.md" "$KCACHE_SOURCE_DIR/ci/github-actions.yml" <<'PY' || fail "README's CI recipe differs from ci/github-actions.yml"
+import sys
+readme, recipe = (open(p).read() for p in sys.argv[1:3])
+section = readme[readme.index("### CI recipe (GitHub Actions)"):]
+block = section[section.index("```yaml\n") + len("```yaml\n"):]
+block = block[:block.index("```")]
+body = recipe[recipe.index("name: kernels"):]
+sys.exit(0 if block == body else 1)
+PY

@@ -59,7 +59,7 @@ sys.exit(0 if identical == len(outputs) and identical >= 200 else 1)
 PY
 
 note "the same log as glslangValidator lines and as compile_commands.json"
-cut -d'&' -f1 commands_glslang.txt | head -40 >g.txt
+head -40 commands_glslang.txt | cut -d'&' -f1 >g.txt  # head first: cut | head would die of SIGPIPE under pipefail
 expect_exit 0 "$KCACHE" manifest from-commands g.txt -o g.toml
 grep -q '^optimize = "none"' g.toml || fail "glslangValidator without spirv-opt is optimize none"
 python3 -c '

@@ -15,16 +15,6 @@ constexpr std::uint8_t k_magic[4] = {'K', 'C', 'E', 1};
 constexpr std::uint32_t k_max_fields = 4096;
 constexpr std::size_t k_max_string = 64 << 10;
 
-void put_hash(util::ByteWriter& w, const Hash128& h) { w.raw(h.bytes); }
-
-std::optional<Hash128> get_hash(util::ByteReader& r) {
-  auto bytes = r.raw(16);
-  if (!bytes) return std::nullopt;
-  Hash128 h;
-  std::memcpy(h.bytes.data(), bytes->data(), 16);
-  return h;
-}
-
 tl::unexpected<Error> corrupt(std::string_view what) {
   return fail(Category::corruption, "entry record is corrupt: {}", what);
 }
@@ -123,6 +113,16 @@ void put_fields(util::ByteWriter& w, const std::vector<Field>& fields) {
     w.str(k);
     w.str(v);
   }
+}
+
+void put_hash(util::ByteWriter& w, const Hash128& h) { w.raw(h.bytes); }
+
+std::optional<Hash128> get_hash(util::ByteReader& r) {
+  auto bytes = r.raw(16);
+  if (!bytes) return std::nullopt;
+  Hash128 h;
+  std::memcpy(h.bytes.data(), bytes->data(), 16);
+  return h;
 }
 
 bool get_fields(util::ByteReader& r, std::vector<Field>& out, std::uint32_t max_fields, std::size_t max_string) {

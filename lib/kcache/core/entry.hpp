@@ -43,6 +43,7 @@
 #include "kcache/util/hash.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -76,6 +77,10 @@ void put_fields(util::ByteWriter& w, const std::vector<Field>& fields);
 /// Reads a list put_fields wrote; false when truncated, or over `max_fields`
 /// fields or `max_string` bytes in a string (checked before allocating).
 bool get_fields(util::ByteReader& r, std::vector<Field>& out, std::uint32_t max_fields, std::size_t max_string);
+/// Appends a hash as every kcache record encodes one: its 16 raw bytes.
+void put_hash(util::ByteWriter& w, const Hash128& h);
+/// Reads a hash put_hash wrote; nullopt when fewer than 16 bytes are left.
+std::optional<Hash128> get_hash(util::ByteReader& r);
 
 enum class PayloadKind : std::uint8_t { spirv = 1, pipeline_cache = 2 };
 enum class OriginKind : std::uint8_t { built = 1, imported = 2 };

@@ -19,16 +19,6 @@ constexpr Category k_categories[] = {
     Category::device_unavailable, Category::store_full,           Category::read_only,
     Category::busy};
 
-void put_hash(util::ByteWriter& w, const Hash128& h) { w.raw(h.bytes); }
-
-std::optional<Hash128> get_hash(util::ByteReader& r) {
-  auto bytes = r.raw(16);
-  if (!bytes) return std::nullopt;
-  Hash128 h;
-  std::memcpy(h.bytes.data(), bytes->data(), 16);
-  return h;
-}
-
 tl::unexpected<Error> corrupt(std::string_view what) {
   return fail(Category::corruption, "failure record is corrupt: {}", what);
 }
