@@ -479,8 +479,12 @@ void expand_kernel(const Options& defaults, const toml::table& kt, Diagnostics& 
   if (own.validate) o.validate = own.validate;
   // A kernel's define replaces a default one of the same macro, whichever
   // form (object- or function-like) either has.
-  for (auto& [k, v] : own.defines)
-    std::erase_if(o.defines, [&](const auto& d) { return macro_of(d.first) == macro_of(k); });
+  // (Named copies, not the structured bindings: clang 14, which builds the
+  // fuzz targets, cannot capture a binding in a lambda.)
+  for (const auto& define : own.defines) {
+    const std::string_view macro = macro_of(define.first);
+    std::erase_if(o.defines, [&](const auto& d) { return macro_of(d.first) == macro; });
+  }
   for (auto& [k, v] : own.defines) o.defines[k] = v;
   for (auto& [k, v] : own.spec_constants) o.spec_constants[k] = v;
 
@@ -539,7 +543,9 @@ void expand_kernel(const Options& defaults, const toml::table& kt, Diagnostics& 
     for (std::size_t i = 0; i < variants.size(); ++i) {
       const auto& [key, values] = variants[i];
       spec.variant.emplace_back(key, values[index[i]]);
-      std::erase_if(defines, [&](const auto& d) { return d.first != key && macro_of(d.first) == key; });
+      const std::string& name_of_key = key;  // a binding cannot be captured by clang 14
+      std::erase_if(defines,
+                    [&](const auto& d) { return d.first != name_of_key && macro_of(d.first) == name_of_key; });
       defines[key] = values[index[i]];
       suffix += fmt::format("{}{}={}", i ? "," : "", key, values[index[i]]);
     }
