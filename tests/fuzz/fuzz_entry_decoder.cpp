@@ -1,8 +1,9 @@
 // libFuzzer entry point for the entry-record decoder (docs/reliability.md F1):
 // decode_entry() reads records from bundles and from stores, so every byte
 // it sees is untrusted. Any outcome is fine except a crash, a sanitizer
-// report, a hang or unbounded memory; an accepted record must re-encode to
-// exactly its input (the format has one encoding of each entry). Every
+// report, a hang or unbounded memory; an accepted record of the current
+// version must re-encode to exactly its input (the format has one encoding of
+// each entry), one of an older version to a record that decodes to it. Every
 // decoded record also goes through validate_entry_record() (issue 14, what a
 // bundle's record may say): a refusal must say what is wrong in printable
 // text, an accepted record must hold only contained paths and printable names.
@@ -31,7 +32,17 @@ void decode_through(std::span<const std::uint8_t> bytes) {
     return;
   }
   auto again = kcache::encode_entry(*e);
-  if (again.size() != bytes.size() || std::memcmp(again.data(), bytes.data(), bytes.size()) != 0) std::abort();
+  // A record of the current version re-encodes to exactly its bytes; an
+  // older one (accepted, read with the newer fields' defaults) re-encodes in
+  // the current version, which must decode to the same entry.
+  std::uint16_t version = 0;
+  std::memcpy(&version, bytes.data() + 4, sizeof version);  // after the 4-byte magic; decoding proved it is there
+  if (version == kcache::k_entry_max_version) {
+    if (again.size() != bytes.size() || std::memcmp(again.data(), bytes.data(), bytes.size()) != 0) std::abort();
+  } else {
+    auto reread = kcache::decode_entry(again);
+    if (!reread || !(*reread == *e)) std::abort();
+  }
   if (e->payload.size() > kcache::k_max_payload_bytes) std::abort();
 
   auto valid = kcache::validate_entry_record(*e);

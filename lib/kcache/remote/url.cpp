@@ -49,6 +49,18 @@ std::optional<std::string> decode_userinfo(std::string_view s) {
   return out;
 }
 
+/// Percent-encodes user info for display, the inverse of decode_userinfo:
+/// only unreserved characters stay as they are, so the shown URL parses back.
+std::string encode_userinfo(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                            c == '-' || c == '.' || c == '_' || c == '~';
+    out += unreserved ? std::string(1, c) : fmt::format("%{:02X}", static_cast<unsigned char>(c));
+  }
+  return out;
+}
+
 bool host_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
          c == '_';
@@ -82,13 +94,19 @@ std::string RemoteUrl::shown() const {
     case Scheme::redis: out = "redis://"; break;
     case Scheme::http: out = "http://"; break;
     case Scheme::https: out = "https://"; break;
-    case Scheme::file: return "file://" + path + (read_only ? "?read-only" : "");
+    case Scheme::file: out = "file://"; break;
   }
-  if (!user.empty() || !password.empty()) out += user + (password.empty() ? "" : ":***") + "@";
-  out += host;
-  if (port) out += fmt::format(":{}", port);
-  if (scheme == Scheme::redis) out += fmt::format("/{}", db);
-  else out += path;
+  if (scheme == Scheme::file) {
+    out += path;
+  } else {
+    if (!user.empty() || !password.empty()) out += encode_userinfo(user) + (password.empty() ? "" : ":***") + "@";
+    out += host;
+    if (port) out += fmt::format(":{}", port);
+    if (scheme == Scheme::redis) out += fmt::format("/{}", db);
+    else out += path;
+  }
+  // Options as parse_remote_url reads them, for every scheme (a file remote
+  // may have a prefix too), so that shown() parses back to the same remote.
   std::string opts;
   if (read_only) opts += "&read-only";
   if (!prefix.empty()) opts += "&prefix=" + prefix;
