@@ -115,6 +115,13 @@ def man_page(version, top, subs):
 
 def bash_completion(top, subs):
     top_opts = [w for e in top.sections.get("Options", []) for w in option_words(e.names)[0]]
+    nested = {}  # "manifest" -> ["from-commands"]
+    for name, _ in subs:
+        if " " in name:
+            outer, inner = name.split(" ", 1)
+            nested.setdefault(outer, []).append(inner)
+    parents = sorted(nested)
+    inner_cases = [f'          {p}) COMPREPLY=($(compgen -W "{" ".join(nested[p])}" -- "$cur")) ;;' for p in parents]
     cases, valued, choices = [], [], {}
     for name, h in subs:
         words, takes = [], []
@@ -126,7 +133,7 @@ def bash_completion(top, subs):
                 choices.setdefault(" ".join(m.group(1).split(",")), set()).update(ws)
             elif tv:
                 takes += ws
-        cases.append(f'    {name}) opts="{" ".join(words)}" ;;')
+        cases.append(f'    "{name}") opts="{" ".join(words)}" ;;')
         valued += takes
     valued = sorted(set(valued) - set().union(*choices.values()))
     choice_cases = "".join(f'    {"|".join(sorted(ws))})\n      COMPREPLY=($(compgen -W "{c}" -- "$cur"))\n      return ;;\n'
@@ -141,11 +148,27 @@ _kcache() {{
   for ((i = 1; i < COMP_CWORD; i++)); do
     case ${{COMP_WORDS[i]}} in -*) ;; *) sub=${{COMP_WORDS[i]}}; break ;; esac
   done
+  # A subcommand with subcommands of its own ("manifest from-commands"):
+  # the next word that is not an option names the inner one.
+  case $sub in
+    {'|'.join(parents) or '--'})
+      local inner=""
+      for ((i = i + 1; i < COMP_CWORD; i++)); do
+        case ${{COMP_WORDS[i]}} in -*) ;; *) inner=${{COMP_WORDS[i]}}; break ;; esac
+      done
+      if [[ -z $inner && $cur != -* ]]; then
+        case $sub in
+{chr(10).join(inner_cases)}
+        esac
+        return
+      fi
+      [[ -n $inner ]] && sub="$sub $inner" ;;
+  esac
   if [[ -z $sub ]]; then
     if [[ $cur == -* ]]; then
       COMPREPLY=($(compgen -W "{' '.join(top_opts)}" -- "$cur"))
     else
-      COMPREPLY=($(compgen -W "{' '.join(n for n, _ in subs)}" -- "$cur"))
+      COMPREPLY=($(compgen -W "{' '.join(n for n, _ in subs if " " not in n)}" -- "$cur"))
     fi
     return
   fi
@@ -175,8 +198,15 @@ def main():
     ap.add_argument("--bash")
     a = ap.parse_args()
     top = parse(run_help(a.kcache))
-    # Hidden subcommands (internal workers) are not in the list, so not documented.
-    subs = [(e.names, parse(run_help(a.kcache, e.names))) for e in top.sections.get("Subcommands", [])]
+    # Hidden subcommands (internal workers) are not in the list, so not
+    # documented. A subcommand's own subcommands ("manifest from-commands")
+    # follow it, named by both words.
+    subs = []
+    for e in top.sections.get("Subcommands", []):
+        h = parse(run_help(a.kcache, e.names))
+        subs.append((e.names, h))
+        for inner in h.sections.get("Subcommands", []):
+            subs.append((f"{e.names} {inner.names}", parse(run_help(a.kcache, e.names, inner.names))))
     if not subs:
         sys.exit("gen_cli_docs: no subcommands found in `kcache --help`")
     version = subprocess.run([a.kcache, "--version"], capture_output=True, text=True, check=True)

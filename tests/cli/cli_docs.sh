@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The man page and bash completion generated from --help (scripts/gen_cli_docs.py)
+# document every subcommand, a subcommand's own subcommands included
+# ("manifest from-commands", "remote check"), with their options; the
+# completion offers those inner subcommands and their options.
+source "$(dirname "$0")/lib.bash"
+
+python3 "$KCACHE_SOURCE_DIR/scripts/gen_cli_docs.py" "$KCACHE" --man "$WORK/kcache.1" --bash "$WORK/kcache.bash" ||
+  fail "gen_cli_docs failed"
+
+note "the man page has every inner subcommand with its options"
+expect_in "$WORK/kcache.1" '.SS kcache manifest from\-commands'
+expect_in "$WORK/kcache.1" '.SS kcache remote check'
+# An option only `manifest from-commands` has, under its own heading.
+awk '/^\.SS kcache manifest from\\-commands/{on=1; next} /^\.SS/{on=0} on' "$WORK/kcache.1" >"$WORK/from_commands.1"
+expect_in "$WORK/from_commands.1" '\-\-no\-variants'
+if grep -qF -- '\-\-no\-variants' <(awk '/^\.SS kcache manifest$/{on=1; next} /^\.SS/{on=0} on' "$WORK/kcache.1"); then
+  fail "--no-variants is listed under 'kcache manifest' itself"
+fi
+
+# complete WORDS...: what the generated completion offers after WORDS (the
+# last word is the one being completed).
+complete_words() {
+  bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _kcache; printf "%s\n" "${COMPREPLY[@]}"' \
+    _ "$WORK/kcache.bash" "$@"
+}
+
+note "completion: top level, inner subcommands, inner options"
+complete_words kcache ma >"$WORK/c1"
+expect_in "$WORK/c1" manifest
+complete_words kcache manifest "" >"$WORK/c2"
+[[ $(cat "$WORK/c2") == from-commands ]] || { cat "$WORK/c2"; fail "kcache manifest <TAB> should offer from-commands"; }
+complete_words kcache manifest from-commands --no >"$WORK/c3"
+expect_in "$WORK/c3" --no-variants
+complete_words kcache remote check --js >"$WORK/c4"
+expect_in "$WORK/c4" --json
+complete_words kcache build --ba >"$WORK/c5"
+expect_in "$WORK/c5" --backend
+echo "PASS"
