@@ -17,6 +17,6 @@ expect_exit 0 "$KCACHE" inspect again-v1.kcb --json
 expect_exit 0 "$KCACHE" import again-v1.kcb --store H --fingerprint vulkan1.2
 python3 "$KCACHE_SOURCE_DIR/tests/cli/bundle_golden_list.py" "$KCACHE" H spirv/vulkan1.2 >got1
 diff -u "$GOLDEN/example-v2.expected" got1 || fail "format-1 re-export differs"
-expect_exit 2 "$KCACHE" export --store G --format-version 3 -o x.kcb
-grep -q 'format-version 3 is out of range' err || fail "format 3: $(cat err)"
+expect_exit 2 "$KCACHE" export --store G --format-version 4 -o x.kcb
+grep -q 'format-version 4 is out of range' err || fail "format 4: $(cat err)"
 echo "ok: $(wc -l <got) entries as recorded, format 1 re-export identical"

@@ -23,6 +23,10 @@ before), every digest recomputed, the lie kept in both index and record:
     bundle_tool.py IN OUT set-fingerprint FP  spirv bundle: fingerprint and
                                               record {target = FP}
 
+    bundle_tool.py IN OUT set-payload-byte I OFF V  entry I's payload byte OFF
+                                              becomes V (payload digest recomputed)
+    bundle_tool.py IN OUT set-payload I FILE  entry I's payload becomes FILE's bytes
+
 NAME and PATH take Python escapes (\\x1b, \\n). Records end in XXH3-128 and
 frames are zstd: both come from the system's libxxhash and libzstd (ctypes),
 the libraries kcache itself links.
@@ -294,9 +298,18 @@ def main():
         assert len(old.encode()) == len(name), "names differ in length"
         b[at + 4:at + 4 + len(name)] = name
         redigest(b, h)
-    elif op in ("set-kernel", "set-input", "set-fingerprint"):
+    elif op in ("set-kernel", "set-input", "set-fingerprint", "set-payload-byte", "set-payload"):
         m = Bundle(bytes(b))
-        if op == "set-kernel":
+        if op in ("set-payload-byte", "set-payload"):
+            rec = m.records[int(args[0])]
+            if op == "set-payload":
+                rec.payload = open(args[1], "rb").read()
+            else:
+                p = bytearray(rec.payload)
+                p[int(args[1])] = int(args[2], 0)
+                rec.payload = bytes(p)
+            rec.payload_digest = xxh3_128(rec.payload)
+        elif op == "set-kernel":
             m.records[int(args[0])].kernel = _arg(args[1])
         elif op == "set-input":
             rec = m.records[int(args[0])]

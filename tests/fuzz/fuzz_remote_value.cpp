@@ -2,8 +2,11 @@
 // F1, lib/kcache/remote/FORMAT.md): values come from servers anyone with
 // access can write. Any outcome is fine except a crash, a sanitizer report,
 // a hang or unbounded memory; a refusal says what is wrong in printable
-// text; an accepted value re-encodes to exactly its input (one encoding per
-// value) and its record then goes through decode_entry.
+// text; an accepted version-1 value re-encodes to exactly its input (one
+// encoding per value); an accepted version-2 value (zstd-compressed record,
+// its declared size bounded before decompression) re-encodes to a value that
+// decodes to the same namespace and record (another zstd frame may hold the
+// same record); every accepted record then goes through decode_entry.
 //
 // The value ends in an XXH3-128 digest of everything before it, so each
 // input is also tried "resealed" (the digest recomputed), which lets
@@ -28,10 +31,17 @@ void decode_through(std::span<const std::uint8_t> bytes) {
     return;
   }
   if (v->ns.size() > kcache::remote::k_max_value_namespace || !kcache::util::is_printable_utf8(v->ns)) std::abort();
-  if (!v->signature) {
-    auto again = kcache::remote::encode_value(v->ns, v->record);
+  if (v->record.size() > kcache::remote::k_max_value_bytes) std::abort();
+  if (!v->signature && v->version == 1) {
+    auto again = kcache::remote::encode_value(v->ns, v->record, nullptr, 1);
     if (!again || again->size() != bytes.size() || std::memcmp(again->data(), bytes.data(), bytes.size()) != 0)
       std::abort();
+  }
+  if (v->version == 2) {
+    auto again = kcache::remote::encode_value(v->ns, v->record);
+    if (!again) std::abort();
+    auto back = kcache::remote::decode_value(*again);
+    if (!back || back->ns != v->ns || back->record != v->record) std::abort();
   }
   std::vector<kcache::bundle::PublicKey> trusted(1);
   (void)kcache::remote::verify_value(*v, trusted);

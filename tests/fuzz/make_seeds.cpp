@@ -80,8 +80,8 @@ Bytes vulkan_blob(std::size_t body) {
   return b;
 }
 
-Bytes bundle_of(const std::vector<Entry>& entries, const bundle::KeyPair* sign,
-                int format_version = bundle::k_format_version) {
+/// Format 2 by default: the seeds made before format 3 stay as they were.
+Bytes bundle_of(const std::vector<Entry>& entries, const bundle::KeyPair* sign, int format_version = 2) {
   const auto& ns = fuzz::fixed_device().ns;
   auto header = bundle::make_header(ns, {{"kcache", "0.1.0"}}, 1'700'000'000, entries);
   bundle::WriteOptions options;
@@ -221,10 +221,13 @@ int main(int argc, char** argv) {
   write(br, "truncated_payload", truncated(unsigned_bundle, unsigned_bundle.size() - 60));
   write(br, "flipped_header", flipped(unsigned_bundle, 30, 0x04));
   write(br, "flipped_signature", flipped(signed_bundle, signed_bundle.size() / 3, 0x80));
-  write(br, "version_3", flipped(unsigned_bundle, 4, 0x01));  // 2 -> 3
+  write(br, "version_4", flipped(unsigned_bundle, 4, 0x06));  // 2 -> 4
   // Format version 1 stays readable (and fuzzed): bundles of kcache 0.1.
   write(br, "valid_v1_unsigned", bundle_of(entries, nullptr, 1));
   write(br, "valid_v1_signed", bundle_of(entries, &key, 1));
+  // Format version 3: SPIR-V operands delta-coded (FORMAT.md "Record transform").
+  write(br, "valid_v3_unsigned", bundle_of(entries, nullptr, 3));
+  write(br, "valid_v3_signed", bundle_of(entries, &key, 3));
   Bytes trailing = unsigned_bundle;
   trailing.push_back(0);
   write(br, "trailing_byte", trailing);

@@ -170,3 +170,31 @@ TEST_CASE("a failing remote is counted, skipped after max-failures, and the next
   CHECK(s[1].writes == 0);  // read-only
   CHECK_FALSE(s[1].writable);
 }
+
+TEST_CASE("a stage's own check refuses a value that passed the import's, counted with its reason") {
+  const Namespace ns = spirv_namespace("vulkan1.2");
+  const Entry e = compiled_entry();
+  auto backend = std::make_unique<MemoryBackend>();
+  std::vector<std::unique_ptr<Backend>> backends;
+  backends.push_back(std::move(backend));
+  TierOptions options;
+  options.remotes = {url("redis://mem")};
+  RemoteTier tier(options, std::move(backends));
+  tier.publish(ns, e);
+  int asked = 0;
+  build::EntryCheck refuse = [&](const Entry& got) -> Result<void> {
+    ++asked;
+    CHECK(got.kernel == "k");
+    return fail(Category::corruption, "remote value: a pipeline built from another module");
+  };
+  CHECK_FALSE(tier.fetch(ns, "k", e.key, refuse));
+  CHECK(asked == 1);
+  build::EntryCheck accept = [](const Entry&) -> Result<void> { return {}; };
+  CHECK(tier.fetch(ns, "k", e.key, accept));
+  auto s = tier.stats();
+  CHECK(s[0].refused == 1);
+  CHECK(s[0].hits == 1);
+  CHECK(s[0].refusals.at(0) == "k: remote value: a pipeline built from another module");
+  // Values are written compressed (version 2) and read back whole.
+  CHECK(s[0].bytes_written < encode_entry(e).size());
+}

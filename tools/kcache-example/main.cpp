@@ -21,6 +21,7 @@
 //
 // Exit status: 0 when every pipeline was created, 1 otherwise, 2 for bad
 // usage, 3 when there is no Vulkan device or store.
+#include "cuda_mode.hpp"
 #include "kcache/runtime/kcache_vulkan.h"
 #include "kcache/runtime/runtime.hpp"
 
@@ -56,13 +57,23 @@ constexpr const char* k_usage =
     "  --target ENV    SPIR-V target to look kernels up in, e.g. vulkan1.2\n"
     "  --startup MODE  instead, time an application's start once: store open, every\n"
     "                  lookup and pipeline (cold: empty caches; warm: kcache's blobs)\n"
-    "  --threads N     threads for --startup (default 1), one pipeline cache per kernel\n";
+    "  --threads N     threads for --startup (default 1), one pipeline cache per kernel\n"
+    "\n"
+    "CUDA (no Vulkan used): kcache-example --cuda [--startup nvrtc|ptx|cubin] [--store DIR]\n"
+    "                      [--manifest DIR] [--cuda-device N] [--launch] | --cuda --list [--cc X.Y]\n"
+    "  --startup MODE  time getting a CUfunction for every CUDA kernel of the store: nvrtc =\n"
+    "                  compile the recorded source in process (sources under --manifest DIR),\n"
+    "                  ptx = driver JIT of the stored PTX, cubin = the stored cubin (default)\n"
+    "  --launch        then run saxpy once and check its result\n"
+    "  --list          print the cubin or PTX kcache_lookup_cuda picks at compute capability --cc\n";
 
 struct Args {
   std::string store, device, target;
   std::string startup;  ///< "", "cold" or "warm"
   unsigned threads = 1;
   std::vector<std::string> kernels;
+  bool cuda = false;
+  CudaArgs cuda_args;
 };
 
 std::optional<Args> parse(int argc, char** argv) {
@@ -83,8 +94,24 @@ std::optional<Args> parse(int argc, char** argv) {
       if (!value(a.device)) return std::nullopt;
     } else if (s == "--target") {
       if (!value(a.target)) return std::nullopt;
+    } else if (s == "--cuda") {
+      a.cuda = true;
+    } else if (s == "--manifest") {
+      if (!value(a.cuda_args.manifest_dir)) return std::nullopt;
+    } else if (s == "--launch") {
+      a.cuda_args.launch = true;
+    } else if (s == "--list") {
+      a.cuda_args.list = true;
+    } else if (s == "--cc") {
+      std::string cc;
+      if (!value(cc) || std::sscanf(cc.c_str(), "%d.%d", &a.cuda_args.cc_major, &a.cuda_args.cc_minor) != 2)
+        return std::nullopt;
+    } else if (s == "--cuda-device") {
+      std::string n;
+      if (!value(n)) return std::nullopt;
+      a.cuda_args.device = std::atoi(n.c_str());
     } else if (s == "--startup") {
-      if (!value(a.startup) || (a.startup != "cold" && a.startup != "warm")) return std::nullopt;
+      if (!value(a.startup)) return std::nullopt;
     } else if (s == "--threads") {
       std::string n;
       if (!value(n)) return std::nullopt;
@@ -385,6 +412,20 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
 int main(int argc, char** argv) {
   auto args = parse(argc, argv);
   if (!args) {
+    std::fputs(k_usage, stderr);
+    return 2;
+  }
+  if (args->cuda) {
+    args->cuda_args.store = args->store;
+    if (!args->startup.empty()) args->cuda_args.startup = args->startup;
+    const auto& m = args->cuda_args.startup;
+    if (m != "nvrtc" && m != "ptx" && m != "cubin") {
+      std::fputs(k_usage, stderr);
+      return 2;
+    }
+    return run_cuda(args->cuda_args);
+  }
+  if (!args->startup.empty() && args->startup != "cold" && args->startup != "warm") {
     std::fputs(k_usage, stderr);
     return 2;
   }

@@ -1,5 +1,6 @@
 #include "cli.hpp"
 
+#include "kcache/build/cuda_stage.hpp"
 #include "kcache/bundle/bundle.hpp"
 #include "kcache/compile/compiler.hpp"
 #include "kcache/remote/backend.hpp"
@@ -99,10 +100,12 @@ std::string top_level_footer() {
          "                        else ~/.cache/kcache)\n"
          "  KCACHE_JOBS           default -j of build, verify and import, 1 to 4096 (else all cores)\n"
          "  KCACHE_REMOTE         remote caches of build when no --remote is given: URLs separated by spaces\n"
+         "                        (over the store's own, `kcache remote add`)\n"
          "  KCACHE_MAP_SIZE       LMDB map size of a store (e.g. 64G, the default; 8M), the most it can hold\n"
          "  NO_COLOR              when set and not empty, no colour in messages (colour and progress lines\n"
          "                        are only ever shown on a terminal)\n"
          "  KCACHE_VULKAN_LOADER  the Vulkan loader library to load instead of libvulkan.so.1\n"
+         "  KCACHE_CUDA_DRIVER    the CUDA driver library to load instead of libcuda.so.1\n"
          "\n"
          "Exit status:\n"
          "  0   success\n"
@@ -202,10 +205,32 @@ Result<worker::WorkerOptions> worker_options() {
   return options;
 }
 
+std::optional<std::string> nvrtc_path(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("KCACHE_NVRTC"); env && *env) return std::string(env);
+  return std::nullopt;
+}
+
+std::string cuda_driver_library() {
+  if (const char* env = std::getenv("KCACHE_CUDA_DRIVER"); env && *env) return env;
+  return std::string(cuda_device::k_default_library);
+}
+
+Result<std::optional<std::vector<cuda_device::DeviceInfo>>> test_cuda_devices() {
+  const char* env = std::getenv("KCACHE_TEST_CUDA_DEVICE");
+  if (!env || !*env) return std::optional<std::vector<cuda_device::DeviceInfo>>{};
+  auto d = cuda_device::parse_device_description(env);
+  if (!d) return tl::unexpected(std::move(d).error().context("KCACHE_TEST_CUDA_DEVICE"));
+  return std::optional<std::vector<cuda_device::DeviceInfo>>{std::vector{std::move(*d)}};
+}
+
 std::string version_text() {
   const auto& v = compile::Toolchain::installed().versions();
-  return fmt::format("kcache {}\nglslang {}\nSPIRV-Tools {}\nLMDB {}\n{}\n{}\n", KCACHE_VERSION, v.glslang,
-                     v.spirv_tools, store::lmdb_version(), bundle::library_versions(), remote::library_versions());
+  // NVRTC is loaded at run time, so this names the one a build would load.
+  auto nvrtc = build::nvrtc_description(nvrtc_path(""));
+  return fmt::format("kcache {}\nglslang {}\nSPIRV-Tools {}\nLMDB {}\n{}\n{}\nNVRTC {}\n", KCACHE_VERSION, v.glslang,
+                     v.spirv_tools, store::lmdb_version(), bundle::library_versions(), remote::library_versions(),
+                     nvrtc ? *nvrtc : std::string("not found (CUDA kernels cannot be compiled; see --nvrtc)"));
 }
 
 }  // namespace kcache::cli

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kcache/compile/compiler.hpp"
+#include "kcache/cuda_device/cuda_device.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/util/clock.hpp"
 #include "kcache/util/error.hpp"
@@ -55,6 +56,9 @@ inline constexpr unsigned k_max_jobs = 4096;
 /// empty; invalid_argument naming the value when it is not a whole number
 /// from 1 to k_max_jobs.
 Result<unsigned> jobs_from_env();
+/// The NVRTC library to load: `flag` (--nvrtc) when given, else
+/// $KCACHE_NVRTC when set, else nullopt (the default names).
+std::optional<std::string> nvrtc_path(const std::string& flag);
 
 /// Accepts a decimal whole number from 1 to `max` (no sign, hex or spaces:
 /// CLI11 alone would take "-1" as 2^64-1 and "0x10" as 16); otherwise the
@@ -133,6 +137,15 @@ void register_remote(CLI::App& app, Action& action);
 int run_inspect_bundle(const std::string& path, bool json);
 /// The hidden `__pipeline-worker` subcommand (pipeline_worker.hpp).
 void register_pipeline_worker(CLI::App& app, Action& action);
+
+/// The CUDA driver library to load: $KCACHE_CUDA_DRIVER when set and not
+/// empty, else libcuda.so.1 (cuda_device::k_default_library).
+std::string cuda_driver_library();
+/// The CUDA devices tests describe instead of a driver:
+/// KCACHE_TEST_CUDA_DEVICE="NAME;MAJOR.MINOR;CUDA_VERSION" (one device,
+/// ordinal 0; cuda_device::parse_device_description). nullopt when unset;
+/// invalid_argument for a malformed value.
+Result<std::optional<std::vector<cuda_device::DeviceInfo>>> test_cuda_devices();
 
 /// The --version text: kcache and every library version that matters.
 std::string version_text();

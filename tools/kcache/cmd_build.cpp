@@ -34,6 +34,7 @@ struct BuildArgs {
   std::string shard;
   std::string backend = "spirv";
   std::string device;
+  std::string nvrtc;
   RemoteArgs remote;
 };
 
@@ -66,6 +67,7 @@ Result<build::RunOptions> run_options(const BuildArgs& args) {
   options.build.origin = fmt::format("built by kcache {} on {}", KCACHE_VERSION, host_name());
   options.build.clock = &clock();
   options.build.toolchain = &toolchain();
+  options.build.nvrtc_path = nvrtc_path(args.nvrtc);
   options.device = KCACHE_TRY(select_device(args));
   if (options.device) options.worker = KCACHE_TRY(worker_options());
   options.record_usage = !args.no_record_usage;
@@ -120,7 +122,7 @@ int run_build(const BuildArgs& args) {
     options->build.on_receipt = [](const build::Receipt& r, std::size_t done, std::size_t total) {
       fmt::print(stderr, "\r\033[K[{}/{}] {} {}", done, total, build::outcome_name(r.outcome), r.kernel);
     };
-  auto tier = make_remote_tier(args.remote);
+  auto tier = make_remote_tier(args.remote, args.store.path());
   if (!tier) return report_error(tier.error());
   options->build.secondary = tier->get();
   auto store = args.store.open(true);
@@ -206,6 +208,12 @@ void register_build(CLI::App& app, Action& action) {
                   "with --backend vulkan: the device (index, name substring or fingerprint id; `kcache devices`);\n"
                   "default: the first discrete GPU, else integrated, virtual, other, software");
   cmd->add_option("--shard", args->shard, "build only shard K of N (K/N), split by kernel-name hash");
+  cmd->add_option("--nvrtc", args->nvrtc,
+                  "the NVRTC library for language = \"cuda\" kernels (default: $KCACHE_NVRTC, else\n"
+                  "libnvrtc.so.13, .so.12, libnvrtc.so from /usr/local/cuda/lib64 or the loader's path).\n"
+                  "Each cuda kernel is compiled once per `arch` into namespace cuda/<arch> (cubin for sm_XY,\n"
+                  "PTX for compute_XY). NVRTC is loaded only when a cuda kernel must be compiled: a warm\n"
+                  "build never loads it. Without it cuda kernels fail (exit 1) and every other kernel builds");
   args->remote.add_to(*cmd);
   cmd->callback([args, &action] { action = [args] { return run_build(*args); }; });
 }

@@ -58,7 +58,13 @@ int run_import(const ImportArgs& args) {
     options.jobs = *jobs;
   }
   if (!args.fingerprint.empty()) options.target.fingerprint = args.fingerprint;
-  if (args.device_given) options.target.device = args.device;
+  if (args.device_given) {
+    options.target.device = args.device;
+    auto described = test_cuda_devices();
+    if (!described) return report_error(described.error());
+    options.target.cuda_devices = std::move(*described);
+    options.target.cuda_library = cuda_driver_library();
+  }
   if (!args.trust.empty()) {
     auto keys = bundle::load_public_keys({args.trust.begin(), args.trust.end()});
     if (!keys) return report_error(keys.error());
@@ -142,7 +148,10 @@ void register_import(CLI::App& app, Action& action) {
       "with validate = \"off\" is accepted. Invalid modules are refused under strict and known.\n"
       "Target: for spirv bundles --fingerprint TARGET_ENV when given (else the bundle's own\n"
       "target: SPIR-V is portable); for vulkan bundles --fingerprint FP, else the device\n"
-      "(--device SEL, default the first GPU). A mismatch names every differing field and\n"
+      "(--device SEL, default the first GPU); for cuda bundles (cuda/<arch>) --device cuda:N\n"
+      "(or N) checks that CUDA device N can run the arch (compute capability) and that its\n"
+      "driver offers the bundle's cuda_version; without --device a cuda bundle is taken as\n"
+      "built (a cubin serves every device of its arch). A mismatch names every differing field and\n"
       "exits 5; a damaged, untrusted or invalid bundle exits 6; the store is then unchanged.\n"
       "Each entry is compared with the store's entry of that name: new is imported; the same\n"
       "key and module bytes is already present; another key built no earlier than the stored\n"
@@ -161,7 +170,8 @@ void register_import(CLI::App& app, Action& action) {
   args->store.add_to(*cmd);
   cmd->add_option("--fingerprint", args->fingerprint,
                   "require this target: a target env (spirv, e.g. vulkan1.2) or a device fingerprint id (vulkan)");
-  cmd->add_option("--device", args->device, "vulkan bundles: check against this device (index, name or fingerprint id)")
+  cmd->add_option("--device", args->device, "vulkan bundles: check against this device (index, name or fingerprint id); cuda bundles: the "
+                  "CUDA device (cuda:N, N or a name) must run the bundle's arch and CUDA version")
       ->each([args](const std::string&) { args->device_given = true; });
   cmd->add_option("--trust", args->trust,
                   "accept only bundles signed by one of these public key files (NAME.pub from `kcache keygen`)")

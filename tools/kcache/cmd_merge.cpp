@@ -61,7 +61,7 @@ void register_merge(CLI::App& app, Action& action) {
       "  kcache merge shard-*.kcb -o shaders.kcb --sign ci.key");
   cmd->add_option("bundles", args->inputs, "input bundle files")->required();
   cmd->add_option("-o,--output", args->output, "merged bundle file (written atomically), or - for stdout")->required();
-  cmd->add_option("--level", args->level, "zstd level 1..19 for the output (default 7)");
+  cmd->add_option("--level", args->level, "zstd level 1..19 for the output (default 1)");
   cmd->add_option("--format-version", args->format_version, k_format_version_help);
   cmd->add_option("--sign", args->sign, "sign the merged bundle with this secret key file");
   cmd->add_flag("--json", args->json, "print the result as JSON (on stderr when the bundle goes to stdout)");

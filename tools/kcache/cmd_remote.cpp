@@ -1,13 +1,16 @@
 // kcache remote check URL: is a remote cache reachable and writable, and what
-// does it hold; and the remote options other subcommands share.
+// does it hold; kcache remote add | list | remove: a store's remote setting;
+// and the remote options other subcommands share.
 #include "bundle_cli.hpp"
 #include "cli.hpp"
 #include "remote_cli.hpp"
 
 #include "kcache/bundle/key_files.hpp"
 #include "kcache/remote/check.hpp"
+#include "kcache/remote/setting.hpp"
 #include "kcache/remote/url.hpp"
 #include "kcache/report/remote_report.hpp"
+#include "kcache/report/report.hpp"
 
 #include <fmt/format.h>
 
@@ -16,13 +19,17 @@
 namespace kcache::cli {
 
 void RemoteArgs::add_to(CLI::App& cmd) {
-  cmd.add_option("--remote", urls,
+  auto* remote = cmd.add_option(
+                 "--remote", urls,
                  "a remote cache asked on a local miss before compiling, and given every compiled kernel\n"
-                 "(repeatable, asked in order; default: the URLs in $KCACHE_REMOTE):\n"
+                 "(repeatable, asked in order; default: the URLs in $KCACHE_REMOTE, else the store's own,\n"
+                 "`kcache remote add`; with --backend vulkan pipelines too):\n"
                  "  redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]  http(s)://HOST[:PORT]/PATH/  file:///PATH\n"
                  "options after '?', '&'-separated: read-only, timeout-ms=N (default 2000), prefix=TEXT,\n"
                  "max-failures=N (default 3: a remote failing that often in a row is skipped for the run).\n"
                  "A remote never fails a build: failures are warnings, counted, and the kernel is compiled");
+  cmd.add_flag("--no-remote", none, "ask no remote cache in this run (not $KCACHE_REMOTE, not the store's)")
+      ->excludes(remote);
   cmd.add_flag("--remote-read-only", read_only, "read from the remotes but write nothing back to them");
   cmd.add_option("--sign", sign, "sign the values written to remotes with this secret key (kcache keygen)");
   cmd.add_option("--trust", trust,
@@ -30,15 +37,18 @@ void RemoteArgs::add_to(CLI::App& cmd) {
                  "summary says the values were not authenticated");
 }
 
-Result<std::unique_ptr<remote::RemoteTier>> make_remote_tier(const RemoteArgs& args) {
+Result<std::unique_ptr<remote::RemoteTier>> make_remote_tier(const RemoteArgs& args, const std::string& store_dir) {
   std::vector<std::string> urls = args.urls;
-  if (urls.empty())
+  if (!args.none && urls.empty())
     if (const char* env = std::getenv("KCACHE_REMOTE")) urls = remote::split_remote_list(env);
+  if (!args.none && urls.empty())
+    for (auto& r : KCACHE_TRY(remote::read_remote_setting(store_dir))) urls.push_back(std::move(r.text));
   if (urls.empty()) {
     if (!args.sign.empty() || !args.trust.empty() || args.read_only)
       return fail(Category::invalid_argument,
                   "--sign, --trust and --remote-read-only apply to remote caches: give --remote URL (or set "
-                  "KCACHE_REMOTE)");
+                  "KCACHE_REMOTE, or `kcache remote add URL`){}",
+                  args.none ? ", without --no-remote" : "");
     return std::unique_ptr<remote::RemoteTier>{};
   }
   remote::TierOptions options;
@@ -72,14 +82,125 @@ int run_check(const CheckArgs& args) {
   return k_exit_ok;
 }
 
+struct SettingArgs {
+  StoreOptions store;
+  std::string url;
+  bool read_only = false;
+  bool json = false;
+};
+
+/// `remote add`: appends URL to the store's setting, or replaces the entry
+/// naming the same remote in place (its position, so its order, is kept).
+int run_add(const SettingArgs& args) {
+  std::string text = args.url;
+  auto url = remote::parse_remote_url(text);
+  if (!url) return report_error(url.error());
+  if (args.read_only && !url->read_only) {
+    text += text.find('?') == std::string::npos ? "?read-only" : "&read-only";
+    url->read_only = true;
+  }
+  auto remotes = remote::read_remote_setting(args.store.path());
+  if (!remotes) return report_error(remotes.error());
+  bool replaced = false;
+  for (auto& r : *remotes)
+    if (remote::same_remote(r.url, *url)) {
+      r = {text, *url};
+      replaced = true;
+    }
+  if (!replaced) remotes->push_back({text, *url});
+  if (auto written = remote::write_remote_setting(args.store.path(), *remotes); !written)
+    return report_error(written.error());
+  fmt::print("{}", report::terminal_text(fmt::format("{} remote {} of store {} ({} in all)\n",
+                                                      replaced ? "updated" : "added", url->shown(),
+                                                      args.store.path(), remotes->size())));
+  return k_exit_ok;
+}
+
+int run_list(const SettingArgs& args) {
+  auto remotes = remote::read_remote_setting(args.store.path());
+  if (!remotes) return report_error(remotes.error());
+  std::vector<remote::RemoteUrl> urls;
+  for (const auto& r : *remotes) urls.push_back(r.url);
+  const auto file = remote::remote_setting_path(args.store.path()).string();
+  if (args.json) fmt::print("{}", report::remote_setting_json(file, urls));
+  else fmt::print("{}", report::remote_setting_text(file, urls));
+  return k_exit_ok;
+}
+
+int run_remove(const SettingArgs& args) {
+  auto url = remote::parse_remote_url(args.url);
+  if (!url) return report_error(url.error());
+  auto remotes = remote::read_remote_setting(args.store.path());
+  if (!remotes) return report_error(remotes.error());
+  auto before = remotes->size();
+  std::erase_if(*remotes, [&](const remote::SettingRemote& r) { return remote::same_remote(r.url, *url); });
+  if (remotes->size() == before)
+    return report_error(Error{Category::not_found,
+                              fmt::format("store {} has no remote {} (`kcache remote list` shows its remotes)",
+                                          args.store.path(), url->shown())});
+  if (auto written = remote::write_remote_setting(args.store.path(), *remotes); !written)
+    return report_error(written.error());
+  fmt::print("{}", report::terminal_text(fmt::format("removed remote {} from store {} ({} left)\n", url->shown(),
+                                                      args.store.path(), remotes->size())));
+  return k_exit_ok;
+}
+
+/// The store options of the setting subcommands: --store only (--read-only
+/// would make no sense for add/remove, and list never writes).
+void add_store_option(CLI::App& cmd, SettingArgs& args) {
+  cmd.add_option("--store", args.store.dir, "the store whose remotes these are (default: $KCACHE_STORE, else "
+                                            "$XDG_CACHE_HOME/kcache, else ~/.cache/kcache)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return text.empty() ? std::string("needs a folder (leave --store out for the default store)")
+                                : std::string();
+          },
+          ""));
+}
+
 }  // namespace
 
 void register_remote(CLI::App& app, Action& action) {
-  auto* cmd = app.add_subcommand("remote", "Remote caches: check one.");
+  auto* cmd = app.add_subcommand("remote", "Remote caches: a store's own remotes (add, list, remove); check one.");
   cmd->description(
       "Remote caches (Redis, HTTP servers that store files by path, a shared folder) that builds\n"
-      "share: see `kcache build --help` (--remote).");
+      "share: see `kcache build --help` (--remote). A store can keep its own remotes (`remote add`):\n"
+      "every build with that store then asks them without a flag. Which remotes a build asks, first\n"
+      "match wins: --remote URL..., else $KCACHE_REMOTE, else the store's remotes; --no-remote: none.\n"
+      "The store's remotes are kept in plain text in STORE/remotes (mode 0600), passwords included:\n"
+      "anyone who can read that file can read them. Every URL shown hides its password.");
   cmd->require_subcommand(1);
+  {
+    auto sargs = std::make_shared<SettingArgs>();
+    auto* add = cmd->add_subcommand("add", "Add a remote to the store's own remotes (asked by every build).");
+    add->description(
+        "Add URL to the store's remotes, asked in the order added by every build that names no\n"
+        "--remote and no $KCACHE_REMOTE. A URL naming a remote the store has already (the same server,\n"
+        "path, database and prefix) replaces it in place. Stored in plain text in STORE/remotes\n"
+        "(mode 0600), password included.");
+    add->add_option("url", sargs->url, "the remote URL (as for build --remote, options included)")->required();
+    add->add_flag("--read-only", sargs->read_only, "builds read from this remote but write nothing back to it");
+    add_store_option(*add, *sargs);
+    add->callback([sargs, &action] { action = [sargs] { return run_add(*sargs); }; });
+  }
+  {
+    auto sargs = std::make_shared<SettingArgs>();
+    auto* list = cmd->add_subcommand("list", "List the store's own remotes, in the order builds ask them.");
+    list->description("List the store's own remotes in the order builds ask them, passwords hidden.");
+    list->add_flag("--json", sargs->json, "print them as JSON (schema kcache.remote-list/1)");
+    add_store_option(*list, *sargs);
+    list->callback([sargs, &action] { action = [sargs] { return run_list(*sargs); }; });
+  }
+  {
+    auto sargs = std::make_shared<SettingArgs>();
+    auto* remove = cmd->add_subcommand("remove", "Remove a remote from the store's own remotes.");
+    remove->description(
+        "Remove the store's remote that URL names (as `remote list` shows it: a password and\n"
+        "?read-only may be left out). Exit 3 when the store has no such remote.");
+    remove->add_option("url", sargs->url, "the remote URL")->required();
+    add_store_option(*remove, *sargs);
+    remove->callback([sargs, &action] { action = [sargs] { return run_remove(*sargs); }; });
+  }
   auto args = std::make_shared<CheckArgs>();
   auto* check = cmd->add_subcommand("check", "Say whether a remote is reachable and writable and what it holds.");
   check->description(

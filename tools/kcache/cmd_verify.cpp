@@ -4,6 +4,7 @@
 
 #include "kcache/device/device.hpp"
 #include "kcache/maintain/verify.hpp"
+#include "kcache/maintain/verify_cuda.hpp"
 #include "kcache/report/device_report.hpp"
 
 #include <fmt/format.h>
@@ -24,7 +25,39 @@ struct VerifyArgs {
   bool all = false;
 };
 
+// verify --device cuda:N: load every stored cubin / PTX the device can run.
+int run_verify_cuda(const VerifyArgs& args) {
+  auto driver = cuda_device::Driver::load(cuda_driver_library());
+  if (!driver) return report_error(driver.error());
+  auto devices = (*driver)->devices();
+  if (!devices) return report_error(devices.error());
+  auto dev = cuda_device::select_device(*devices, args.device);
+  if (!dev) return report_error(dev.error());
+  auto store = args.store.open(false);
+  if (!store) return report_error(store.error());
+  auto context = cuda_device::Context::open(*driver, dev->ordinal);
+  if (!context) return report_error(context.error());
+  maintain::CudaVerifyOptions options;
+  options.jobs = args.jobs;
+  if (!args.jobs) {
+    auto jobs = jobs_from_env();
+    if (!jobs) return report_error(jobs.error());
+    options.jobs = *jobs;
+  }
+  const cuda_device::Context& ctx = **context;
+  auto verified = maintain::verify_cuda_device(
+      **store, *dev,
+      [&ctx](std::span<const std::uint8_t> image, PayloadKind kind, std::span<const std::string> functions) {
+        return ctx.load_and_resolve(image, kind, functions);
+      },
+      options);
+  if (!verified) return report_error(verified.error());
+  fmt::print("{}", args.json ? report::cuda_verify_json(*verified) : report::cuda_verify_text(*verified, args.all));
+  return maintain::has_problems(*verified) ? k_exit_failed : k_exit_ok;
+}
+
 int run_verify(const VerifyArgs& args) {
+  if (args.device_given && cuda_device::is_cuda_selector(args.device)) return run_verify_cuda(args);
   if (!args.device_given) {
     auto store = args.store.open(false);
     if (!store) return report_error(store.error());
@@ -84,16 +117,26 @@ void register_verify(CLI::App& app, Action& action) {
       "--timed, each pipeline is created with and without its blob and both times shown.\n"
       "Exit code 1 on any refused or failed pipeline (and, with --require-hits, any miss).\n"
       "Software devices such as lavapipe keep no compiled code in their caches: misses there\n"
-      "are expected.");
+      "are expected.\n"
+      "\n"
+      "With --device cuda:N (or cuda: the first CUDA device; see `kcache devices`): for every\n"
+      "cuda/<arch> namespace the device can run (arch at its compute capability, cuda_version\n"
+      "at most its driver's; the others are listed with the reason), check each cubin / PTX,\n"
+      "load it with cuModuleLoadDataEx and resolve its kernel function; 'loaded', 'refused'\n"
+      "(failed kcache's checks, never sent) or 'failed' (the driver refused it, with its JIT\n"
+      "log). Loading PTX is the driver's JIT compile: kernels stored as both are compared\n"
+      "(cubin load vs PTX JIT). -j loads on that many threads in one context. Exit code 1 on\n"
+      "any refused or failed entry, or when the device runs none of the namespaces.");
   args->store.add_to(*cmd);
   cmd->add_option("--device", args->device,
-                  "re-create the pipelines stored for this device (index, name or fingerprint id)")
+                  "re-create the pipelines stored for this device (index, name or fingerprint id); cuda:N: load "
+                  "the CUDA code stored for CUDA device N")
       ->each([args](const std::string&) { args->device_given = true; });
   cmd->add_option("-j,--jobs", args->jobs, "pipeline-creation threads (default: $KCACHE_JOBS, else all cores)");
   cmd->add_flag("--timed", args->timed,
                 "with --device: time creation with and without each blob instead of asking for hits");
   cmd->add_flag("--require-hits", args->require_hits, "with --device: exit 1 if any pipeline is a miss");
-  cmd->add_flag("--all", args->all, "with --device: list every pipeline, hits included");
+  cmd->add_flag("--all", args->all, "with --device: list every pipeline (CUDA: every entry), hits included");
   cmd->add_flag("--json", args->json, "print the result as JSON (schema kcache.verify/1)");
   cmd->callback([args, &action] { action = [args] { return run_verify(*args); }; });
 }

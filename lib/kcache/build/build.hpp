@@ -94,6 +94,10 @@ struct BuildOptions {
   /// Asked on a local miss before compiling, told of every compiled kernel
   /// (secondary.hpp); null = none. Borrowed for the call.
   SecondaryTier* secondary = nullptr;
+  /// The CUDA stage's NVRTC (`--nvrtc PATH` / KCACHE_NVRTC): exactly that
+  /// library; nullopt = the default names (nvrtc::k_library_names). Loaded
+  /// only when a CUDA kernel must be compiled.
+  std::optional<std::string> nvrtc_path;
 };
 
 struct BuildResult {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <thread>
@@ -23,6 +24,39 @@ struct Item {
   device::PipelineRecipe recipe;
   bool had_entry;  ///< a previous (stale or refused) entry exists
 };
+
+/// Asks `tier` for each item's pipeline entry on up to `threads` threads;
+/// fetched[i] is items[i]'s checked entry or nullopt. The time asking goes to
+/// the receipt's lookup phase.
+std::vector<std::optional<Entry>> fetch_remote(SecondaryTier& tier, const device::DeviceInfo& device,
+                                               const std::vector<Item>& items, std::vector<Receipt>& receipts,
+                                               unsigned threads) {
+  std::vector<std::optional<Entry>> fetched(items.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < items.size();) {
+      const Item& item = items[i];
+      Receipt& r = receipts[item.receipt];
+      Stopwatch watch;
+      // Beyond the import's check (the blob against this device's record):
+      // the value was built from this build's module, entry point and
+      // specialization, as import checks a pipeline's module is the store's.
+      auto same_recipe = [&item](const Entry& e) -> Result<void> {
+        auto got = KCACHE_TRY(device::read_pipeline_recipe(e));
+        if (!(got == item.recipe))
+          return fail(Category::corruption,
+                      "remote value: a pipeline built from another module, entry point or specialization");
+        return {};
+      };
+      fetched[i] = tier.fetch(device.ns, item.spec->name, r.key, same_recipe);
+      watch.lap(r.times[Phase::lookup]);
+    }
+  };
+  std::vector<std::jthread> pool;
+  for (unsigned t = 1; t < std::min<std::size_t>(threads, items.size()); ++t) pool.emplace_back(work);
+  work();
+  return fetched;
+}
 
 /// Why a stored vulkan entry with another key is stale, for --explain.
 std::string recipe_change(const Entry& old, const Key& key, const device::PipelineRecipe& now) {
@@ -136,19 +170,39 @@ Result<void> build_device_stage(const manifest::Manifest& manifest, store::Store
       if ((r.outcome == Outcome::hit && r.reason.empty()) || r.outcome == Outcome::failed)  // remembered too
         options.on_receipt(r, ++done_count, total_count);
 
-  std::vector<worker::PipelineJob> jobs;
-  jobs.reserve(items.size());
-  for (const Item& item : items)
-    jobs.push_back({item.spec->name, item.spec->target, item.recipe.entry, item.recipe.spec, item.spirv.payload, {}});
-
+  const unsigned threads = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::size_t stage_bytes = 0;  // added to the build's total at the end
   BatchWriter writer(store, receipts, stage_bytes);
   auto written = [&](std::size_t i) {
     if (options.on_receipt) options.on_receipt(receipts[i], ++done_count, total_count);
   };
 
+  // Remote hits are stored as they are; only the rest go to a worker.
+  if (options.secondary && !items.empty()) {
+    auto fetched = fetch_remote(*options.secondary, device, items, receipts, threads);
+    std::vector<Item> rest;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (!fetched[i]) {
+        rest.push_back(std::move(items[i]));
+        continue;
+      }
+      Receipt& r = receipts[items[i].receipt];
+      fetched[i]->inputs = items[i].spirv.inputs;  // this checkout's files, as the SPIR-V stage records them
+      r.outcome = Outcome::remote_hit;
+      r.bytes = fetched[i]->payload.size();
+      writer.add(device.ns, items[i].receipt, std::move(*fetched[i]));
+    }
+    items = std::move(rest);
+    writer.flush(written);
+  }
+
+  std::vector<worker::PipelineJob> jobs;
+  jobs.reserve(items.size());
+  for (const Item& item : items)
+    jobs.push_back({item.spec->name, item.spec->target, item.recipe.entry, item.recipe.spec, item.spirv.payload, {}});
+
   worker::WorkerOptions worker = options.worker;
-  worker.threads = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  worker.threads = threads;
   KCACHE_CHECK(worker::run_pipeline_jobs(
       device, worker::JobMode::build, jobs, worker, [&](std::size_t j, worker::PipelineOutcome&& o) {
         Item& item = items[j];
@@ -186,6 +240,7 @@ Result<void> build_device_stage(const manifest::Manifest& manifest, store::Store
         Entry e = device::make_pipeline_entry(item.spirv, item.recipe, device::wrap_blob(device, o.blob),
                                               options.clock->now(), options.origin);
         r.bytes = e.payload.size();
+        if (options.secondary) options.secondary->publish(device.ns, e);
         writer.add(device.ns, item.receipt, std::move(e));
         if (writer.due()) writer.flush(written);
       }));
@@ -196,6 +251,7 @@ Result<void> build_device_stage(const manifest::Manifest& manifest, store::Store
     result.totals += r.times;
     result.receipts.push_back(std::move(r));
   }
+  if (options.secondary) result.secondary = options.secondary->stats();  // both stages' requests
   total.lap(wall);
   result.wall_ms += wall.wall_ms;
   return {};

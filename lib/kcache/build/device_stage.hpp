@@ -6,8 +6,13 @@
 // A kernel is a hit when the device namespace holds an entry whose key is
 // {the SPIR-V entry's key.id, recipe_hash(recipe)} and whose blob passes
 // check_blob_against_record for this device; nothing then reaches a driver.
+// With a secondary tier (remote caches), each miss is first asked there,
+// on `jobs` threads: a blob that passes the import's check for this device
+// namespace (secondary.hpp) and names this build's recipe is stored as a
+// remote_hit and never reaches a driver; a created blob is offered back.
 // Misses are created in worker processes (pipeline_worker.hpp) on `jobs`
-// threads, so a driver crash fails one kernel. A pipeline the driver refused
+// threads, so a driver crash fails one kernel; no worker starts when every
+// miss came from a remote. A pipeline the driver refused
 // is remembered as a failure record (phase "pipeline") keyed as its entry
 // would be; while the key is the same (same module, recipe, device
 // namespace), later builds report it without creating it again, unless
@@ -39,6 +44,11 @@ struct DeviceBuildOptions {
   const util::Clock* clock = &util::system_clock();
   /// Called on the calling thread as each kernel's device stage finishes.
   std::function<void(const Receipt&, std::size_t done, std::size_t total)> on_receipt;
+  /// Asked for every pipeline the store lacks before a worker is started
+  /// (key: the device namespace + the entry's key, so a blob is only served
+  /// to its own compatibility class), told of every created one; null = none.
+  /// Borrowed for the call.
+  SecondaryTier* secondary = nullptr;
 };
 
 /// Runs the device stage for the kernels of `result` (the SPIR-V stage's

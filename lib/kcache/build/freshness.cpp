@@ -18,7 +18,9 @@ std::string_view freshness_name(Freshness f) {
 std::vector<Field> toolchain_part(const std::vector<Field>& ir_fields) {
   std::vector<Field> out;
   for (const auto& f : ir_fields)
-    if (f.first != "expanded_source") out.push_back(f);
+    // expanded_source (GLSL) and inputs (CUDA) are content, checked through
+    // the inputs; lowered_name (CUDA) is a recorded product, not an input.
+    if (f.first != "expanded_source" && f.first != "inputs" && f.first != "lowered_name") out.push_back(f);
   return out;
 }
 

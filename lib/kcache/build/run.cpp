@@ -1,5 +1,6 @@
 #include "kcache/build/run.hpp"
 
+#include "kcache/build/cuda_stage.hpp"
 #include "kcache/build/device_stage.hpp"
 
 #include <fmt/format.h>
@@ -49,8 +50,11 @@ Result<RunResult> run(const manifest::Manifest& manifest, store::Store& store, c
     dev.clock = options.build.clock;
     dev.worker = options.worker;
     dev.retry_failed = options.build.retry_failed;
+    dev.secondary = options.build.secondary;
     KCACHE_CHECK(build_device_stage(manifest, store, *options.device, dev, out.result));
   }
+  // After the device stage, whose receipts are the SPIR-V stage's.
+  KCACHE_CHECK(build_cuda_stage(manifest, store, options.build, out.result));
   // One small write transaction after every stage.
   if (options.record_usage)
     if (auto recorded = record_run(store, out.result, *options.build.clock); !recorded)

@@ -5,13 +5,16 @@
 // so the arrows stay one way.
 //
 // Thread-safety: fetch() and publish() are called from build's compile
-// threads at once; an implementation must allow that.
+// threads (and the device stage's fetch threads) at once; an implementation
+// must allow that.
 #pragma once
 
 #include "kcache/core/entry.hpp"
 #include "kcache/core/namespace.hpp"
+#include "kcache/util/error.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +44,11 @@ struct SecondaryStats {
   std::vector<std::string> warnings;
 };
 
+/// A check a stage adds to a fetched entry after the import's own (the device
+/// stage: the pipeline was built from this build's module, entry point and
+/// specialization); a failure refuses the value like any other refusal.
+using EntryCheck = std::function<Result<void>(const Entry&)>;
+
 /// A store consulted after the local one. Never fails a build: every fault is
 /// counted in stats() and answered as a miss.
 class SecondaryTier {
@@ -48,8 +56,10 @@ class SecondaryTier {
   virtual ~SecondaryTier() = default;
   /// An entry of `ns` for `kernel` whose key is exactly `key`, checked as an
   /// import checks an entry (record digest and fields, SPIR-V validated or
-  /// blob checked for `ns`), or nullopt (miss, refusal or failure, counted).
-  virtual std::optional<Entry> fetch(const Namespace& ns, std::string_view kernel, const Key& key) = 0;
+  /// blob checked for `ns`) and by `check` when given, or nullopt (miss,
+  /// refusal or failure, counted).
+  virtual std::optional<Entry> fetch(const Namespace& ns, std::string_view kernel, const Key& key,
+                                     const EntryCheck& check) = 0;
   /// Offers a freshly compiled entry of `ns` to the writable remotes.
   virtual void publish(const Namespace& ns, const Entry& entry) = 0;
   /// What each remote did so far, in the order asked.

@@ -60,9 +60,9 @@ namespace kcache::bundle {
 
 /// The format version this code writes, and the range it reads. A later
 /// version appends fields (FORMAT.md "Versions") and raises the maximum.
-inline constexpr std::uint16_t k_format_version = 2;
+inline constexpr std::uint16_t k_format_version = 3;
 inline constexpr std::uint16_t k_min_format_version = 1;
-inline constexpr std::uint16_t k_max_format_version = 2;
+inline constexpr std::uint16_t k_max_format_version = 3;
 
 /// Largest zstd window a writer may use (2^24 = 16 MiB), which is also the
 /// reader's default cap, so every bundle written with default-range options
@@ -191,12 +191,15 @@ EntrySource entries_from(std::span<const Entry> entries);
 
 struct WriteOptions {
   /// Format version to write, k_min_format_version..k_max_format_version.
-  /// 2 (records transformed, head compressed) is about a third smaller; 1 is
-  /// for readers that predate version 2 (kcache 0.1).
+  /// 3 (SPIR-V operands delta-coded) is less than half the size of 2 and
+  /// faster to write; 2 (records transformed, head compressed) is for
+  /// readers that predate version 3, 1 for readers that predate version 2
+  /// (kcache 0.1).
   int format_version = k_format_version;
   /// zstd level. Chosen on the benchmark corpus (FORMAT.md "Choices"): with
-  /// format 2's transform, 7 is smaller than `tar | zstd -19` of the modules.
-  int level = 7;
+  /// format 3's delta form, level 1 is under half of `tar | zstd -19` of the
+  /// modules, at less CPU than `tar | zstd -3`. (Format 2 wants 7 for 0.9x.)
+  int level = 1;
   /// zstd window log, at most k_max_window_log. 24 (16 MiB): a variant
   /// matches against every earlier module within 16 MiB of stream.
   int window_log = 24;
@@ -210,6 +213,12 @@ struct WriteOptions {
   std::uint32_t block_bytes = 64u << 20;
   /// When set, the bundle is signed with this key (borrowed for the call).
   const KeyPair* sign = nullptr;
+  /// Check each record's BLAKE2b against its index entry before writing it
+  /// (invalid_argument on a mismatch, instead of a bundle every reader
+  /// refuses). A caller whose source cannot change between its index pass
+  /// and the write (one store snapshot) may turn it off: the record size is
+  /// still checked, and the digest is a third of export's CPU.
+  bool check_records = true;
 };
 
 /// Writes a bundle to `fd` (borrowed, not closed; may be a pipe such as

@@ -35,8 +35,10 @@ inline constexpr std::size_t k_max_string = 64u << 10;
 inline constexpr std::uint32_t k_max_fields = 4096;
 inline constexpr int k_min_window_log = 10;
 inline constexpr std::uint32_t k_max_block_bytes = 1u << 30;
-/// zstd level of a version-2 head (compress_header_body).
-inline constexpr int k_head_level = 19;
+/// zstd level of a version-2 or 3 head (compress_header_body). 9: on the
+/// 400-kernel benchmark corpus's 54 KB index, 30.6 KB in 3.5 ms where
+/// level 19 saved 0.5 KB more for 16 ms (FORMAT.md "Header body, version 2").
+inline constexpr int k_head_level = 9;
 /// Smallest possible encode_entry() output: fixed fields with empty strings
 /// and lists (used to reject index entries that cannot be records).
 inline constexpr std::uint64_t k_min_record_size = 4 + 2 + 4 + 16 + 16 + 4 + 4 + 4 + 1 + 4 + 16 + 8 + 1 + 4 + 16;
@@ -95,22 +97,28 @@ Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std:
 /// message, untrusted text escaped.
 Result<void> check_header(const BundleHeader& h, bool from_elsewhere);
 
-/// Bytes format version 2 puts before each transformed record (FORMAT.md
-/// "Record transform"); a block's content is the sum of record_size + this.
+/// Bytes format versions 2 and 3 put before each transformed record
+/// (FORMAT.md "Record transform"); a block's content is the sum of
+/// record_size + this.
 inline constexpr std::size_t k_transform_prefix = 14;
 
-/// Format 2: writes the transformed form of `record` (the encode_entry bytes
-/// that index entry `e` describes; `payload` is the entry's payload) to
+/// Format 2 and 3: writes the transformed form of `record` (the encode_entry
+/// bytes that index entry `e` describes; `payload` is the entry's payload) to
 /// `out`, which holds exactly record.size() + k_transform_prefix bytes.
+/// `format_version` 3 codes a SPIR-V module's operands as differences (form
+/// 2, "delta"); 2 writes form 1 ("split").
 void transform_record(std::span<const std::uint8_t> record, const IndexEntry& e,
-                      std::span<const std::uint8_t> payload, std::span<std::uint8_t> out);
+                      std::span<const std::uint8_t> payload, std::span<std::uint8_t> out,
+                      std::uint16_t format_version);
 
-/// Inverse of transform_record from untrusted bytes: rebuilds into `record`
-/// (exactly e.record_size bytes) what `in` encodes. corruption when `in`
-/// cannot be a transform for `e` (a region outside the record, a bad word
-/// count, a non-zero elided field); the caller still checks the rebuilt bytes
-/// against the index digest.
-Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& e, std::span<std::uint8_t> record);
+/// Inverse of transform_record from untrusted bytes of a bundle of
+/// `format_version`: rebuilds into `record` (exactly e.record_size bytes)
+/// what `in` encodes. corruption when `in` cannot be a transform for `e` (a
+/// form that version does not define, a region outside the record, a bad
+/// word count, a non-zero elided field); the caller still checks the rebuilt
+/// bytes against the index digest.
+Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& e, std::span<std::uint8_t> record,
+                            std::uint16_t format_version);
 
 /// Format 2's head body: encode_header_body's bytes as one zstd frame that
 /// declares its content size (FORMAT.md "Header body, version 2").

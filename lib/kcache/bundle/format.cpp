@@ -157,7 +157,8 @@ std::vector<std::uint8_t> encode_header_body(const BundleHeader& h) {
 
 std::vector<std::uint8_t> compress_header_body(std::span<const std::uint8_t> body) {
   // The index is mostly kernel names that share long prefixes, and the keys
-  // and digests that zstd cannot shrink; level 19 costs milliseconds here.
+  // and digests that zstd cannot shrink: level 19 gained under 2% of the
+  // head at 5x level 9's time (k_head_level).
   return compress_frame(body, k_head_level, k_max_window_log, /*declare_size=*/true);
 }
 
@@ -265,8 +266,7 @@ Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std:
     auto record_size = r.u64();
     if (!kind || !payload_size || !record_size || !get_array(r, e.digest.bytes))
       return bad_header(fmt::format("truncated in index {}", entry_name(i, *entry_count, e.kernel)));
-    if (*kind != static_cast<std::uint8_t>(PayloadKind::spirv) &&
-        *kind != static_cast<std::uint8_t>(PayloadKind::pipeline_cache))
+    if (!is_known_payload_kind(*kind))
       return bad_header(fmt::format("{} has unknown payload kind {}", entry_name(i, *entry_count, e.kernel), *kind));
     e.payload_kind = static_cast<PayloadKind>(*kind);
     e.payload_size = *payload_size;

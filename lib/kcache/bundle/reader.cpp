@@ -353,7 +353,9 @@ Result<std::optional<Entry>> BundleReader::Impl::next() {
     return corrupt(fmt::format("bundle block {} ends after {}, before its last entry", block + 1, entry_name(i)));
   std::span<const std::uint8_t> bytes(record.get(), record_size);
   if (transformed) {
-    if (auto ok = internal::restore_record({stored.get(), size}, want, {record.get(), record_size}); !ok)
+    if (auto ok = internal::restore_record({stored.get(), size}, want, {record.get(), record_size},
+                                             header.format_version);
+        !ok)
       return corrupt(fmt::format("bundle {}: {}", entry_name(i), ok.error().message));
   }
   if (digest_bytes(bytes) != want.digest)

@@ -1,11 +1,16 @@
-// Format version 2's record transform (FORMAT.md "Record transform"): a
-// size-preserving rearrangement of one entry record, plus a 14-byte prefix,
-// that zstd compresses far better than the record itself. SPIR-V is a stream
-// of 32-bit words whose high bytes are mostly zero and whose instruction
-// head words (word count << 16 | opcode) repeat; separating head words from
-// operands and each from its byte planes turns those into long runs and
-// repeats that zstd's match finder sees. Digests the reader can recompute
-// and the key the index already holds are zeroed (not removed, so every size
+// Format versions 2 and 3's record transform (FORMAT.md "Record
+// transform"): a size-preserving rearrangement of one entry record, plus a
+// 14-byte prefix, that zstd compresses far better than the record itself.
+// SPIR-V is a stream of 32-bit words whose high bytes are mostly zero and
+// whose instruction head words (word count << 16 | opcode) repeat;
+// separating head words from operands and each from its byte planes turns
+// those into long runs and repeats that zstd's match finder sees. Version 3
+// also codes each operand as the difference from the same operand of the
+// previous instruction with the same opcode (ids mostly grow by small steps,
+// types and pointers repeat), so nearly every operand becomes a small number
+// whose high planes are zero: a fast zstd level then beats zstd -19 on the
+// raw modules (FORMAT.md "Choices"). Digests the reader can recompute and
+// the key the index already holds are zeroed (not removed, so every size
 // stays known from the index).
 //
 // The writer never relies on the record layout: it finds the payload and
@@ -20,12 +25,14 @@
 #include <array>
 #include <cstring>
 #include <optional>
+#include <vector>
 
 namespace kcache::bundle::internal {
 namespace {
 
 constexpr std::uint8_t k_form_verbatim = 0;
 constexpr std::uint8_t k_form_split = 1;
+constexpr std::uint8_t k_form_delta = 2;  // version 3
 constexpr std::uint8_t k_elide_key = 1u << 0;
 constexpr std::uint8_t k_elide_payload_digest = 1u << 1;
 constexpr std::uint8_t k_elide_record_digest = 1u << 2;
@@ -33,6 +40,18 @@ constexpr std::uint32_t k_spirv_magic = 0x07230203;
 constexpr std::size_t k_spirv_header_words = 5;
 constexpr std::size_t k_hash_size = 16;
 constexpr std::size_t k_key_size = 32;
+/// Operand contexts of the delta form: (opcode mod 512) x (operand index,
+/// capped at 7). 16 KiB of state, reset per record.
+constexpr std::size_t k_delta_opcodes = 512;
+constexpr std::size_t k_delta_positions = 8;
+using DeltaState = std::array<std::uint32_t, k_delta_opcodes * k_delta_positions>;
+
+std::size_t delta_context(std::uint32_t head, std::size_t operand) {
+  return (head & 0xffffu) % k_delta_opcodes * k_delta_positions + std::min(operand, k_delta_positions - 1);
+}
+/// Small differences of either sign become small unsigned numbers.
+std::uint32_t zigzag(std::uint32_t d) { return d << 1 ^ (0u - (d >> 31)); }
+std::uint32_t unzigzag(std::uint32_t z) { return z >> 1 ^ (0u - (z & 1)); }
 
 std::uint32_t load32(const std::uint8_t* p) {
   return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 | std::uint32_t{p[3]} << 24;
@@ -51,12 +70,13 @@ std::optional<std::size_t> find_payload(std::span<const std::uint8_t> record, st
   return std::nullopt;
 }
 
-/// Writes `count` words, taken by `word(i)`, as 4 byte planes at `out`.
-template <typename Word>
-std::uint8_t* put_planes(std::uint8_t* out, std::size_t count, Word word) {
-  for (int b = 0; b < 4; ++b)
-    for (std::size_t i = 0; i < count; ++i) *out++ = static_cast<std::uint8_t>(word(i) >> (8 * b));
-  return out;
+/// Stores word `i` of `count` words kept as 4 byte planes at `planes`
+/// (byte 0 of every word, then byte 1, ...).
+void put_plane_word(std::uint8_t* planes, std::size_t count, std::size_t i, std::uint32_t v) {
+  planes[i] = static_cast<std::uint8_t>(v);
+  planes[count + i] = static_cast<std::uint8_t>(v >> 8);
+  planes[2 * count + i] = static_cast<std::uint8_t>(v >> 16);
+  planes[3 * count + i] = static_cast<std::uint8_t>(v >> 24);
 }
 
 std::uint32_t plane_word(const std::uint8_t* planes, std::size_t count, std::size_t i) {
@@ -71,7 +91,8 @@ tl::unexpected<Error> bad(std::string_view what) {
 }  // namespace
 
 void transform_record(std::span<const std::uint8_t> record, const IndexEntry& e,
-                      std::span<const std::uint8_t> payload, std::span<std::uint8_t> out) {
+                      std::span<const std::uint8_t> payload, std::span<std::uint8_t> out,
+                      std::uint16_t format_version) {
   std::fill(out.begin(), out.begin() + k_transform_prefix, 0);
   auto payload_at = find_payload(record, payload);
   if (!payload_at) {
@@ -100,34 +121,30 @@ void transform_record(std::span<const std::uint8_t> record, const IndexEntry& e,
 
   // Instruction head words go to their own stream; everything else
   // (the 5-word header, operands, anything after a malformed instruction)
-  // to the operand stream.
+  // to the operand stream, in version 3 each instruction operand as its
+  // difference from the last one in its context. A first walk finds where
+  // the well-formed instructions end, so that both streams' planes are
+  // written in place in one pass.
   const std::size_t words = psize / 4;
-  std::vector<std::uint32_t> heads, operands;
-  if (e.payload_kind == PayloadKind::spirv && words >= k_spirv_header_words && load32(payload.data()) == k_spirv_magic) {
-    heads.reserve(words / 3);
-    operands.reserve(words);
-    std::size_t w = 0;
-    for (; w < k_spirv_header_words; ++w) operands.push_back(load32(payload.data() + 4 * w));
-    while (w < words) {
-      const std::uint32_t head = load32(payload.data() + 4 * w);
-      const std::size_t count = head >> 16;
-      if (count == 0 || count > words - w) break;
-      heads.push_back(head);
-      for (std::size_t q = 1; q < count; ++q) operands.push_back(load32(payload.data() + 4 * (w + q)));
-      w += count;
+  const std::uint8_t* p = payload.data();
+  std::size_t n_heads = 0, end = 0;
+  if (e.payload_kind == PayloadKind::spirv && words >= k_spirv_header_words && load32(p) == k_spirv_magic) {
+    end = k_spirv_header_words;
+    while (end < words) {
+      const std::size_t count = load32(p + 4 * end) >> 16;
+      if (count == 0 || count > words - end) break;
+      ++n_heads;
+      end += count;
     }
-    for (; w < words; ++w) operands.push_back(load32(payload.data() + 4 * w));
-  } else {
-    operands.reserve(words);
-    for (std::size_t w = 0; w < words; ++w) operands.push_back(load32(payload.data() + 4 * w));
   }
+  const bool delta = format_version >= 3 && n_heads > 0;
 
   std::uint8_t* o = out.data();
-  o[0] = k_form_split;
+  o[0] = delta ? k_form_delta : k_form_split;
   o[1] = elide;
   store32(o + 2, static_cast<std::uint32_t>(key_at));
   store32(o + 6, static_cast<std::uint32_t>(poff));
-  store32(o + 10, static_cast<std::uint32_t>(heads.size()));
+  store32(o + 10, static_cast<std::uint32_t>(n_heads));
   o += k_transform_prefix;
   std::memcpy(o, record.data(), poff);
   if (elide & k_elide_key) std::fill(o + key_at, o + key_at + k_key_size, 0);
@@ -136,12 +153,37 @@ void transform_record(std::span<const std::uint8_t> record, const IndexEntry& e,
   if (elide & k_elide_payload_digest) std::fill(o, o + k_hash_size, 0);
   if (elide & k_elide_record_digest) std::fill(o + (size - tail) - k_hash_size, o + (size - tail), 0);
   o += size - tail;
-  o = put_planes(o, heads.size(), [&](std::size_t i) { return heads[i]; });
-  o = put_planes(o, operands.size(), [&](std::size_t i) { return operands[i]; });
-  std::memcpy(o, payload.data() + 4 * words, psize % 4);
+
+  const std::size_t n_operands = words - n_heads;
+  std::uint8_t* const head_planes = o;
+  std::uint8_t* const operand_planes = o + 4 * n_heads;
+  std::size_t h = 0, k = 0, w = 0;
+  if (n_heads > 0) {
+    for (; w < k_spirv_header_words; ++w) put_plane_word(operand_planes, n_operands, k++, load32(p + 4 * w));
+    DeltaState last{};
+    while (w < end) {
+      const std::uint32_t head = load32(p + 4 * w);
+      const std::size_t count = head >> 16;
+      put_plane_word(head_planes, n_heads, h++, head);
+      for (std::size_t q = 0; q + 1 < count; ++q) {
+        std::uint32_t v = load32(p + 4 * (w + 1 + q));
+        if (delta) {
+          std::uint32_t& prev = last[delta_context(head, q)];
+          const std::uint32_t d = zigzag(v - prev);
+          prev = v;
+          v = d;
+        }
+        put_plane_word(operand_planes, n_operands, k++, v);
+      }
+      w += count;
+    }
+  }
+  for (; w < words; ++w) put_plane_word(operand_planes, n_operands, k++, load32(p + 4 * w));
+  std::memcpy(operand_planes + 4 * n_operands, p + 4 * words, psize % 4);
 }
 
-Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& e, std::span<std::uint8_t> record) {
+Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& e, std::span<std::uint8_t> record,
+                           std::uint16_t format_version) {
   const std::size_t size = record.size();
   if (in.size() != size + k_transform_prefix || size != e.record_size) return bad("size differs from the index");
   const std::uint8_t* p = in.data();
@@ -152,7 +194,9 @@ Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& 
     std::memcpy(record.data(), p + k_transform_prefix, size);
     return {};
   }
-  if (form != k_form_split) return bad(fmt::format("unknown form {}", form));
+  if (form != k_form_split && !(form == k_form_delta && format_version >= 3))
+    return bad(fmt::format("unknown form {} for format version {}", form, format_version));
+  const bool delta = form == k_form_delta;
   const std::uint8_t elide = p[1];
   const std::uint64_t key_at = load32(p + 2), poff = load32(p + 6), n_heads = load32(p + 10);
   const std::uint64_t psize = e.payload_size;
@@ -186,17 +230,41 @@ Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& 
   const std::uint8_t* operands = heads + 4 * n_heads;
   std::uint8_t* out = r + poff;
   std::uint64_t w = 0, next_operand = 0;
-  auto operand = [&]() { return plane_word(operands, n_operands, next_operand++); };
+  // The operand planes gathered into words first, in one sequential pass the
+  // compiler vectorises: the walk below then reads one word per operand
+  // (about a quarter of the reader's CPU before this).
+  thread_local std::vector<std::uint32_t> operand_words;
+  if (operand_words.size() < n_operands) operand_words.resize(static_cast<std::size_t>(n_operands));
+  {
+    const std::uint8_t* b0 = operands;
+    const std::uint8_t* b1 = b0 + n_operands;
+    const std::uint8_t* b2 = b1 + n_operands;
+    const std::uint8_t* b3 = b2 + n_operands;
+    std::uint32_t* dst = operand_words.data();
+    for (std::uint64_t i = 0; i < n_operands; ++i)
+      dst[i] = std::uint32_t{b0[i]} | std::uint32_t{b1[i]} << 8 | std::uint32_t{b2[i]} << 16 | std::uint32_t{b3[i]} << 24;
+  }
+  const std::uint32_t* operand_at = operand_words.data();
+  auto operand = [&]() { return operand_at[next_operand++]; };
   if (n_heads > 0) {
     if (n_operands < k_spirv_header_words) return bad("instruction words without a module header");
     for (; w < k_spirv_header_words; ++w) store32(out + 4 * w, operand());
+    DeltaState last{};
     for (std::uint64_t k = 0; k < n_heads; ++k) {
       const std::uint32_t head = plane_word(heads, n_heads, k);
       const std::uint64_t count = head >> 16;
       if (count == 0 || count > words - w || count - 1 > n_operands - next_operand)
         return bad(fmt::format("instruction {} has a bad word count", k + 1));
       store32(out + 4 * w++, head);
-      for (std::uint64_t q = 1; q < count; ++q) store32(out + 4 * w++, operand());
+      if (delta) {
+        for (std::size_t q = 0; q + 1 < count; ++q) {
+          std::uint32_t& prev = last[delta_context(head, q)];
+          prev += unzigzag(operand());
+          store32(out + 4 * w++, prev);
+        }
+      } else {
+        for (std::uint64_t q = 1; q < count; ++q) store32(out + 4 * w++, operand());
+      }
     }
   }
   if (words - w != n_operands - next_operand) return bad("instruction and operand words do not add up");

@@ -97,6 +97,8 @@ Result<void> validate_entry_record(const Entry& e) {
                       "({} bytes at most, normalised, no '..', no control characters)",
                       i + 1, e.inputs.size(), shown(path), path.size(), util::k_max_relative_path));
   }
+  if (!is_known_payload_kind(static_cast<std::uint8_t>(e.payload_kind)))
+    return refuse(fmt::format("unknown payload kind {}", static_cast<unsigned>(e.payload_kind)));
   if (e.origin_detail.size() > k_max_origin_detail)
     return refuse(fmt::format("origin is {} bytes; limit {}", e.origin_detail.size(), k_max_origin_detail));
   if (e.validation_note.size() > k_max_validation_note)
@@ -145,6 +147,18 @@ std::string_view validation_name(Validation v) {
     case Validation::validated: return "validated";
     case Validation::validator_unsupported: return "validator_unsupported";
     case Validation::not_validated: return "not_validated";
+  }
+  return "?";
+}
+
+bool is_known_payload_kind(std::uint8_t kind) { return kind >= 1 && kind <= 4; }
+
+std::string_view payload_kind_name(PayloadKind kind) {
+  switch (kind) {
+    case PayloadKind::spirv: return "spirv";
+    case PayloadKind::pipeline_cache: return "pipeline-cache";
+    case PayloadKind::cubin: return "cubin";
+    case PayloadKind::ptx: return "ptx";
   }
   return "?";
 }
@@ -210,7 +224,7 @@ Result<Entry> decode_entry(std::span<const std::uint8_t> bytes) {
     e.inputs.push_back({std::move(*path), *hash});
   }
   auto kind = r.u8();
-  if (!kind || (*kind != 1 && *kind != 2)) return corrupt("unknown payload kind");
+  if (!kind || !is_known_payload_kind(*kind)) return corrupt("unknown payload kind");
   e.payload_kind = static_cast<PayloadKind>(*kind);
   auto payload = r.blob(k_max_payload_bytes);
   auto digest = get_hash(r);

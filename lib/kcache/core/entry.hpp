@@ -15,7 +15,11 @@
 //   n_ir_fields      u32          then n × (str name, str value): what `ir` hashed
 //   n_inputs         u32          then n × (str path, h128 content hash);
 //                                 paths relative to the manifest's folder
-//   payload_kind     u8           1 = SPIR-V module, 2 = VkPipelineCache blob
+//   payload_kind     u8           1 = SPIR-V module, 2 = VkPipelineCache blob,
+//                                 3 = CUDA cubin (an ELF, namespace cuda/sm_XY),
+//                                 4 = CUDA PTX text (namespace cuda/compute_XY);
+//                                 3 and 4 need no new record version: a reader
+//                                 that predates them refuses the kind
 //   payload          u32 + bytes  the artifact
 //   payload_digest   h128         XXH3-128 of payload
 //   created          u64          unix seconds when compiled
@@ -82,7 +86,13 @@ void put_hash(util::ByteWriter& w, const Hash128& h);
 /// Reads a hash put_hash wrote; nullopt when fewer than 16 bytes are left.
 std::optional<Hash128> get_hash(util::ByteReader& r);
 
-enum class PayloadKind : std::uint8_t { spirv = 1, pipeline_cache = 2 };
+/// What an entry's payload is. Persisted, append-only (core/cuda.hpp says
+/// which cuda namespace holds which of cubin and ptx).
+enum class PayloadKind : std::uint8_t { spirv = 1, pipeline_cache = 2, cubin = 3, ptx = 4 };
+/// Whether `kind` is one of the PayloadKind values (a byte from elsewhere).
+bool is_known_payload_kind(std::uint8_t kind);
+/// "spirv", "pipeline-cache", "cubin", "ptx".
+std::string_view payload_kind_name(PayloadKind kind);
 enum class OriginKind : std::uint8_t { built = 1, imported = 2 };
 /// How far a stored module was validated (the kernel's `validate` policy,
 /// README "The manifest"): persisted, append-only.

@@ -32,6 +32,7 @@ std::string_view failure_phase_name(FailurePhase phase) {
     case FailurePhase::spirv_opt: return "spirv-opt";
     case FailurePhase::spirv_val: return "spirv-val";
     case FailurePhase::pipeline: return "pipeline";
+    case FailurePhase::nvrtc: return "nvrtc";
   }
   return "?";
 }
@@ -95,7 +96,7 @@ Result<Failure> decode_failure(std::span<const std::uint8_t> bytes) {
   auto ir = get_hash(r);
   auto ir_known = r.u8();
   if (!kernel || !phase || !id || !ir || !ir_known) return corrupt("truncated key");
-  if (*phase < 1 || *phase > 5) return corrupt(fmt::format("unknown phase {}", *phase));
+  if (*phase < 1 || *phase > 6) return corrupt(fmt::format("unknown phase {}", *phase));
   if (*ir_known > 1) return corrupt("ir_known is neither 0 nor 1");
   if (*ir_known == 0 && *ir != Hash128{}) return corrupt("an ir is recorded but marked unknown");
   f.kernel = std::move(*kernel);

@@ -13,7 +13,8 @@
 //   kernel           str          kernel name, variant suffix included
 //   phase            u8           where it failed: 1 expand, 2 glslang (parse,
 //                                 link, SPIR-V generation), 3 spirv-opt,
-//                                 4 spirv-val, 5 pipeline (device stage)
+//                                 4 spirv-val, 5 pipeline (device stage),
+//                                 6 nvrtc (CUDA stage: NVRTC rejected it)
 //   key.id           h128         identity hash, as the entry would have had
 //   key.ir           h128         content hash; all zero when not known
 //                                 (ir_known = 0: the failure came before it)
@@ -53,8 +54,8 @@
 namespace kcache {
 
 /// Where a build attempt failed. Persisted (u8) in failure records.
-enum class FailurePhase : std::uint8_t { expand = 1, glslang = 2, spirv_opt = 3, spirv_val = 4, pipeline = 5 };
-/// "expand", "glslang", "spirv-opt", "spirv-val", "pipeline" (text and JSON).
+enum class FailurePhase : std::uint8_t { expand = 1, glslang = 2, spirv_opt = 3, spirv_val = 4, pipeline = 5, nvrtc = 6 };
+/// "expand", "glslang", "spirv-opt", "spirv-val", "pipeline", "nvrtc" (text and JSON).
 std::string_view failure_phase_name(FailurePhase phase);
 
 /// A remembered failure: what was tried (key, fields, inputs) and why it failed.

@@ -1,5 +1,7 @@
 #include "kcache/core/namespace.hpp"
 
+#include "kcache/core/cuda.hpp"
+
 #include "kcache/util/hash.hpp"
 #include "kcache/util/text.hpp"
 
@@ -107,7 +109,8 @@ Result<void> check_foreign_namespace(const Namespace& ns) {
                   shown(ns.fingerprint), derived);
     return {};
   }
-  return fail(Category::corruption, "unknown backend '{}' (known: spirv, vulkan)", shown(ns.backend));
+  if (ns.backend == k_cuda_backend) return check_cuda_namespace(ns);
+  return fail(Category::corruption, "unknown backend '{}' (known: spirv, vulkan, cuda)", shown(ns.backend));
 }
 
 Result<std::pair<std::string, std::string>> parse_namespace_name(std::string_view name) {

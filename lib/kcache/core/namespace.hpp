@@ -95,7 +95,8 @@ bool is_known_spirv_target(std::string_view target);
 /// Checks a namespace that came from elsewhere (a bundle's head; a store
 /// being verified): backend `spirv` with a known target and exactly the
 /// record {target}, or `vulkan` whose short fingerprint is
-/// recorded_vulkan_id(record); record fields at most 4096, each name and
+/// recorded_vulkan_id(record), or `cuda` (check_cuda_namespace, core/cuda.hpp);
+/// record fields at most 4096, each name and
 /// value printable UTF-8 (util::is_printable_utf8) of at most 64 KiB. So a
 /// namespace from elsewhere can neither invent a target nor carry text that
 /// drives a terminal. corruption naming what is wrong, untrusted text

@@ -12,6 +12,7 @@ std::string_view phase_name(Phase p) {
     case Phase::spirv_val: return "spirv-val";
     case Phase::pipeline: return "pipeline";
     case Phase::store: return "store";
+    case Phase::nvrtc: return "nvrtc";
   }
   return "?";
 }

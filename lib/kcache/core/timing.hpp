@@ -10,8 +10,9 @@
 
 namespace kcache {
 
-enum class Phase { expand, hash, lookup, glslang, spirv_opt, spirv_val, pipeline, store };
-inline constexpr std::size_t k_phase_count = 8;
+/// nvrtc: the CUDA stage's compiles (loading NVRTC included); appended last.
+enum class Phase { expand, hash, lookup, glslang, spirv_opt, spirv_val, pipeline, store, nvrtc };
+inline constexpr std::size_t k_phase_count = 9;
 /// Stable phase names used in summaries and JSON ("spirv-opt").
 std::string_view phase_name(Phase p);
 

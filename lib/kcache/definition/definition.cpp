@@ -141,6 +141,32 @@ HashedFields compute_ir(const Definition& def, const std::vector<Field>& toolcha
   return r.finish();
 }
 
+HashedFields compute_cuda_id(const KernelSpec& spec, std::string_view arch) {
+  FieldRecorder r;
+  r.add("name", spec.name);
+  for (const auto& [k, v] : spec.variant) r.add("variant:" + k, v);
+  r.add("source", spec.source);
+  r.add("entry", spec.entry);
+  r.add("language", std::string(language_name(spec.language)));
+  for (const auto& [k, v] : spec.defines) r.add("define:" + k, v);
+  for (std::size_t i = 0; i < spec.include_dirs.size(); ++i)
+    r.add("include_dir:" + std::to_string(i), spec.include_dirs[i]);
+  r.add("arch", std::string(arch));
+  for (std::size_t i = 0; i < spec.nvrtc_options.size(); ++i)
+    r.add("nvrtc_option:" + std::to_string(i), spec.nvrtc_options[i]);
+  return r.finish();
+}
+
+HashedFields compute_cuda_ir(const std::vector<InputFile>& inputs, const std::vector<Field>& toolchain) {
+  FieldRecorder r;
+  r.add("key_schema", std::string(k_key_schema));
+  for (const auto& [k, v] : toolchain) r.add(k, v);
+  util::Hasher content;
+  for (const auto& input : inputs) content.field(input.path, input.hash.hex());
+  r.add("inputs", content.finish().hex());
+  return r.finish();
+}
+
 std::vector<FieldChange> diff_fields(const std::vector<Field>& old_fields, const std::vector<Field>& new_fields) {
   auto find = [](const std::vector<Field>& fields, const std::string& name) -> const std::string* {
     for (const auto& [k, v] : fields)

@@ -116,6 +116,19 @@ HashedFields compute_id(const KernelSpec& spec);
 /// module, and glslang's preprocessor keeps line structure).
 HashedFields compute_ir(const Definition& def, const std::vector<Field>& toolchain);
 
+/// The identity hash of a CUDA kernel (language = "cuda") for one of its
+/// architectures: name, variant values, source, entry (an extern "C" name or
+/// a name expression), language, defines, include dirs, `arch` (this one) and
+/// every NVRTC option ("nvrtc_option:N", in order). One entry per (kernel,
+/// arch), in namespace cuda/<arch> (core/cuda.hpp).
+HashedFields compute_cuda_id(const KernelSpec& spec, std::string_view arch);
+
+/// The content hash of a CUDA kernel: the key schema, `toolchain` (NVRTC
+/// and CUDA versions) and the content hash of every input file with its
+/// path, in order (NVRTC preprocesses internally, so the files themselves
+/// are the content: any edit, even to a comment, recompiles).
+HashedFields compute_cuda_ir(const std::vector<InputFile>& inputs, const std::vector<Field>& toolchain);
+
 /// What changed between two recorded field lists, as (name, old, new);
 /// "<absent>" marks a field present on one side only.
 struct FieldChange {

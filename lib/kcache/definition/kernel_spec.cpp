@@ -32,9 +32,10 @@ constexpr std::array<std::pair<Stage, std::string_view>, 8> k_stages{{
     {Stage::task, "task"},
     {Stage::mesh, "mesh"},
 }};
-constexpr std::array<std::pair<Language, std::string_view>, 2> k_languages{{
+constexpr std::array<std::pair<Language, std::string_view>, 3> k_languages{{
     {Language::glsl, "glsl"},
     {Language::hlsl, "hlsl"},
+    {Language::cuda, "cuda"},
 }};
 constexpr std::array<std::pair<Optimize, std::string_view>, 3> k_optimize{{
     {Optimize::none, "none"},

@@ -16,7 +16,8 @@ namespace kcache::definition {
 
 /// Shader stage. Persisted by name (stage_name), never by value.
 enum class Stage { compute, vertex, fragment, geometry, tess_control, tess_evaluation, task, mesh };
-enum class Language { glsl, hlsl };
+/// cuda: compiled by NVRTC to cubin/PTX (build/cuda_stage.hpp), never by glslang.
+enum class Language { glsl, hlsl, cuda };
 enum class Optimize { none, size, performance };
 /// What a module must pass to be stored (manifest `validate`): strict =
 /// spirv-val accepts it; known = spirv-val accepts it or only does not know a
@@ -77,6 +78,9 @@ struct KernelSpec {
   bool strip = true;          ///< debug info removed (glslc -O's strip-debug pass); manifest default: optimize != none
   ValidatePolicy validate = ValidatePolicy::strict;
   int manifest_line = 0;                     ///< line of the [[kernel]] in the manifest
+  // language = "cuda" only (the GLSL-only fields above keep their defaults):
+  std::vector<std::string> arch;           ///< "sm_90", "compute_90" (core/cuda.hpp), manifest order, no duplicates
+  std::vector<std::string> nvrtc_options;  ///< extra NVRTC options, manifest order (manifest refuses the unsafe ones)
 };
 
 }  // namespace kcache::definition

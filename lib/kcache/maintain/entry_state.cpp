@@ -1,6 +1,8 @@
 #include "kcache/maintain/entry_state.hpp"
 
+#include "kcache/build/cuda_stage.hpp"
 #include "kcache/build/explain.hpp"
+#include "kcache/core/cuda.hpp"
 
 namespace kcache::maintain {
 
@@ -19,7 +21,9 @@ EntryClassifier::EntryClassifier(const manifest::Manifest* manifest, const compi
   if (!manifest) return;
   m_files.emplace(manifest->root);
   for (const auto& k : manifest->kernels) {
-    m_wanted[{spirv_namespace(k.target).name(), k.name}] = &k;
+    if (k.language == definition::Language::cuda)
+      for (const auto& arch : k.arch) m_wanted[{cuda_namespace(arch).name(), k.name}] = &k;
+    else m_wanted[{spirv_namespace(k.target).name(), k.name}] = &k;
     m_by_name.emplace(k.name, &k);
   }
 }
@@ -32,6 +36,8 @@ const definition::KernelSpec* EntryClassifier::wanted(const std::string& ns, con
 Classification EntryClassifier::classify(const Namespace& ns, const Entry& entry) {
   return classify_recorded(ns, entry.kernel, build::toolchain_changes(entry, m_toolchain),
                            [&](const definition::KernelSpec& spec) {
+                             if (ns.backend == k_cuda_backend)
+                               return build::assess_cuda(spec, ns.fingerprint, build::recorded(entry), *m_files);
                              return build::assess(spec, entry, *m_files, m_toolchain);
                            });
 }
@@ -39,6 +45,8 @@ Classification EntryClassifier::classify(const Namespace& ns, const Entry& entry
 Classification EntryClassifier::classify(const Namespace& ns, const Failure& failure) {
   return classify_recorded(ns, failure.kernel, build::toolchain_changes(failure, m_toolchain),
                            [&](const definition::KernelSpec& spec) {
+                             if (ns.backend == k_cuda_backend)
+                               return build::assess_cuda(spec, ns.fingerprint, build::recorded(failure), *m_files);
                              return build::assess(spec, failure, *m_files, m_toolchain);
                            });
 }
@@ -67,7 +75,7 @@ Classification EntryClassifier::classify_recorded(
     return c;
   }
   // A device namespace: the manifest names its kernels but not the device.
-  if (ns.backend != "spirv") return c;
+  if (ns.backend != "spirv" && ns.backend != k_cuda_backend) return c;
   const definition::KernelSpec* spec = wanted(ns.name(), kernel);
   if (!spec) {
     c.state = EntryState::orphan;  // built for a target the manifest no longer uses for it

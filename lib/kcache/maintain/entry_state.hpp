@@ -46,9 +46,11 @@ struct Classification {
 ///   - An entry of a fingerprint-schema-1 vulkan namespace is stale, always.
 ///   - Without a manifest: stale when built by another toolchain, else unknown.
 ///   - With one: orphan when the manifest has no kernel of that name, or the
-///     entry is in a spirv namespace other than its kernel's target; a device
-///     entry of a manifest kernel is unknown; a spirv entry is fresh or stale
-///     by build::assess (recorded inputs by content, options, toolchain).
+///     entry is in a spirv namespace other than its kernel's target (a cuda
+///     namespace of an arch it no longer lists); a device entry of a manifest
+///     kernel is unknown; a spirv entry is fresh or stale by build::assess
+///     (recorded inputs by content, options, toolchain), a cuda entry by
+///     build::assess_cuda (the CUDA stage's warm-path rule).
 class EntryClassifier {
  public:
   /// `manifest` may be null; both it and `toolchain` must outlive this.

@@ -1,5 +1,6 @@
 #include "kcache/manifest/manifest.hpp"
 
+#include "kcache/core/cuda.hpp"
 #include "kcache/definition/definition.hpp"
 #include "kcache/util/file.hpp"
 #include "kcache/util/path.hpp"
@@ -22,7 +23,14 @@ using definition::KernelSpec;
 
 constexpr std::array k_default_keys{"entry",    "stage",    "language", "defines",       "include_dirs",
                                     "target",   "optimize", "spec_constants", "extensions", "preamble",
-                                    "preamble_file", "strip", "validate"};
+                                    "preamble_file", "strip", "validate", "arch", "nvrtc_options"};
+/// Keys that mean something only to glslang (refused on a cuda kernel's own
+/// table), and keys that mean something only to NVRTC (refused on a GLSL or
+/// HLSL kernel's own table). [defaults] may hold both kinds: each kernel
+/// takes the ones of its language.
+constexpr std::array k_glsl_only_keys{"stage",    "target",        "optimize", "spec_constants", "extensions",
+                                      "preamble", "preamble_file", "strip",    "validate"};
+constexpr std::array k_cuda_only_keys{"arch", "nvrtc_options"};
 constexpr std::array k_kernel_only_keys{"name", "source", "variants"};
 
 /// Collects problems as "file:line: message" lines.
@@ -188,7 +196,76 @@ struct Options {
   std::optional<std::string> preamble, preamble_file;
   std::optional<bool> strip;
   std::optional<definition::ValidatePolicy> validate;
+  std::optional<std::vector<std::string>> arch, nvrtc_options;
 };
+
+/// A C++ name expression NVRTC can lower ("matmul<float, 16>", "ns::f"):
+/// one printable line without quotes, comments or preprocessor text, at most
+/// 256 bytes. It goes into nvrtcAddNameExpression, never into a path.
+bool is_name_expression(std::string_view s) {
+  if (s.empty() || s.size() > 256 || has_control_character(s)) return false;
+  if (!(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_' || s[0] == ':')) return false;
+  for (char c : s)
+    if (c == '"' || c == '\'' || c == '#' || c == '\\' || c == ';' || c == '{' || c == '}') return false;
+  return s.find("//") == std::string_view::npos && s.find("/*") == std::string_view::npos;
+}
+
+/// An NVRTC option kcache refuses, with what to use instead; nullopt when
+/// allowed. Refused: what changes the output kind or where files go, and
+/// what would read files or settings outside the key.
+std::optional<std::string> refused_nvrtc_option(std::string_view opt) {
+  auto is = [&](std::string_view name) {
+    return opt == name || (opt.starts_with(name) && (opt[name.size()] == '=' || (name.size() == 2 && name != "-o")));
+  };
+  for (std::string_view n : {"--gpu-architecture", "-arch"})
+    if (is(n)) return std::string("the architecture comes from `arch` — list it there, e.g. arch = [\"sm_90\"]");
+  for (std::string_view n : {"-dc", "--device-c", "-rdc", "--relocatable-device-code", "-dlto", "--dlink-time-opt",
+                             "-lto", "--extensible-whole-program", "-ewp"})
+    if (opt == n || opt.starts_with(std::string(n) + "="))
+      return std::string("relocatable and LTO output is not supported (kcache stores whole cubins) — remove it");
+  for (std::string_view n : {"-I", "--include-path"})
+    if (is(n)) return std::string("include folders come from `include_dirs` (relative, so keys stay portable)");
+  for (std::string_view n : {"-D", "--define-macro", "-U", "--undefine-macro"})
+    if (is(n)) return std::string("macros come from `defines` (and variants)");
+  for (std::string_view n : {"-include", "--pre-include", "-pch", "--pch", "-create-pch", "--create-pch", "-use-pch",
+                             "--use-pch", "-pch-dir", "--pch-dir", "-time", "--time", "-fdevice-time-trace",
+                             "--fdevice-time-trace", "-o", "--output-file"})
+    if (is(n) || opt == n)
+      return std::string("it reads or writes files kcache does not track — remove it");
+  if (!opt.starts_with("-")) return std::string("an option starts with '-', e.g. \"-use_fast_math\"");
+  return std::nullopt;
+}
+
+/// Reads an array of strings; each checked by `check` (an error text or
+/// nullopt). nullopt and a diagnostic when `n` is not an array of strings.
+template <typename Check>
+std::optional<std::vector<std::string>> read_string_list(const toml::node* n, std::string_view key,
+                                                         std::string_view example, Check check, Diagnostics& diag) {
+  auto arr = n->as_array();
+  if (!arr) {
+    diag.add(n, fmt::format("'{}' must be an array of strings, e.g. {} = {}", key, key, example));
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const auto& v : *arr) {
+    auto s = v.value<std::string>();
+    if (!s) {
+      diag.add(&v, fmt::format("'{}' entries must be strings, e.g. {} = {}", key, key, example));
+      continue;
+    }
+    if (auto why = check(*s)) {
+      diag.add(&v, fmt::format("{} '{}': {}", key, util::escape_untrusted(*s), *why));
+      continue;
+    }
+    if (!seen.insert(*s).second) {
+      diag.add(&v, fmt::format("{} lists '{}' twice — keep one", key, util::escape_untrusted(*s)));
+      continue;
+    }
+    out.push_back(std::move(*s));
+  }
+  return out;
+}
 
 template <typename Enum, typename Parse>
 void read_enum(const toml::table& t, const char* key, std::optional<Enum>& out, Parse parse, std::string_view choices,
@@ -207,9 +284,34 @@ void read_enum(const toml::table& t, const char* key, std::optional<Enum>& out, 
 
 void read_options(const toml::table& t, Options& o, Diagnostics& diag) {
   if (const toml::node* n = t.get("entry")) {
+    // A name expression is accepted here and refused later on a kernel that
+    // is not CUDA (the language may come from [defaults]).
     auto v = n->value<std::string>();
-    if (!v || v->empty() || !is_identifier(*v)) diag.add(n, "'entry' must be a function name such as \"main\"");
+    if (!v || v->empty() || !is_name_expression(*v))
+      diag.add(n, "'entry' must be a function name such as \"main\" (for CUDA also a name expression such as "
+                  "\"matmul<float, 16>\")");
     else o.entry = *v;
+  }
+  if (const toml::node* n = t.get("arch")) {
+    o.arch = read_string_list(
+        n, "arch", "[\"sm_80\", \"sm_90\"]",
+        [](const std::string& s) -> std::optional<std::string> {
+          if (is_cuda_arch(s)) return std::nullopt;
+          return std::string("not a CUDA architecture — use sm_XY (cubin, e.g. sm_90), sm_XYa / sm_XYf, or "
+                             "compute_XY (PTX, e.g. compute_90)");
+        },
+        diag);
+    if (o.arch && o.arch->empty()) diag.add(n, "'arch' is empty — list at least one, e.g. arch = [\"sm_90\"]");
+  }
+  if (const toml::node* n = t.get("nvrtc_options")) {
+    o.nvrtc_options = read_string_list(
+        n, "nvrtc_options", "[\"-use_fast_math\", \"-std=c++17\"]",
+        [](const std::string& s) -> std::optional<std::string> {
+          if (s.empty() || s.size() > 1024 || has_control_character(s))
+            return std::string("must be one printable option of at most 1024 bytes");
+          return refused_nvrtc_option(s);
+        },
+        diag);
   }
   if (const toml::node* n = t.get("target")) {
     auto v = n->value<std::string>();
@@ -220,7 +322,7 @@ void read_options(const toml::table& t, Options& o, Diagnostics& diag) {
   }
   read_enum(t, "stage", o.stage, definition::parse_stage,
             "compute, vertex, fragment, geometry, tess_control, tess_evaluation, task, mesh", diag);
-  read_enum(t, "language", o.language, definition::parse_language, "glsl, hlsl", diag);
+  read_enum(t, "language", o.language, definition::parse_language, "glsl, hlsl, cuda", diag);
   read_enum(t, "optimize", o.optimize, definition::parse_optimize, "none, size, performance", diag);
   read_enum(t, "validate", o.validate, definition::parse_validate_policy, "strict, known, off", diag);
   if (const toml::node* n = t.get("strip")) {
@@ -477,6 +579,8 @@ void expand_kernel(const Options& defaults, const toml::table& kt, Diagnostics& 
   if (own.preamble_file) o.preamble_file = own.preamble_file;
   if (own.strip) o.strip = own.strip;
   if (own.validate) o.validate = own.validate;
+  if (own.arch) o.arch = own.arch;
+  if (own.nvrtc_options) o.nvrtc_options = own.nvrtc_options;
   // A kernel's define replaces a default one of the same macro, whichever
   // form (object- or function-like) either has.
   // (Named copies, not the structured bindings: clang 14, which builds the
@@ -533,6 +637,33 @@ void expand_kernel(const Options& defaults, const toml::table& kt, Diagnostics& 
   }
   for (auto& [id, sc] : o.spec_constants) base.spec_constants.push_back(sc);
   base.manifest_line = line;
+  if (base.language == definition::Language::cuda) {
+    // A GLSL-only key written on this kernel would be silently ignored.
+    for (const char* key : k_glsl_only_keys)
+      if (const toml::node* n = kt.get(key))
+        diag.add(n, fmt::format("kernel '{}': '{}' is a GLSL/HLSL key; a cuda kernel does not use it — remove it "
+                                "(CUDA takes arch, nvrtc_options, defines, include_dirs, entry)",
+                                *name, key));
+    if (!o.arch)
+      diag.add(&kt, fmt::format("kernel '{}': language = \"cuda\" needs `arch`, the GPU architectures to build, e.g. "
+                                "arch = [\"sm_80\", \"sm_90\"] (compute_XY stores PTX)",
+                                *name));
+    base.arch = o.arch.value_or(std::vector<std::string>{});
+    base.nvrtc_options = o.nvrtc_options.value_or(std::vector<std::string>{});
+    base.entry = o.entry.value_or(*name);  // NVRTC has no "main": the kernel's own name
+    base.strip = false;
+  } else {
+    for (const char* key : k_cuda_only_keys)
+      if (const toml::node* n = kt.get(key))
+        diag.add(n, fmt::format("kernel '{}': '{}' applies to language = \"cuda\" kernels only — remove it or set "
+                                "language = \"cuda\"",
+                                *name, key));
+    if (!is_identifier(base.entry))
+      diag.add(kt.get("entry") ? kt.get("entry") : &kt,
+               fmt::format("kernel '{}': entry '{}' must be a function name such as \"main\" (name expressions are "
+                           "for CUDA kernels)",
+                           *name, util::escape_untrusted(base.entry)));
+  }
 
   // Odometer over the variant lists: the last key varies fastest.
   std::vector<std::size_t> index(variants.size(), 0);

@@ -80,7 +80,8 @@ Result<Entry> RemoteTier::check_value(std::span<const std::uint8_t> bytes, const
   return entry;
 }
 
-std::optional<Entry> RemoteTier::fetch(const Namespace& ns, std::string_view kernel, const Key& key) {
+std::optional<Entry> RemoteTier::fetch(const Namespace& ns, std::string_view kernel, const Key& key,
+                                       const build::EntryCheck& check) {
   for (auto& r : m_remotes) {
     if (r->skipped()) continue;
     auto got = r->backend->get(value_key(r->url.prefix, ns.name(), key), k_max_value_bytes);
@@ -97,6 +98,8 @@ std::optional<Entry> RemoteTier::fetch(const Namespace& ns, std::string_view ker
     std::size_t size = got ? (*got)->size() : 0;
     auto entry = got ? check_value(**got, ns, kernel, key, m_options.trusted, r->url.shown())
                      : Result<Entry>(tl::unexpected(got.error()));
+    if (entry && check)
+      if (auto ok = check(*entry); !ok) entry = tl::unexpected(std::move(ok).error());
     std::lock_guard lock(r->mutex);
     r->stats.bytes_read += size;
     if (!entry) {

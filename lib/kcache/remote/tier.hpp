@@ -40,7 +40,12 @@ class RemoteTier final : public build::SecondaryTier {
   RemoteTier(TierOptions options, std::vector<std::unique_ptr<Backend>> backends);
   ~RemoteTier() override;
 
-  std::optional<Entry> fetch(const Namespace& ns, std::string_view kernel, const Key& key) override;
+  std::optional<Entry> fetch(const Namespace& ns, std::string_view kernel, const Key& key,
+                             const build::EntryCheck& check) override;
+  /// fetch() without a stage's own check.
+  std::optional<Entry> fetch(const Namespace& ns, std::string_view kernel, const Key& key) {
+    return fetch(ns, kernel, key, {});
+  }
   void publish(const Namespace& ns, const Entry& entry) override;
   std::vector<build::SecondaryStats> stats() const override;
 

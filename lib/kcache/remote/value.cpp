@@ -8,6 +8,8 @@
 
 #include <cstring>
 
+#include <zstd.h>
+
 namespace kcache::remote {
 namespace {
 
@@ -33,20 +35,42 @@ tl::unexpected<Error> corrupt(std::string_view what) {
 }  // namespace
 
 Result<std::vector<std::uint8_t>> encode_value(std::string_view ns_name, std::span<const std::uint8_t> record,
-                                               const bundle::KeyPair* sign) {
+                                               const bundle::KeyPair* sign, std::uint16_t version) {
+  if (version < k_value_min_version || version > k_value_max_version)
+    return fail(Category::invalid_argument, "remote value version {} is not one this kcache writes ({}..{})", version,
+                k_value_min_version, k_value_max_version);
+  if (record.size() > k_max_value_bytes)
+    return fail(Category::invalid_argument, "a record of {} bytes is over the remote value limit of {} bytes",
+                record.size(), k_max_value_bytes);
+  // Version 2: the record field holds one zstd frame (with its content size)
+  // unless that is not smaller than the record.
+  std::vector<std::uint8_t> packed;
+  auto compression = ValueCompression::none;
+  if (version >= 2) {
+    packed.resize(ZSTD_compressBound(record.size()));
+    std::size_t n = ZSTD_compress(packed.data(), packed.size(), record.data(), record.size(), k_value_zstd_level);
+    if (ZSTD_isError(n)) return fail(Category::io_error, "compressing a remote value: zstd: {}", ZSTD_getErrorName(n));
+    packed.resize(n);
+    if (n < record.size()) compression = ValueCompression::zstd;
+  }
+  auto field = compression == ValueCompression::zstd ? std::span<const std::uint8_t>(packed) : record;
   util::ByteWriter w;
-  w.reserve(record.size() + ns_name.size() + 160);
+  w.reserve(field.size() + ns_name.size() + 160);
   w.raw(k_magic);
-  w.u16(k_value_max_version);
+  w.u16(version);
   w.str(ns_name);
-  w.blob(record);
+  w.blob(field);
   if (sign) {
-    auto sig = KCACHE_TRY(bundle::sign_detached(signed_bytes(k_value_max_version, ns_name, record), *sign));
+    auto sig = KCACHE_TRY(bundle::sign_detached(signed_bytes(version, ns_name, record), *sign));
     w.u8(1);
     w.raw(sign->public_key.bytes);
     w.raw(sig);
   } else {
     w.u8(0);
+  }
+  if (version >= 2) {
+    w.u8(static_cast<std::uint8_t>(compression));
+    w.u32(static_cast<std::uint32_t>(record.size()));
   }
   w.raw(util::hash_bytes(w.bytes()).bytes);
   return w.take();
@@ -71,9 +95,8 @@ Result<ValueParts> decode_value(std::span<const std::uint8_t> bytes) {
   if (!ns) return corrupt("truncated or oversized namespace");
   if (!util::is_printable_utf8(*ns)) return corrupt("unprintable namespace " + util::shown_untrusted(*ns));
   parts.ns = std::move(*ns);
-  auto record = r.blob(k_max_value_bytes);
-  if (!record) return corrupt("truncated record");
-  parts.record = *record;
+  auto field = r.blob(k_max_value_bytes);
+  if (!field) return corrupt("truncated record");
   auto flag = r.u8();
   if (!flag || *flag > 1) return corrupt("bad signature flag");
   if (*flag == 1) {
@@ -85,8 +108,37 @@ Result<ValueParts> decode_value(std::span<const std::uint8_t> bytes) {
     std::memcpy(s.signature.data(), sig->data(), 64);
     parts.signature = s;
   }
+  std::uint64_t record_size = field->size();
+  if (parts.version >= 2) {
+    auto compression = r.u8();
+    auto size = r.u32();
+    if (!compression || !size) return corrupt("truncated compression fields");
+    if (*compression > 1) return corrupt(fmt::format("unknown compression {}", *compression));
+    parts.compression = static_cast<ValueCompression>(*compression);
+    record_size = *size;
+  }
   if (r.failed()) return corrupt("truncated");
   if (r.remaining() != 0) return corrupt("trailing bytes");
+  if (parts.compression == ValueCompression::none) {
+    if (record_size != field->size())
+      return corrupt(fmt::format("declares a record of {} bytes but holds {}", record_size, field->size()));
+    parts.record.assign(field->begin(), field->end());
+    return parts;
+  }
+  // Bounded before anything is allocated: the declared size against the
+  // limit, then the frame's own content size against the declared one, and
+  // the output buffer is exactly that size (zstd stops at its end).
+  if (record_size > k_max_value_bytes)
+    return corrupt(fmt::format("declares a record of {} bytes, over the limit of {}", record_size, k_max_value_bytes));
+  if (ZSTD_findFrameCompressedSize(field->data(), field->size()) != field->size())
+    return corrupt("the compressed record is not exactly one zstd frame");
+  auto content = ZSTD_getFrameContentSize(field->data(), field->size());
+  if (content != record_size)
+    return corrupt(fmt::format("the compressed record's frame does not declare the record's {} bytes", record_size));
+  parts.record.resize(record_size);
+  std::size_t n = ZSTD_decompress(parts.record.data(), parts.record.size(), field->data(), field->size());
+  if (ZSTD_isError(n)) return corrupt(fmt::format("the compressed record does not decompress: {}", ZSTD_getErrorName(n)));
+  if (n != record_size) return corrupt(fmt::format("the compressed record holds {} bytes, not {}", n, record_size));
   return parts;
 }
 

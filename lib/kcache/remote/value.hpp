@@ -1,8 +1,10 @@
 // The remote value: what a remote stores under a key (FORMAT.md beside this
 // file): a small versioned envelope around one entry record (core
-// encode_entry), naming its namespace, optionally signed. Values come from
+// encode_entry), naming its namespace, optionally signed; from version 2 the
+// record is zstd-compressed (a SPIR-V record shrinks ~4x). Values come from
 // servers anyone with access can write, so decode_value() treats the bytes
-// as hostile (bounded, digest first); fuzzed by
+// as hostile (bounded, digest first, a compressed record's declared size
+// checked against k_max_value_bytes before anything is allocated); fuzzed by
 // tests/fuzz/fuzz_remote_value.cpp. Thread-safety: pure functions.
 #pragma once
 
@@ -22,7 +24,11 @@
 namespace kcache::remote {
 
 inline constexpr std::uint16_t k_value_min_version = 1;
-inline constexpr std::uint16_t k_value_max_version = 1;
+inline constexpr std::uint16_t k_value_max_version = 2;
+/// The zstd level values are written with (FORMAT.md "Choices": on the
+/// benchmark corpus's modules level 9 gives 3.9x at ~0.4 ms a kernel; 19
+/// gives 4.6x at ~7 ms, a tenth of a compile, for every kernel written).
+inline constexpr int k_value_zstd_level = 9;
 /// The largest value read or written: one record of the largest payload plus
 /// its metadata (k_max_payload_bytes + 16 MiB).
 inline constexpr std::size_t k_max_value_bytes = k_max_payload_bytes + (16u << 20);
@@ -35,28 +41,44 @@ struct ValueSignature {
   std::array<std::uint8_t, 64> signature{};
 };
 
-/// A decoded value; `record` borrows from the decoded bytes.
+/// How a value's record field holds the record (version 2, FORMAT.md).
+enum class ValueCompression : std::uint8_t { none = 0, zstd = 1 };
+
+/// A decoded value. `record` is the entry record as the writer signed it:
+/// decompressed (version 2), so it is owned, not a view of the input.
 struct ValueParts {
   std::uint16_t version = 0;
   std::string ns;  ///< namespace name, "spirv/vulkan1.2"
-  std::span<const std::uint8_t> record;
+  std::vector<std::uint8_t> record;
   std::optional<ValueSignature> signature;
+  ValueCompression compression = ValueCompression::none;  ///< always none in version 1
 };
 
 /// The value for `record` (encode_entry's bytes) of namespace `ns_name`,
-/// signed with `sign` when given. io_error only when libsodium cannot start.
+/// signed with `sign` when given, in format `version` (the newest by
+/// default; 1 only for tests and golden files). Version 2 compresses the
+/// record with zstd at k_value_zstd_level and keeps it as it is when that
+/// does not make it smaller. invalid_argument for an unknown version or a
+/// record over k_max_value_bytes; io_error when libsodium cannot start or zstd
+/// fails.
 Result<std::vector<std::uint8_t>> encode_value(std::string_view ns_name, std::span<const std::uint8_t> record,
-                                               const bundle::KeyPair* sign = nullptr);
+                                               const bundle::KeyPair* sign = nullptr,
+                                               std::uint16_t version = k_value_max_version);
 
 /// Decodes untrusted value bytes: corruption for a bad magic, a digest
 /// mismatch, truncation, trailing bytes, an oversized or unprintable
-/// namespace, a bad signature flag; version_mismatch for a version outside
-/// k_value_min_version..k_value_max_version. Does not verify the signature
-/// (verify_value does) nor decode the record (decode_entry does).
+/// namespace, a bad signature flag, and in version 2 an unknown compression,
+/// a declared record size over k_max_value_bytes (refused before allocating:
+/// a decompression bomb costs nothing) or a record field that is not exactly
+/// one zstd frame of exactly the declared size; version_mismatch for a
+/// version outside k_value_min_version..k_value_max_version. Does not verify
+/// the signature (verify_value does) nor decode the record (decode_entry does).
 Result<ValueParts> decode_value(std::span<const std::uint8_t> bytes);
 
 /// Whether `parts` is signed by one of `trusted` and the signature covers its
-/// namespace and record; returns the signer's id. corruption (unsigned,
+/// version, namespace and record (the decompressed record: what the reader
+/// trusts; FORMAT.md says why not the compressed bytes); returns the
+/// signer's id. corruption (unsigned,
 /// unknown key listing the trusted ids, or not verifying).
 Result<bundle::KeyId> verify_value(const ValueParts& parts, std::span<const bundle::PublicKey> trusted);
 

@@ -60,7 +60,8 @@ std::string devices_text(const std::vector<device::DeviceInfo>& devices, std::op
   return terminal_text(out);
 }
 
-std::string devices_json(const std::vector<device::DeviceInfo>& devices, std::optional<std::uint32_t> chosen) {
+std::string devices_json(const std::vector<device::DeviceInfo>& devices, std::optional<std::uint32_t> chosen,
+                         const cuda_device::Survey* cuda, const std::string* vulkan_error) {
   json list = json::array();
   for (const auto& d : devices) {
     list.push_back({{"index", d.index},
@@ -78,25 +79,61 @@ std::string devices_json(const std::vector<device::DeviceInfo>& devices, std::op
                     {"device_uuid", device::uuid_text(d.device_uuid)}});
   }
   json out = {{"schema", "kcache.devices/1"}, {"devices", std::move(list)}};
+  if (vulkan_error) out["vulkan_error"] = *vulkan_error;
+  if (cuda) {
+    json c = {{"available", cuda->available()}, {"library", cuda->library}};
+    if (!cuda->available()) c["reason"] = cuda->absent;
+    if (cuda->cuda_version) c["cuda_version"] = cuda_device::cuda_version_text(cuda->cuda_version);
+    json cl = json::array();
+    for (const auto& d : cuda->devices)
+      cl.push_back({{"ordinal", d.ordinal},
+                    {"selector", fmt::format("cuda:{}", d.ordinal)},
+                    {"name", d.name},
+                    {"compute_capability", d.compute_capability()},
+                    {"arch", d.native_arch()},
+                    {"cuda_version", cuda_device::cuda_version_text(d.cuda_version)},
+                    {"cuda_version_raw", d.cuda_version},
+                    {"driver_version", d.driver_version},
+                    {"total_memory_bytes", d.total_memory}});
+    c["devices"] = std::move(cl);
+    out["cuda"] = std::move(c);
+  }
   return internal::json_text(out);
+}
+
+std::string cuda_devices_text(const cuda_device::Survey& cuda, bool verbose) {
+  if (!cuda.available()) return verbose ? terminal_text(fmt::format("cuda: not available: {}\n", cuda.absent)) : "";
+  std::string out;
+  for (const auto& d : cuda.devices) {
+    out += fmt::format("cuda:{}: {}\n", d.ordinal, d.name);
+    out += fmt::format("  compute capability {} (runs sm_{}x cubins up to {}, PTX up to compute_{}{}), "
+                       "CUDA {} driver API{}\n",
+                       d.compute_capability(), d.cc_major, d.native_arch(), d.cc_major, d.cc_minor,
+                       cuda_device::cuda_version_text(d.cuda_version),
+                       d.driver_version.empty() ? "" : fmt::format(", NVIDIA driver {}", d.driver_version));
+    if (d.total_memory) out += fmt::format("  memory: {:.1f} GiB\n", static_cast<double>(d.total_memory) / (1u << 30));
+  }
+  return terminal_text(out);
 }
 
 std::string device_stage_summary(const build::BuildResult& result, const device::DeviceInfo& device) {
   using build::Outcome;
   const std::string ns = device.ns.name();
-  std::size_t n = 0, hit = 0, built = 0, failed = 0;
+  std::size_t n = 0, hit = 0, remote = 0, built = 0, failed = 0;
   double create_ms = 0;
   for (const auto& r : result.receipts) {
     if (r.ns != ns) continue;
     ++n;
     if (r.outcome == Outcome::hit) ++hit;
+    else if (r.outcome == Outcome::remote_hit) ++remote;
     else if (r.outcome == Outcome::compiled || r.outcome == Outcome::stale_replaced) ++built;
     else if (r.outcome == Outcome::failed) ++failed;
     create_ms += r.times[Phase::pipeline].wall_ms;
   }
   return terminal_text(
-      fmt::format("device {}: {} pipelines: {} hit, {} created, {} failed; pipeline creation {:.1f} ms in all\n",
-                  device_line(device), n, hit, built, failed, create_ms));
+      fmt::format("device {}: {} pipelines: {} hit{}, {} created, {} failed; pipeline creation {:.1f} ms in all\n",
+                  device_line(device), n, hit, remote ? fmt::format(", {} from remotes", remote) : "", built, failed,
+                  create_ms));
 }
 
 std::string store_check_text(const maintain::StoreCheck& check) {
@@ -200,6 +237,83 @@ std::string device_verify_json(const maintain::DeviceVerify& v, const device::De
               {"wall_ms", v.wall_ms},
               {"pipelines", std::move(rows)}};
   if (s.both_n > 0) out["create_ms_empty_cache"] = s.without_blob;
+  return internal::json_text(out);
+}
+
+std::string cuda_verify_text(const maintain::CudaVerify& v, bool all) {
+  using maintain::CudaLoadStatus;
+  std::string out;
+  for (const auto& r : v.rows) {
+    if (r.status == CudaLoadStatus::loaded && !all) continue;
+    std::string times;
+    if (r.load_ms >= 0) times = fmt::format("  load {:.3f} ms, resolve {:.3f} ms", r.load_ms, r.resolve_ms);
+    out += fmt::format("{:<8} {} ({}, {} {}){}\n", cuda_load_status_name(r.status), r.kernel, r.ns,
+                       payload_kind_name(r.kind), r.symbol, times);
+    if (!r.message.empty()) out += fmt::format("  {}\n", r.message);
+  }
+  const auto& d = v.device;
+  out += fmt::format("CUDA device cuda:{} {} (compute capability {}, CUDA {}{})\n", d.ordinal, d.name,
+                     d.compute_capability(), cuda_device::cuda_version_text(d.cuda_version),
+                     d.driver_version.empty() ? "" : fmt::format(", driver {}", d.driver_version));
+  for (const auto& n : v.namespaces)
+    if (!n.runs) out += fmt::format("not run: {} ({} entries): {}\n", n.ns, n.entries, n.why_not);
+  double cubin_ms = 0, ptx_ms = 0;
+  for (const auto& r : v.rows)
+    if (r.load_ms >= 0) (r.kind == PayloadKind::ptx ? ptx_ms : cubin_ms) += r.load_ms;
+  out += fmt::format("{} entries: {} loaded, {} refused, {} failed; load {:.1f} ms for cubins, {:.1f} ms for PTX (JIT)\n",
+                     v.rows.size(), v.count(CudaLoadStatus::loaded), v.count(CudaLoadStatus::refused),
+                     v.count(CudaLoadStatus::failed), cubin_ms, ptx_ms);
+  if (v.pairs > 0)
+    out += fmt::format("{} kernels stored as both: cubin load {:.1f} ms vs PTX JIT {:.1f} ms ({:.1f}x)\n", v.pairs,
+                       v.pair_cubin_ms, v.pair_ptx_ms, v.pair_cubin_ms > 0 ? v.pair_ptx_ms / v.pair_cubin_ms : 0.0);
+  out += fmt::format("{:.2f} s\n", v.wall_ms / 1000);
+  return terminal_text(out);
+}
+
+std::string cuda_verify_json(const maintain::CudaVerify& v) {
+  using maintain::CudaLoadStatus;
+  json rows = json::array();
+  for (const auto& r : v.rows) {
+    json row = {{"namespace", r.ns},
+                {"kernel", r.kernel},
+                {"kind", payload_kind_name(r.kind)},
+                {"symbol", r.symbol},
+                {"status", cuda_load_status_name(r.status)}};
+    if (r.load_ms >= 0) row["load_ms"] = r.load_ms, row["resolve_ms"] = r.resolve_ms;
+    if (!r.message.empty()) row["message"] = r.message;
+    if (r.category) row["category"] = category_name(*r.category);
+    rows.push_back(std::move(row));
+  }
+  json namespaces = json::array();
+  for (const auto& n : v.namespaces) {
+    json j = {{"namespace", n.ns}, {"runs", n.runs}, {"entries", n.entries}};
+    if (!n.runs) j["why_not"] = n.why_not;
+    namespaces.push_back(std::move(j));
+  }
+  json counts = json::object();
+  for (auto s : {CudaLoadStatus::loaded, CudaLoadStatus::refused, CudaLoadStatus::failed})
+    counts[std::string(cuda_load_status_name(s))] = v.count(s);
+  double cubin_ms = 0, ptx_ms = 0;
+  for (const auto& r : v.rows)
+    if (r.load_ms >= 0) (r.kind == PayloadKind::ptx ? ptx_ms : cubin_ms) += r.load_ms;
+  const auto& d = v.device;
+  json out = {{"schema", "kcache.verify/1"},
+              {"mode", "cuda_device"},
+              {"device",
+               {{"ordinal", d.ordinal},
+                {"name", d.name},
+                {"compute_capability", d.compute_capability()},
+                {"cuda_version", cuda_device::cuda_version_text(d.cuda_version)},
+                {"driver_version", d.driver_version}}},
+              {"namespaces", std::move(namespaces)},
+              {"counts", std::move(counts)},
+              {"load_ms_cubin", cubin_ms},
+              {"load_ms_ptx", ptx_ms},
+              {"pairs", v.pairs},
+              {"pair_cubin_load_ms", v.pair_cubin_ms},
+              {"pair_ptx_jit_ms", v.pair_ptx_ms},
+              {"wall_ms", v.wall_ms},
+              {"entries", std::move(rows)}};
   return internal::json_text(out);
 }
 

@@ -105,4 +105,19 @@ std::string remote_check_json(const remote::CheckResult& r) {
   return internal::json_text(j);
 }
 
+std::string remote_setting_text(const std::string& file, const std::vector<remote::RemoteUrl>& remotes) {
+  if (remotes.empty())
+    return terminal_text(fmt::format("no remotes of its own (`kcache remote add URL` adds one; {} holds them)\n", file));
+  std::string out;
+  for (const auto& u : remotes) out += fmt::format("{}{}\n", u.shown(), u.read_only ? "  (read-only)" : "");
+  return terminal_text(out);
+}
+
+std::string remote_setting_json(const std::string& file, const std::vector<remote::RemoteUrl>& remotes) {
+  json list = json::array();
+  for (const auto& u : remotes) list.push_back({{"url", u.shown()}, {"read_only", u.read_only}});
+  json j = {{"schema", "kcache.remote-list/1"}, {"file", file}, {"remotes", list}};
+  return internal::json_text(j);
+}
+
 }  // namespace kcache::report

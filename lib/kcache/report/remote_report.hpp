@@ -5,6 +5,7 @@
 
 #include "kcache/build/secondary.hpp"
 #include "kcache/remote/check.hpp"
+#include "kcache/remote/url.hpp"
 
 #include <string>
 #include <vector>
@@ -21,5 +22,11 @@ std::string remotes_text(const std::vector<build::SecondaryStats>& remotes);
 std::string remote_check_text(const remote::CheckResult& result);
 /// The same as JSON (schema "kcache.remote-check/1").
 std::string remote_check_json(const remote::CheckResult& result);
+
+/// `kcache remote list`: the store's remotes from setting file `file`, in
+/// order, each as RemoteUrl::shown() (no password), read-only marked.
+std::string remote_setting_text(const std::string& file, const std::vector<remote::RemoteUrl>& remotes);
+/// The same as JSON (schema "kcache.remote-list/1": file, remotes[{url, read_only}]).
+std::string remote_setting_json(const std::string& file, const std::vector<remote::RemoteUrl>& remotes);
 
 }  // namespace kcache::report

@@ -16,7 +16,7 @@ using nlohmann::json;
 
 using util::human_bytes;
 
-std::string_view kind_name(PayloadKind k) { return k == PayloadKind::spirv ? "spirv" : "pipeline-cache"; }
+std::string_view kind_name(PayloadKind k) { return payload_kind_name(k); }
 
 json key_or_null(const std::optional<bundle::KeyId>& key) { return key ? json(key->hex()) : json(); }
 

@@ -26,6 +26,9 @@ using kcache::Category;
 
 static_assert(sizeof(kcache_spec_entry) == sizeof(kcache::runtime::detail::SpecEntry));
 static_assert(sizeof(kcache_binding) == sizeof(kcache::runtime::detail::Binding));
+static_assert(KCACHE_PAYLOAD_SPIRV == static_cast<int>(kcache::PayloadKind::spirv));
+static_assert(KCACHE_PAYLOAD_CUBIN == static_cast<int>(kcache::PayloadKind::cubin));
+static_assert(KCACHE_PAYLOAD_PTX == static_cast<int>(kcache::PayloadKind::ptx));
 
 thread_local std::string t_last_error;
 
@@ -182,6 +185,35 @@ kcache_status kcache_list_kernels(kcache_store* store, const char* target, int (
   });
 }
 
+kcache_status kcache_lookup_cuda(kcache_store* store, const char* name, int cc_major, int cc_minor,
+                                 kcache_kernel** out) {
+  return guarded([&] {
+    if (!store || !name || !out) {
+      if (out) *out = nullptr;
+      return failed(KCACHE_ERROR_INVALID_ARGUMENT, "store, name and out must not be NULL");
+    }
+    *out = nullptr;
+    auto k = store->catalog->find_cuda(name, cc_major, cc_minor);
+    if (!k) return failed(k.error());
+    auto handle = std::make_unique<kcache_kernel>();
+    handle->k = std::move(*k);
+    *out = handle.release();
+    return KCACHE_OK;
+  });
+}
+
+kcache_status kcache_list_cuda_kernels(kcache_store* store, int (*visit)(const char* name, void* user), void* user) {
+  return guarded([&] {
+    if (!store || !visit) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "store and visit must not be NULL");
+    std::string name;
+    auto r = store->catalog->list_cuda([&](std::string_view n) {
+      name.assign(n);
+      return visit(name.c_str(), user) == 0;
+    });
+    return r ? KCACHE_OK : failed(r.error());
+  });
+}
+
 void kcache_kernel_free(kcache_kernel* kernel) { delete kernel; }
 
 // Every accessor takes NULL (kcache.h): an application that ignored a failed
@@ -195,6 +227,39 @@ const char* kcache_kernel_entry_point(const kcache_kernel* k) { return k ? k->k.
 const uint32_t* kcache_kernel_spirv(const kcache_kernel* k, size_t* words) {
   if (words) *words = k ? k->k.spirv.size() : 0;
   return k && !k->k.spirv.empty() ? k->k.spirv.data() : nullptr;
+}
+
+kcache_payload_kind kcache_kernel_payload_kind(const kcache_kernel* k) {
+  return k ? static_cast<kcache_payload_kind>(k->k.payload_kind) : static_cast<kcache_payload_kind>(0);
+}
+
+const uint8_t* kcache_kernel_payload(const kcache_kernel* k, size_t* bytes) {
+  if (!k) {
+    if (bytes) *bytes = 0;
+    return nullptr;
+  }
+  if (k->k.payload_kind == kcache::PayloadKind::spirv) {
+    if (bytes) *bytes = k->k.spirv.size() * 4;
+    return k->k.spirv.empty() ? nullptr : reinterpret_cast<const uint8_t*>(k->k.spirv.data());
+  }
+  if (bytes) *bytes = k->k.payload_size;
+  return k->k.payload.empty() ? nullptr : k->k.payload.data();
+}
+
+const char* kcache_kernel_function_symbol(const kcache_kernel* k) {
+  if (!k) return nullptr;
+  return k->k.payload_kind == kcache::PayloadKind::spirv ? k->k.entry_point.c_str() : k->k.function_symbol.c_str();
+}
+
+const char* kcache_kernel_id_field_name(const kcache_kernel* k, size_t index) {
+  return k && index < k->k.id_fields.size() ? k->k.id_fields[index].first.c_str() : nullptr;
+}
+
+const char* kcache_kernel_id_field(const kcache_kernel* k, const char* name) {
+  if (!k || !name) return nullptr;
+  for (const auto& [field, value] : k->k.id_fields)
+    if (field == name) return value.c_str();
+  return nullptr;
 }
 
 kcache_blob_status kcache_kernel_blob_status(const kcache_kernel* k) {

@@ -1,5 +1,6 @@
 #include "kcache/runtime/catalog.hpp"
 
+#include "kcache/core/cuda.hpp"
 #include "kcache/device/pipeline_entry.hpp"
 // The same reflection the device stage builds pipelines with: an application
 // must create its layout and specialization exactly as kcache did, or the
@@ -14,6 +15,8 @@
 #include <bit>
 #include <charconv>
 #include <cstring>
+#include <set>
+#include <tuple>
 
 namespace kcache::runtime::detail {
 namespace {
@@ -291,6 +294,79 @@ Result<Kernel> Catalog::find(std::string_view name, const LookupOptions& options
     else k.interface_error = iface.error().message;
   }
   return k;
+}
+
+Result<Kernel> Catalog::find_cuda(std::string_view name, int cc_major, int cc_minor) const {
+  if (cc_major < 1 || cc_major > 99 || cc_minor < 0 || cc_minor > 9)
+    return fail(Category::invalid_argument, "compute capability {}.{} is not one (e.g. 9.0)", cc_major, cc_minor);
+  Kernel k;
+  KCACHE_CHECK(m_store->read([&](store::Reader& reader) -> Result<void> {
+    // The best runnable arch: cubin before PTX, then the highest version;
+    // an arch-specific (sm_90a) cubin before the family and the plain one.
+    struct Candidate {
+      CudaArch arch;
+      Namespace ns;
+    };
+    auto rank = [](const CudaArch& a) { return std::tuple(!a.ptx, a.major, a.minor, a.suffix == 'a', a.suffix == 'f'); };
+    std::optional<Candidate> best;
+    std::vector<std::string> holders;
+    for (const auto& info : KCACHE_TRY(reader.namespace_records())) {
+      if (info.ns.backend != k_cuda_backend) continue;
+      auto arch = parse_cuda_arch(info.ns.fingerprint);
+      if (!arch) continue;
+      // Existence first (cheap to read again below for the one chosen).
+      if (!KCACHE_TRY(reader.get(info.ns.name(), name))) continue;
+      holders.push_back(info.ns.fingerprint);
+      if (!cuda_arch_runs_on(*arch, cc_major, cc_minor)) continue;
+      if (!best || rank(*arch) > rank(best->arch)) best = Candidate{*arch, info.ns};
+    }
+    if (holders.empty()) return fail(Category::not_found, "no CUDA kernel '{}' in the store", util::shown_untrusted(name));
+    if (!best)
+      return fail(Category::not_found,
+                  "CUDA kernel '{}' is stored for {}, none of which runs at compute capability {}.{}; build it for "
+                  "sm_{}{} (manifest `arch`) or a compute_XY PTX at most {}.{}",
+                  util::shown_untrusted(name), join_targets(holders), cc_major, cc_minor, cc_major, cc_minor,
+                  cc_major, cc_minor);
+    auto stored = KCACHE_TRY(reader.get(best->ns.name(), name));
+    if (!stored) return fail(Category::not_found, "no kernel '{}' in {}", util::shown_untrusted(name), best->ns.name());
+    Entry& e = *stored;
+    const PayloadKind want = cuda_payload_kind(best->arch);
+    const bool elf = e.payload.size() >= 4 && std::memcmp(e.payload.data(), "\x7f" "ELF", 4) == 0;
+    const bool text = !e.payload.empty() && std::find(e.payload.begin(), e.payload.end(), 0) == e.payload.end();
+    if (e.payload_kind != want || (want == PayloadKind::cubin && !elf) || (want == PayloadKind::ptx && !text))
+      return fail(Category::corruption, "entry '{}' in {} is not the {} its namespace holds",
+                  util::shown_untrusted(e.kernel), best->ns.name(), payload_kind_name(want));
+    k.name = e.kernel;
+    k.key = e.key;
+    k.key_id = e.key.id.hex();
+    k.target = best->ns.fingerprint;
+    k.entry_point = cuda_function_symbol(e);
+    k.function_symbol = k.entry_point;
+    k.id_fields = e.id_fields;
+    k.payload_kind = want;
+    k.payload_size = e.payload.size();
+    k.payload = std::move(e.payload);
+    k.payload.push_back(0);  // PTX is handed to the driver as a C string
+    return {};
+  }));
+  return k;
+}
+
+Result<void> Catalog::list_cuda(const std::function<bool(std::string_view name)>& visit) const {
+  std::set<std::string, std::less<>> names;
+  KCACHE_CHECK(m_store->read([&](store::Reader& reader) -> Result<void> {
+    for (const auto& info : KCACHE_TRY(reader.namespace_records())) {
+      if (info.ns.backend != k_cuda_backend) continue;
+      KCACHE_CHECK(reader.scan(info.ns.name(), [&](Entry&& e) {
+        names.insert(std::move(e.kernel));
+        return true;
+      }));
+    }
+    return {};
+  }));
+  for (const auto& n : names)
+    if (!visit(n)) break;
+  return {};
 }
 
 Result<Kernel> Catalog::find_by_key(std::string_view key_id, const LookupOptions& options) const {

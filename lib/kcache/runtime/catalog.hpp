@@ -76,6 +76,13 @@ struct Kernel {
   BlobStatus blob_status = BlobStatus::not_requested;
   std::string blob_reason;                   ///< empty when served or not requested
   std::vector<std::uint8_t> pipeline_cache;  ///< raw, header-checked; empty unless served
+  // A CUDA lookup (find_cuda) fills these instead of spirv/stage/interface;
+  // `target` is then the namespace's arch ("sm_90", "compute_90").
+  PayloadKind payload_kind = PayloadKind::spirv;
+  std::vector<std::uint8_t> payload;  ///< cubin, or PTX text followed by one NUL (not counted in payload_size)
+  std::size_t payload_size = 0;       ///< bytes of the cubin or PTX
+  std::string function_symbol;        ///< for cuModuleGetFunction (cuda_function_symbol)
+  std::vector<Field> id_fields;       ///< what the key's id hashed (source, entry, defines, options, ...)
 };
 
 /// What a lookup is for.
@@ -126,6 +133,22 @@ class Catalog {
   /// As find, for the SPIR-V entry whose key.id is `key_id` (32 hex digits;
   /// invalid_argument otherwise). A linear scan over the spirv namespaces.
   Result<Kernel> find_by_key(std::string_view key_id, const LookupOptions& options) const;
+
+  /// The CUDA code of kernel `name` for a device of compute capability
+  /// cc_major.cc_minor: among the cuda namespaces holding it, the cubin of
+  /// the highest architecture that runs there (core/cuda.hpp
+  /// cuda_arch_runs_on), else the PTX of the highest compute_XY <= the CC
+  /// (the driver JIT-compiles it). Whether the driver's CUDA version is new
+  /// enough is the loader's answer (cuModuleLoadData), not checked here.
+  /// not_found when no cuda namespace holds the name, or none of them runs
+  /// at that CC (naming the stored archs); invalid_argument for a CC outside
+  /// 1.0..99.9; corruption when the chosen entry's payload is not a cubin
+  /// (ELF) or PTX text of its namespace's kind.
+  Result<Kernel> find_cuda(std::string_view name, int cc_major, int cc_minor) const;
+
+  /// Visits every kernel name stored in any cuda namespace, once, in name
+  /// order; stops when `visit` returns false.
+  Result<void> list_cuda(const std::function<bool(std::string_view name)>& visit) const;
 
   /// Visits every (target, kernel name) stored as SPIR-V, for `target` only
   /// when not empty, in namespace then name order; stops when `visit`

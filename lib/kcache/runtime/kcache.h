@@ -51,7 +51,7 @@
 extern "C" {
 #endif
 
-#define KCACHE_RUNTIME_API_VERSION 2 /* 2: kcache_store_open_embedded */
+#define KCACHE_RUNTIME_API_VERSION 3 /* 2: kcache_store_open_embedded; 3: kcache_lookup_cuda */
 
 /** Outcome of a call. */
 typedef enum kcache_status {
@@ -73,6 +73,14 @@ typedef enum kcache_blob_status {
                                      driver, corrupt, stale); see kcache_kernel_blob_reason */
   KCACHE_BLOB_NOT_REQUESTED = 3 /**< the lookup named no device */
 } kcache_blob_status;
+
+/** What a looked-up kernel's payload is (kcache_kernel_payload). Values are
+ *  those of kcache's entry records. (API version 3.) */
+typedef enum kcache_payload_kind {
+  KCACHE_PAYLOAD_SPIRV = 1, /**< a SPIR-V module (kcache_lookup, kcache_lookup_key) */
+  KCACHE_PAYLOAD_CUBIN = 3, /**< a CUDA cubin: pass to cuModuleLoadData(Ex) */
+  KCACHE_PAYLOAD_PTX = 4    /**< CUDA PTX text: cuModuleLoadData(Ex) JIT-compiles it */
+} kcache_payload_kind;
 
 /** The device an application creates its pipelines on: the properties that
  *  make up kcache's device fingerprint (`kcache devices` prints them). Fill
@@ -163,6 +171,28 @@ KCACHE_API kcache_status kcache_lookup_key(kcache_store* store, const char* key_
 KCACHE_API kcache_status kcache_list_kernels(kcache_store* store, const char* target,
                                              int (*visit)(const char* name, void* user), void* user);
 
+/** Looks CUDA kernel `name` up for a device of compute capability
+ *  cc_major.cc_minor (cuDeviceGetAttribute 75/76): the cubin of the highest
+ *  architecture that runs there (sm_XY: same major, minor <= the device's;
+ *  sm_XYa: exactly X.Y), else the PTX of the highest compute_XY at most the
+ *  device's CC, which the driver JIT-compiles. Read it with
+ *  kcache_kernel_payload_kind, kcache_kernel_payload and
+ *  kcache_kernel_function_symbol; kcache_kernel_target is the architecture
+ *  ("sm_90", "compute_90"). Whether the driver's CUDA version can load it is
+ *  cuModuleLoadData's answer. INVALID_ARGUMENT for NULL `store`, `name` or
+ *  `out`, or a CC outside 1.0..99.9; NOT_FOUND when the store holds no CUDA
+ *  code of that name, or none that runs at this CC (the message names the
+ *  stored architectures); CORRUPTION when the entry is not the cubin or PTX
+ *  its namespace holds. (API version 3.) */
+KCACHE_API kcache_status kcache_lookup_cuda(kcache_store* store, const char* name, int cc_major, int cc_minor,
+                                            kcache_kernel** out);
+
+/** Calls `visit(name, user)` for every kernel stored as CUDA code (any
+ *  architecture), once per name, in name order, until `visit` returns
+ *  non-zero. INVALID_ARGUMENT when `store` or `visit` is NULL. (API version 3.) */
+KCACHE_API kcache_status kcache_list_cuda_kernels(kcache_store* store, int (*visit)(const char* name, void* user),
+                                                  void* user);
+
 /** Frees a kernel; NULL is allowed. */
 KCACHE_API void kcache_kernel_free(kcache_kernel* kernel);
 
@@ -182,6 +212,28 @@ KCACHE_API const char* kcache_kernel_entry_point(const kcache_kernel* kernel);
 /** The SPIR-V module (for VkShaderModuleCreateInfo: codeSize = *words * 4);
  *  `words` may be NULL. */
 KCACHE_API const uint32_t* kcache_kernel_spirv(const kcache_kernel* kernel, size_t* words);
+
+/** What kcache_kernel_payload holds: SPIRV for kcache_lookup's kernels,
+ *  CUBIN or PTX for kcache_lookup_cuda's; 0 for a NULL kernel. (API version 3.) */
+KCACHE_API kcache_payload_kind kcache_kernel_payload_kind(const kcache_kernel* kernel);
+/** The kernel's code as bytes: the SPIR-V module, the cubin, or the PTX text
+ *  (then followed by a NUL not counted in *bytes, so it can be passed to
+ *  cuModuleLoadData as is). `bytes` may be NULL. (API version 3.) */
+KCACHE_API const uint8_t* kcache_kernel_payload(const kcache_kernel* kernel, size_t* bytes);
+/** The name to pass to cuModuleGetFunction: the mangled name NVRTC gave a
+ *  template instantiation, else the extern "C" entry name; for a SPIR-V
+ *  kernel, its entry point. (API version 3.) */
+KCACHE_API const char* kcache_kernel_function_symbol(const kcache_kernel* kernel);
+
+/** The value of a field the kernel's key id hashed, or NULL when it has none
+ *  (kcache_lookup_cuda's kernels; `kcache inspect --why` names the fields):
+ *  "source" (relative to the manifest's folder), "entry", "define:NAME",
+ *  "include_dir:N", "nvrtc_option:N", "arch". What an application needs to
+ *  compile the same kernel itself. (API version 3.) */
+KCACHE_API const char* kcache_kernel_id_field(const kcache_kernel* kernel, const char* name);
+/** The name of the kernel's `index`-th id field (in the order the key hashed
+ *  them), or NULL past the last: to visit every "define:NAME". (API version 3.) */
+KCACHE_API const char* kcache_kernel_id_field_name(const kcache_kernel* kernel, size_t index);
 
 /** What became of the blob; see kcache_blob_status (ABSENT for a NULL kernel). */
 KCACHE_API kcache_blob_status kcache_kernel_blob_status(const kcache_kernel* kernel);

@@ -15,6 +15,7 @@
 //   failures     namespace name, 0x1f, kernel name  failure record             [since 3]
 //                                                   (core/failure.hpp)
 //   meta         "schema"                           ASCII store layout version, "3"
+//                "pending_runs"                     fold mark of runs.pending (below)
 //
 // Version history. 1: entries, namespaces, meta. 2: adds usage and runs;
 // nothing else changed. 3: adds failures; nothing else changed. Readers
@@ -76,7 +77,10 @@
 // `created` stays the time it was compiled, wherever that was.
 //
 // Run record (value in `runs`), one per `kcache build` run, appended in the
-// build's final small write transaction. Keys count up from 1 (the last key
+// build's final small write transaction; a run with nothing else to write
+// leaves it in the file runs.pending beside data.mdb, and a later write
+// transaction folds it in (pending_runs_internal.hpp: format, fold mark,
+// what power loss may cost). Keys count up from 1 (the last key
 // + 1); big-endian so LMDB's bytewise order is run order. At most
 // k_run_log_capacity runs are kept: the append deletes the oldest ones.
 //

@@ -3,6 +3,7 @@
 // Every read runs in one read transaction, so it sees one consistent
 // snapshot however many records it visits.
 #include "kcache/store/lmdb_store_impl_internal.hpp"
+#include "kcache/store/pending_runs_internal.hpp"
 
 namespace kcache::store::internal {
 namespace {
@@ -54,15 +55,31 @@ class LmdbReader final : public Reader {
 
   Result<void> runs(const std::function<bool(RunRecord&&)>& visit) override {
     if (!m_env.has_lifecycle()) return {};  // a version-1 store has no run log
+    // The database's runs, then the pending run log's that are not folded
+    // yet (pending_runs_internal.hpp); the newest k_run_log_capacity of both.
+    std::optional<PendingMark> mark;
+    if (auto value = KCACHE_TRY(m_txn.get(m_env.meta(), k_meta_pending_runs, "the pending run log's mark")))
+      mark = decode_pending_mark(*value);
+    auto pending = unfolded_runs(read_pending_runs(m_env.dir()), mark);
+    MDB_stat stat{};
+    if (int rc = mdb_stat(m_txn.handle(), m_env.runs(), &stat); rc != MDB_SUCCESS)
+      return lmdb_fail(m_env.dir(), "count the run log", rc);
+    std::size_t total = stat.ms_entries + pending.size();
+    std::size_t skip = total > k_run_log_capacity ? total - k_run_log_capacity : 0;
     Cursor cursor = KCACHE_TRY(Cursor::open(m_txn, m_env.runs()));
     MDB_val key{}, value{};
     for (bool found = KCACHE_TRY(cursor.get(key, value, MDB_FIRST)); found;
          found = KCACHE_TRY(cursor.get(key, value, MDB_NEXT))) {
+      if (skip > 0 && skip--) continue;
       auto n = internal::run_number(to_string(key));
       if (!n) return in_store(Error{Category::corruption, "the run log holds a key that is not a run number"});
       auto run = internal::decode_run(*n, to_bytes(value));
       if (!run) return in_store(std::move(run).error());
-      if (!visit(std::move(*run))) break;
+      if (!visit(std::move(*run))) return {};
+    }
+    for (auto& run : pending) {
+      if (skip > 0 && skip--) continue;
+      if (!visit(std::move(run))) break;
     }
     return {};
   }

@@ -62,6 +62,11 @@ class LmdbStore final : public Store {
   /// k_run_log_capacity. (lmdb_usage.cpp)
   Result<void> append_run(const Txn& txn, std::span<const std::uint8_t> run);
 
+  /// Folds the pending run log into `txn` (pending_runs_internal.hpp), then
+  /// appends `run` (when not empty), commits, and restarts the log.
+  /// (lmdb_usage.cpp)
+  Result<void> commit_folding(Txn& txn, std::span<const std::uint8_t> run, std::uint64_t written_bytes);
+
   tl::unexpected<Error> refuse_write(std::string_view what) const {
     return fail(Category::read_only, "store {} is open read-only: cannot {}", m_env->dir().string(), what);
   }

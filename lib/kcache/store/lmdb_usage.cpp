@@ -1,8 +1,13 @@
 // What builds used, in the LMDB store: record_usage writes the last-used
 // time of the entries a build found fresh and appends the build's run record
 // to the bounded run log (formats in layout_internal.hpp, encoding in
-// lifecycle.cpp), all in one small write transaction.
+// lifecycle.cpp), all in one small write transaction. A build that has
+// nothing else to write (a warm no-op build: every last-used time within
+// k_last_used_resolution) appends its run record to the pending run log
+// instead, with no transaction and no fsync; a later transaction folds it in
+// (pending_runs_internal.hpp).
 #include "kcache/store/lmdb_store_impl_internal.hpp"
+#include "kcache/store/pending_runs_internal.hpp"
 
 namespace kcache::store::internal {
 
@@ -33,12 +38,47 @@ Result<void> LmdbStore::record_usage(const UsageBatch& batch) {
     written_bytes += key.size() + internal::k_usage_record_bytes;
     changed = true;
   }
-  if (batch.run) {
+  if (!changed && batch.run) {
+    // Only the run record to write: no transaction, no fsync, unless the
+    // pending log is due to be folded (then this run is folded with it).
+    txn.abort();
+    auto file = KCACHE_TRY(PendingRunsFile::open_locked(m_env->dir(), true));
+    auto size = KCACHE_TRY(file->append(*batch.run));
+    if (size <= k_pending_fold_bytes) return {};
+    file.reset();  // the fold takes LMDB's write lock first, then the file's
+    Txn fold = KCACHE_TRY(Txn::begin(*m_env, true));
+    return commit_folding(fold, {}, 0);
+  }
+  if (!changed) return {};
+  return commit_folding(txn, run, written_bytes);
+}
+
+Result<void> LmdbStore::commit_folding(Txn& txn, std::span<const std::uint8_t> run, std::uint64_t written_bytes) {
+  auto file = KCACHE_TRY(PendingRunsFile::open_locked(m_env->dir(), false));
+  if (file) {
+    PendingLog log = KCACHE_TRY(file->read());
+    std::optional<PendingMark> mark;
+    if (auto value = KCACHE_TRY(txn.get(m_env->meta(), k_meta_pending_runs, "the pending run log's mark")))
+      mark = decode_pending_mark(*value);
+    const std::uint64_t generation = log.generation, end = log.valid_end;
+    for (const auto& pending : unfolded_runs(std::move(log), mark)) {
+      auto bytes = internal::encode_run(pending);
+      KCACHE_CHECK(append_run(txn, bytes));
+      written_bytes += bytes.size();
+    }
+    if (generation != 0)
+      KCACHE_CHECK(txn.put(m_env->meta(), k_meta_pending_runs, encode_pending_mark({generation, end}),
+                           "the pending run log's mark"));
+  }
+  if (!run.empty()) {
     KCACHE_CHECK(append_run(txn, run));
     written_bytes += run.size();
-    changed = true;
   }
-  if (changed) KCACHE_CHECK(txn.commit(written_bytes));
+  KCACHE_CHECK(txn.commit(written_bytes));
+  // The mark now covers the file's runs: a new generation starts it again.
+  // A failure here costs nothing (the mark keeps them from being folded
+  // twice; the next fold retries), so it does not fail the build.
+  if (file) (void)file->restart();
   return {};
 }
 

@@ -254,7 +254,10 @@ class Store {
   /// Records one build run in one write transaction: the last-used time of
   /// every used entry (skipping those used within k_last_used_resolution)
   /// and, when given, the run record (dropping the oldest beyond
-  /// k_run_log_capacity). Writes nothing when nothing would change.
+  /// k_run_log_capacity). Writes nothing when nothing would change. When
+  /// the run record is all there is to write, the LMDB store appends it to
+  /// its pending run log instead (no transaction, no fsync; Reader::runs
+  /// shows it at once; pending_runs_internal.hpp).
   /// read_only on a read-only store; store_full as put.
   virtual Result<void> record_usage(const UsageBatch& batch) = 0;
 

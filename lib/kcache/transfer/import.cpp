@@ -1,6 +1,7 @@
 #include "kcache/transfer/transfer.hpp"
 
 #include "kcache/compile/compiler.hpp"
+#include "kcache/core/cuda.hpp"
 #include "kcache/device/device.hpp"
 #include "kcache/device/pipeline_entry.hpp"
 #include "kcache/util/ordered_parallel_map.hpp"
@@ -22,7 +23,32 @@ struct Target {
   std::string text;
 };
 
+/// A cuda bundle's target: its own record (a cubin serves every device of
+/// its arch), checked against a CUDA device when one is named.
+Result<Target> resolve_cuda_target(const Namespace& bundle_ns, const ImportTarget& t) {
+  if (t.fingerprint && *t.fingerprint != bundle_ns.fingerprint)
+    return fail(Category::fingerprint_mismatch, "bundle namespace {} does not match the target: arch: bundle {} ≠ target {}",
+                bundle_ns.name(), bundle_ns.fingerprint, util::escape_untrusted(*t.fingerprint));
+  if (!t.device) return Target{bundle_ns.record, fmt::format("its own arch {}", bundle_ns.fingerprint)};
+  std::vector<cuda_device::DeviceInfo> devices;
+  if (t.cuda_devices) {
+    devices = *t.cuda_devices;
+  } else {
+    auto found = cuda_device::survey(t.cuda_library);
+    if (!found.available())
+      return fail(Category::device_unavailable, "cannot check cuda bundle {} against this machine: {}", bundle_ns.name(),
+                  found.absent);
+    devices = std::move(found.devices);
+  }
+  auto dev = KCACHE_TRY(cuda_device::select_device(devices, *t.device));
+  KCACHE_CHECK(cuda_device::check_runs(bundle_ns.record, dev));
+  return Target{bundle_ns.record,
+                fmt::format("CUDA device {} '{}' (compute capability {}, CUDA {})", dev.ordinal, dev.name,
+                            dev.compute_capability(), cuda_device::cuda_version_text(dev.cuda_version))};
+}
+
 Result<Target> resolve_target(store::Store& store, const Namespace& bundle_ns, const ImportTarget& t) {
+  if (bundle_ns.backend == k_cuda_backend) return resolve_cuda_target(bundle_ns, t);
   if (bundle_ns.backend == "spirv") {
     if (t.device)
       return fail(Category::invalid_argument,
@@ -90,6 +116,13 @@ namespace {
 
 Result<std::vector<std::uint8_t>> check_payload(const Entry& e, const Namespace& bundle_ns,
                                                 const FingerprintRecord& target, PayloadChecked* flag) {
+  // A cubin or PTX: its bytes must be what its namespace's arch runs
+  // (core/cuda.hpp check_cuda_payload); loading it is the device's check.
+  if (bundle_ns.backend == k_cuda_backend) {
+    KCACHE_CHECK(check_cuda_payload(e.payload_kind, bundle_ns.fingerprint, e.payload)
+                     .map_error([](Error err) { return Error{Category::validation_failed, err.message}; }));
+    return std::vector<std::uint8_t>{};
+  }
   if (bundle_ns.backend == "spirv") {
     if (e.payload_kind != PayloadKind::spirv)
       return fail(Category::validation_failed, "a pipeline-cache blob in a spirv namespace");

@@ -17,6 +17,7 @@
 #include "kcache/bundle/bundle.hpp"
 #include "kcache/bundle/stream.hpp"
 #include "kcache/core/namespace.hpp"
+#include "kcache/cuda_device/cuda_device.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/util/error.hpp"
 
@@ -80,6 +81,14 @@ struct ImportTarget {
   /// vulkan only: the device (select_device_or_default; "" = default). Used
   /// for vulkan bundles when `fingerprint` is not given.
   std::optional<std::string> device;
+  /// cuda bundles with `device`: the CUDA devices to select from (a test
+  /// seam: the CLI fills it from KCACHE_TEST_CUDA_DEVICE); nullopt = ask the
+  /// driver (cuda_device::survey). The bundle must run on the selected one
+  /// (cuda_device::check_runs: arch and cuda_version), else
+  /// fingerprint_mismatch naming both.
+  std::optional<std::vector<cuda_device::DeviceInfo>> cuda_devices;
+  /// The CUDA driver library survey() loads when cuda_devices is nullopt.
+  std::string cuda_library = std::string(cuda_device::k_default_library);
 };
 
 /// How one bundle entry fares.

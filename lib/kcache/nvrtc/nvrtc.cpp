@@ -1,0 +1,222 @@
+#include "kcache/nvrtc/nvrtc.hpp"
+
+#include "kcache/core/cuda.hpp"
+
+#include <fmt/format.h>
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <mutex>
+
+namespace kcache::nvrtc {
+
+// The NVRTC C API as nvrtc.h declares it (CUDA 12 and 13 agree on these).
+extern "C" {
+using nvrtcResult = int;
+struct _nvrtcProgram;
+using nvrtcProgram = _nvrtcProgram*;
+}
+namespace {
+constexpr nvrtcResult k_success = 0;
+constexpr nvrtcResult k_invalid_option = 5;
+constexpr nvrtcResult k_compilation = 6;
+}  // namespace
+
+struct Library::Api {
+  const char* (*GetErrorString)(nvrtcResult);
+  nvrtcResult (*Version)(int*, int*);
+  nvrtcResult (*CreateProgram)(nvrtcProgram*, const char*, const char*, int, const char* const*, const char* const*);
+  nvrtcResult (*DestroyProgram)(nvrtcProgram*);
+  nvrtcResult (*CompileProgram)(nvrtcProgram, int, const char* const*);
+  nvrtcResult (*GetPTXSize)(nvrtcProgram, std::size_t*);
+  nvrtcResult (*GetPTX)(nvrtcProgram, char*);
+  nvrtcResult (*GetCUBINSize)(nvrtcProgram, std::size_t*);
+  nvrtcResult (*GetCUBIN)(nvrtcProgram, char*);
+  nvrtcResult (*GetProgramLogSize)(nvrtcProgram, std::size_t*);
+  nvrtcResult (*GetProgramLog)(nvrtcProgram, char*);
+  nvrtcResult (*AddNameExpression)(nvrtcProgram, const char*);
+  nvrtcResult (*GetLoweredName)(nvrtcProgram, const char*, const char**);
+};
+
+namespace {
+
+template <typename F>
+bool resolve(void* handle, const char* name, F& out) {
+  out = reinterpret_cast<F>(dlsym(handle, name));
+  return out != nullptr;
+}
+
+std::string dl_error() {
+  const char* e = dlerror();
+  return e ? std::string(e) : std::string("unknown error");
+}
+
+/// Destroys a program on every path out of compile().
+struct ProgramGuard {
+  const Library::Api& api;
+  nvrtcProgram program = nullptr;
+  ~ProgramGuard() {
+    if (program) api.DestroyProgram(&program);
+  }
+};
+
+}  // namespace
+
+Result<std::shared_ptr<const Library>> Library::load(const std::optional<std::string>& path) {
+  std::vector<std::string> tried;
+  void* handle = nullptr;
+  std::string from;
+  auto attempt = [&](const std::string& candidate) {
+    dlerror();
+    handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle) from = candidate;
+    else tried.push_back(fmt::format("{} ({})", candidate, dl_error()));
+    return handle != nullptr;
+  };
+  if (path) {
+    attempt(*path);
+  } else {
+    for (auto name : k_library_names)
+      if (attempt("/usr/local/cuda/lib64/" + std::string(name)) || attempt(std::string(name))) break;
+  }
+  if (!handle)
+    return fail(Category::device_unavailable,
+                "cannot load NVRTC, the CUDA runtime compiler (tried {}): install the CUDA toolkit (or Debian's "
+                "nvidia-cuda-toolkit), or pass --nvrtc PATH/TO/libnvrtc.so (or set KCACHE_NVRTC)",
+                fmt::join(tried, "; "));
+  std::shared_ptr<Library> lib(new Library());
+  lib->m_handle = handle;
+  lib->m_loaded_from = from;
+  lib->m_api = std::make_unique<Api>();
+  Api& a = *lib->m_api;
+  const char* missing = nullptr;
+  if (!resolve(handle, "nvrtcGetErrorString", a.GetErrorString)) missing = "nvrtcGetErrorString";
+  else if (!resolve(handle, "nvrtcVersion", a.Version)) missing = "nvrtcVersion";
+  else if (!resolve(handle, "nvrtcCreateProgram", a.CreateProgram)) missing = "nvrtcCreateProgram";
+  else if (!resolve(handle, "nvrtcDestroyProgram", a.DestroyProgram)) missing = "nvrtcDestroyProgram";
+  else if (!resolve(handle, "nvrtcCompileProgram", a.CompileProgram)) missing = "nvrtcCompileProgram";
+  else if (!resolve(handle, "nvrtcGetPTXSize", a.GetPTXSize)) missing = "nvrtcGetPTXSize";
+  else if (!resolve(handle, "nvrtcGetPTX", a.GetPTX)) missing = "nvrtcGetPTX";
+  else if (!resolve(handle, "nvrtcGetCUBINSize", a.GetCUBINSize)) missing = "nvrtcGetCUBINSize";
+  else if (!resolve(handle, "nvrtcGetCUBIN", a.GetCUBIN)) missing = "nvrtcGetCUBIN";
+  else if (!resolve(handle, "nvrtcGetProgramLogSize", a.GetProgramLogSize)) missing = "nvrtcGetProgramLogSize";
+  else if (!resolve(handle, "nvrtcGetProgramLog", a.GetProgramLog)) missing = "nvrtcGetProgramLog";
+  else if (!resolve(handle, "nvrtcAddNameExpression", a.AddNameExpression)) missing = "nvrtcAddNameExpression";
+  else if (!resolve(handle, "nvrtcGetLoweredName", a.GetLoweredName)) missing = "nvrtcGetLoweredName";
+  if (missing)
+    return fail(Category::device_unavailable,
+                "{} is not a usable NVRTC: it has no {} (NVRTC 11.1 or newer is needed; install the CUDA toolkit or "
+                "pass --nvrtc with another libnvrtc.so)",
+                from, missing);
+  int major = 0, minor = 0;
+  if (a.Version(&major, &minor) != k_success || major <= 0 || major > 999 || minor < 0 || minor > 999)
+    return fail(Category::device_unavailable, "{}: nvrtcVersion failed; it is not a usable NVRTC", from);
+  lib->m_version = fmt::format("{}.{}", major, minor);
+  return std::shared_ptr<const Library>(std::move(lib));
+}
+
+Library::~Library() {
+  if (m_handle) dlclose(m_handle);
+}
+
+std::vector<Field> Library::toolchain_fields() const {
+  return {{"nvrtc_version", m_version}, {"cuda_version", cuda_version()}};
+}
+
+std::string tidy_log(std::string_view log, const std::filesystem::path& root) {
+  std::string prefix = root.lexically_normal().string();
+  if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+  std::string out;
+  std::size_t pos = 0;
+  while (pos < log.size() && out.size() < k_max_log_bytes) {
+    std::size_t end = log.find('\n', pos);
+    if (end == std::string_view::npos) end = log.size();
+    std::string line(log.substr(pos, end - pos));
+    pos = end + 1;
+    for (std::size_t at; !prefix.empty() && (at = line.find(prefix)) != std::string::npos;) line.erase(at, prefix.size());
+    // "file.cu(12): error: ..." → "file.cu:12: error: ..."
+    if (auto open = line.find('('); open != std::string::npos && open > 0) {
+      auto close = line.find("): ", open);
+      if (close != std::string::npos && close > open + 1 &&
+          line.find_first_not_of("0123456789", open + 1) == close && line.find(' ') > open)
+        line = line.substr(0, open) + ":" + line.substr(open + 1, close - open - 1) + ":" + line.substr(close + 2);
+    }
+    out += line;
+    out += '\n';
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  if (out.size() > k_max_log_bytes) out.resize(k_max_log_bytes);
+  return out;
+}
+
+Result<Output> Library::compile(const Request& req) const {
+  const Api& a = *m_api;
+  auto arch = parse_cuda_arch(req.arch);
+  if (!arch) return fail(Category::invalid_argument, "'{}' is not a CUDA architecture", req.arch);
+  if (req.source.size() > definition::k_max_source_bytes)
+    return fail(Category::invalid_argument, "source is {} bytes; limit {}", req.source.size(),
+                definition::k_max_source_bytes);
+  std::vector<std::string> options;
+  options.push_back("--gpu-architecture=" + req.arch);
+  for (const auto& dir : req.include_dirs) options.push_back("-I" + dir.string());
+  for (const auto& [name, value] : req.defines) options.push_back("-D" + name + "=" + value);
+  options.insert(options.end(), req.options.begin(), req.options.end());
+  std::vector<const char*> argv;
+  for (const auto& o : options) argv.push_back(o.c_str());
+
+  ProgramGuard guard{a};
+  const std::string name = req.source_path.string();
+  if (nvrtcResult r = a.CreateProgram(&guard.program, req.source.c_str(), name.c_str(), 0, nullptr, nullptr);
+      r != k_success)
+    return fail(Category::compile_failed, "nvrtcCreateProgram: {}", a.GetErrorString(r));
+  if (nvrtcResult r = a.AddNameExpression(guard.program, req.name_expression.c_str()); r != k_success)
+    return fail(Category::compile_failed, "entry '{}': nvrtcAddNameExpression: {}", req.name_expression,
+                a.GetErrorString(r));
+  nvrtcResult compiled = a.CompileProgram(guard.program, static_cast<int>(argv.size()), argv.data());
+  std::string log;
+  if (std::size_t size = 0; a.GetProgramLogSize(guard.program, &size) == k_success && size > 1) {
+    // The log is NVRTC's own allocation size; kept whole only to tidy it.
+    std::string raw(std::min<std::size_t>(size, 16u << 20), '\0');
+    if (size <= raw.size() && a.GetProgramLog(guard.program, raw.data()) == k_success) {
+      raw.resize(std::strlen(raw.c_str()));
+      log = tidy_log(raw, req.root);
+    }
+  }
+  if (compiled == k_invalid_option)
+    return fail(Category::invalid_argument, "NVRTC refused an option: {}", log.empty() ? "(no log)" : log);
+  if (compiled != k_success)
+    return fail(Category::compile_failed, "{}", log.empty() ? std::string(a.GetErrorString(compiled)) : log);
+  (void)k_compilation;
+
+  Output out;
+  out.kind = cuda_payload_kind(*arch);
+  out.log = log;
+  std::size_t size = 0;
+  if (out.kind == PayloadKind::cubin) {
+    if (nvrtcResult r = a.GetCUBINSize(guard.program, &size); r != k_success || size == 0)
+      return fail(Category::compile_failed, "nvrtcGetCUBINSize: {}", r != k_success ? a.GetErrorString(r) : "empty");
+  } else if (nvrtcResult r = a.GetPTXSize(guard.program, &size); r != k_success || size == 0) {
+    return fail(Category::compile_failed, "nvrtcGetPTXSize: {}", r != k_success ? a.GetErrorString(r) : "empty");
+  }
+  if (size > k_max_payload_bytes)
+    return fail(Category::corruption, "NVRTC's output is {} bytes; limit {}", size, k_max_payload_bytes);
+  out.payload.resize(size);
+  nvrtcResult got = out.kind == PayloadKind::cubin ? a.GetCUBIN(guard.program, reinterpret_cast<char*>(out.payload.data()))
+                                                   : a.GetPTX(guard.program, reinterpret_cast<char*>(out.payload.data()));
+  if (got != k_success) return fail(Category::compile_failed, "reading NVRTC's output: {}", a.GetErrorString(got));
+  if (out.kind == PayloadKind::ptx)
+    while (!out.payload.empty() && out.payload.back() == 0) out.payload.pop_back();  // the C string's NUL
+  const char* lowered = nullptr;
+  if (nvrtcResult r = a.GetLoweredName(guard.program, req.name_expression.c_str(), &lowered);
+      r != k_success || !lowered)
+    return fail(Category::compile_failed, "entry '{}' names no kernel NVRTC compiled ({}): check `entry`",
+                req.name_expression, r != k_success ? a.GetErrorString(r) : "no name");
+  out.lowered_name = lowered;
+  if (out.lowered_name.size() > 4096)
+    return fail(Category::compile_failed, "entry '{}' lowers to a name of {} bytes; limit 4096", req.name_expression,
+                out.lowered_name.size());
+  return out;
+}
+
+}  // namespace kcache::nvrtc
