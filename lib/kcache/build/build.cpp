@@ -162,16 +162,6 @@ Failure make_failure(const KernelSpec& spec, const definition::HashedFields& id,
   return f;
 }
 
-/// Fills a failed receipt from a failure record that is still current.
-void report_remembered(Receipt& r, const Failure& f) {
-  r.outcome = Outcome::failed;
-  r.remembered = true;
-  r.key = f.key;
-  r.failed_phase = std::string(failure_phase_name(f.phase));
-  r.failed_at = f.created;
-  r.error = Error{f.category, f.message};
-}
-
 /// Expands and, unless the expansion proves the stored entry fresh, compiles.
 Done run_job(const Job& job, const KernelSpec& spec, definition::FileCache& files, CompileOnce& once,
              const BuildOptions& options, Receipt& r) {
@@ -212,7 +202,7 @@ Done run_job(const Job& job, const KernelSpec& spec, definition::FileCache& file
   if (job.failure && job.failure->ir_known && job.failure->key == r.key) {
     // As the hit above: the same failure; its record learns the new input
     // hashes so that the next run decides without expanding.
-    report_remembered(r, *job.failure);
+    r.report_remembered(*job.failure);
     r.kept_stale = job.stored.has_value();
     Failure refreshed = *job.failure;
     refreshed.inputs = def->inputs;
@@ -241,6 +231,15 @@ Done run_job(const Job& job, const KernelSpec& spec, definition::FileCache& file
 }
 
 }  // namespace
+
+void Receipt::report_remembered(const Failure& f) {
+  outcome = Outcome::failed;
+  remembered = true;
+  key = f.key;
+  failed_phase = std::string(failure_phase_name(f.phase));
+  failed_at = f.created;
+  error = Error{f.category, f.message};
+}
 
 std::string_view outcome_name(Outcome o) {
   switch (o) {
@@ -401,7 +400,7 @@ Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& stor
           auto a = check_direct(job.id, options.toolchain->fields(spec.optimize), recorded(**failure), files);
           watch.lap(r.times[Phase::hash]);
           if (a.state == Freshness::fresh) {
-            report_remembered(r, **failure);
+            r.report_remembered(**failure);
             r.kept_stale = job.stored.has_value();
             continue;
           }

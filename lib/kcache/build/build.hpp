@@ -18,6 +18,7 @@
 
 #include "kcache/build/secondary.hpp"
 #include "kcache/compile/compiler.hpp"
+#include "kcache/core/failure.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/core/timing.hpp"
 #include "kcache/manifest/manifest.hpp"
@@ -60,6 +61,10 @@ struct Receipt {
   std::string failed_phase;    ///< failed: "glslang", "spirv-opt", "spirv-val", "pipeline", "expand"
   std::uint64_t failed_at = 0;  ///< remembered: when the failure was recorded (unix seconds)
   bool shared_compile = false;  ///< reused another kernel's identical compile
+
+  /// Makes this a failed receipt reported from a failure record that is
+  /// still current (`remembered`; the record's key, phase, time and error).
+  void report_remembered(const Failure& f);
 };
 
 /// Which 1/N of the kernels to build: kernel K of N (1-based).

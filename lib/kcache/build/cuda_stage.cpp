@@ -43,15 +43,6 @@ std::vector<Field> recorded_toolchain(const std::vector<Field>& ir_fields) {
   return out;
 }
 
-void report_remembered(Receipt& r, const Failure& f) {
-  r.outcome = Outcome::failed;
-  r.remembered = true;
-  r.key = f.key;
-  r.failed_phase = std::string(failure_phase_name(f.phase));
-  r.failed_at = f.created;
-  r.error = Error{f.category, f.message};
-}
-
 Done run_job(const Job& job, const nvrtc::Library& lib, definition::FileCache& files, const BuildOptions& options,
              Receipt& r) {
   const KernelSpec& spec = *job.spec;
@@ -79,7 +70,7 @@ Done run_job(const Job& job, const nvrtc::Library& lib, definition::FileCache& f
     return {job.receipt, job.arch, std::move(refreshed), std::nullopt};
   }
   if (job.failure && job.failure->ir_known && job.failure->key == r.key) {
-    report_remembered(r, *job.failure);
+    r.report_remembered(*job.failure);
     r.kept_stale = job.stored.has_value();
     Failure refreshed = *job.failure;
     refreshed.inputs = inputs;
@@ -214,7 +205,7 @@ Result<void> build_cuda_stage(const manifest::Manifest& manifest, store::Store& 
         if (failure && *failure) {
           auto a = check_direct(job.id, recorded_toolchain((*failure)->ir_fields), recorded(**failure), files);
           if (a.state == Freshness::fresh) {
-            report_remembered(r, **failure);
+            r.report_remembered(**failure);
             r.kept_stale = job.stored.has_value();
             continue;
           }
