@@ -69,7 +69,12 @@ Result<std::shared_ptr<const Library>> Library::load(const std::optional<std::st
   std::string from;
   auto attempt = [&](const std::string& candidate) {
     dlerror();
-    handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    // RTLD_NODELETE: NVRTC carries its own C++ runtime, which allocates at
+    // load time (an exception pool) and registers exit handlers; unmapping
+    // it would leave those pointing into freed code and the pool leaked.
+    // It stays mapped for the process's life once loaded; dlclose only
+    // drops our reference.
+    handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (handle) from = candidate;
     else tried.push_back(fmt::format("{} ({})", candidate, dl_error()));
     return handle != nullptr;
