@@ -68,7 +68,9 @@ install(FILES "${k_doc_dir}/kcache.bash-completion" DESTINATION ${CMAKE_INSTALL_
 # Depends are computed by dpkg-shlibdeps from what the binary and library
 # really link (LMDB, zstd, libsodium, xxhash, fmt, mimalloc, SPIRV-Tools,
 # libstdc++, ...). Vulkan is dlopened, so the loader and a driver are
-# Recommends; tl-expected (header-only, used by runtime.hpp) too.
+# Recommends; tl-expected (header-only, used by runtime.hpp) too. libcurl
+# is dlopened too (remote/curl_internal.hpp) but HTTP remotes and bundle
+# URLs need it: a Depends.
 set(CPACK_PACKAGE_NAME kcache)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "prebuild GPU kernels offline and ship them")
@@ -83,6 +85,7 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libcurl4")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libvulkan1, mesa-vulkan-drivers | vulkan-icd, libexpected-dev, pkg-config")
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 # Debug info stays in the build tree (the binary is ~100 MB with it).

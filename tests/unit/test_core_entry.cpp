@@ -4,6 +4,8 @@
 #include "kcache/util/text.hpp"
 #include "test_support.hpp"
 
+#include <algorithm>
+
 using namespace kcache;
 
 namespace {
@@ -45,6 +47,43 @@ TEST_CASE("every truncation and every flipped bit is refused as corruption") {
     REQUIRE_FALSE(r);
     CHECK((r.error().category == Category::corruption || r.error().category == Category::version_mismatch));
   }
+}
+
+TEST_CASE("an entry's head is its fields up to the payload's length, without reading the payload") {
+  const Entry e = sample();
+  auto bytes = encode_entry(e);
+  auto head = decode_entry_head(bytes);
+  REQUIRE(head);
+  CHECK(head->kernel == e.kernel);
+  CHECK(head->key == e.key);
+  CHECK(head->id_fields == e.id_fields);
+  CHECK(head->ir_fields == e.ir_fields);
+  CHECK(head->inputs == e.inputs);
+  CHECK(head->payload_kind == e.payload_kind);
+  CHECK(head->payload_bytes == e.payload.size());
+
+  // The contract: no digest is checked, so a damaged payload passes the
+  // head and only the full decode refuses it.
+  auto damaged = bytes;
+  auto at = std::search(damaged.begin(), damaged.end(), e.payload.begin(), e.payload.end());
+  REQUIRE(at != damaged.end());
+  const auto payload_at = static_cast<std::size_t>(at - damaged.begin());
+  damaged[payload_at] ^= 0xff;
+  CHECK(decode_entry_head(damaged));
+  CHECK_FALSE(decode_entry(damaged));
+
+  // What the head reads is still bounded and checked: every truncation
+  // that cuts into it, a bad magic and an unknown version are refused.
+  for (std::size_t n = 0; n < payload_at + e.payload.size(); ++n) {
+    CAPTURE(n);
+    CHECK_FALSE(decode_entry_head(std::span(bytes).first(n)));
+  }
+  auto bad_magic = bytes;
+  bad_magic[0] ^= 1;
+  CHECK(decode_entry_head(bad_magic).error().category == Category::corruption);
+  auto future = bytes;
+  future[4] = 0x7f;
+  CHECK(decode_entry_head(future).error().category == Category::version_mismatch);
 }
 
 TEST_CASE("fingerprint diffs name each field") {

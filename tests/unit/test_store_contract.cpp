@@ -132,6 +132,27 @@ TEST_CASE_TEMPLATE("store: put then get returns the same entry", F, MemoryFactor
   CHECK_FALSE(get(*store, "spirv/vulkan1.3", "reduce").has_value());
 }
 
+TEST_CASE_TEMPLATE("store: get_head returns the stored entry's head", F, MemoryFactory, LmdbFactory) {
+  test::TempDir dir;
+  auto store = F::make(dir);
+  std::vector<Entry> entries = {make_entry("matmul_f16", "spirv bytes 1")};
+  put_ok(*store, k_ns, entries);
+  REQUIRE(store->read([&](Reader& reader) -> Result<void> {
+    auto head = reader.get_head(k_ns.name(), "matmul_f16");
+    REQUIRE(head);
+    REQUIRE(head->has_value());
+    CHECK((*head)->kernel == "matmul_f16");
+    CHECK((*head)->key == entries[0].key);
+    CHECK((*head)->inputs == entries[0].inputs);
+    CHECK((*head)->id_fields == entries[0].id_fields);
+    CHECK((*head)->payload_bytes == entries[0].payload.size());
+    auto none = reader.get_head(k_ns.name(), "missing");
+    REQUIRE(none);
+    CHECK_FALSE(none->has_value());
+    return {};
+  }));
+}
+
 TEST_CASE_TEMPLATE("store: identical re-puts are already_present, changes are replaced", F, MemoryFactory,
                    LmdbFactory) {
   test::TempDir dir;

@@ -369,7 +369,8 @@ Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& stor
       WallLaps watch;
       auto id = definition::compute_id(spec);
       watch.lap(r.times[Phase::hash]);
-      auto stored = reader.get(r.ns, spec.name);
+      // The head only: a fresh entry needs nothing more, and most are.
+      auto stored = reader.get_head(r.ns, spec.name);
       watch.lap(r.times[Phase::lookup]);
       Job job{i, std::move(id), std::nullopt, "not in " + r.ns};
       if (stored && !*stored && options.explain) {
@@ -380,16 +381,19 @@ Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& stor
         // A corrupt record is rebuilt over; verify reports it separately.
         job.reason = "stored entry unreadable: " + stored.error().message;
       } else if (*stored) {
-        auto a = check_direct(job.id, options.toolchain->fields(spec.optimize), **stored, files);
+        auto a = check_direct(job.id, options.toolchain->fields(spec.optimize), recorded(**stored), files);
         watch.lap(r.times[Phase::hash]);
         if (a.state == Freshness::fresh) {
           r.outcome = Outcome::hit;
           r.key = (*stored)->key;
-          r.bytes = (*stored)->payload.size();
+          r.bytes = (*stored)->payload_bytes;
           continue;
         }
         job.reason = "stale: " + describe_changes(essential_changes(std::move(a.changes)), 4);
-        job.stored = std::move(**stored);
+        // The job needs the whole entry (its expansion may prove it fresh,
+        // and then it is written back with new input hashes).
+        if (auto full = reader.get(r.ns, spec.name); !full) job.reason = "stored entry unreadable: " + full.error().message;
+        else job.stored = std::move(*full);
       }
       // No fresh entry: a failure record that is still current is reported
       // as it is; one whose inputs changed goes with the job.

@@ -181,23 +181,24 @@ Result<void> build_cuda_stage(const manifest::Manifest& manifest, store::Store& 
       Job job{base + i, &spec, units[i].arch, definition::compute_cuda_id(spec, units[i].arch), std::nullopt,
               std::nullopt};
       watch.lap(r.times[Phase::hash]);
-      auto stored = reader.get(r.ns, spec.name);
+      auto stored = reader.get_head(r.ns, spec.name);  // a fresh entry needs no more
       watch.lap(r.times[Phase::lookup]);
       r.reason = "not in " + r.ns;
       if (!stored) {
         r.reason = "stored entry unreadable: " + stored.error().message;
       } else if (*stored) {
-        auto a = check_direct(job.id, recorded_toolchain((*stored)->ir_fields), **stored, files);
+        auto a = check_direct(job.id, recorded_toolchain((*stored)->ir_fields), recorded(**stored), files);
         watch.lap(r.times[Phase::hash]);
         if (a.state == Freshness::fresh) {
           r.outcome = Outcome::hit;
           r.key = (*stored)->key;
-          r.bytes = (*stored)->payload.size();
+          r.bytes = (*stored)->payload_bytes;
           r.reason.clear();
           continue;
         }
         r.reason = "stale: " + describe_changes(a.changes, 4);
-        job.stored = std::move(**stored);
+        if (auto full = reader.get(r.ns, spec.name); !full) r.reason = "stored entry unreadable: " + full.error().message;
+        else job.stored = std::move(*full);
       }
       if (!options.retry_failed) {
         auto failure = reader.failure(r.ns, spec.name);

@@ -25,6 +25,7 @@ std::vector<Field> toolchain_part(const std::vector<Field>& ir_fields) {
 }
 
 Recorded recorded(const Entry& e) { return {e.key, true, e.id_fields, e.ir_fields, e.inputs}; }
+Recorded recorded(const EntryHead& h) { return {h.key, true, h.id_fields, h.ir_fields, h.inputs}; }
 Recorded recorded(const Failure& f) { return {f.key, f.ir_known, f.id_fields, f.ir_fields, f.inputs}; }
 
 Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain,

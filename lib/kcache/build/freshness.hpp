@@ -43,6 +43,7 @@ struct Recorded {
   const std::vector<InputFile>& inputs;
 };
 Recorded recorded(const Entry& entry);
+Recorded recorded(const EntryHead& head);
 Recorded recorded(const Failure& failure);
 
 /// Compares what `stored` recorded with the current kernel without

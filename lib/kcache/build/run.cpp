@@ -19,7 +19,7 @@ Result<std::vector<std::string>> dependencies(const manifest::Manifest& manifest
   for (const auto& spec : manifest.kernels) deps.insert((root / spec.source).lexically_normal().string());
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
     for (const auto& r : result.receipts) {
-      auto entry = reader.get(r.ns, r.kernel);
+      auto entry = reader.get_head(r.ns, r.kernel);  // its inputs: no payload needed
       if (!entry || !*entry) {
         // A failed kernel: its source is listed above, and a remembered
         // failure's includes too, so that editing one reruns the build.

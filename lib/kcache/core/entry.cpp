@@ -191,49 +191,85 @@ std::vector<std::uint8_t> encode_entry(const Entry& entry) {
   return w.take();
 }
 
-Result<Entry> decode_entry(std::span<const std::uint8_t> bytes) {
+namespace {
+
+/// Checks a record's size, magic and version; returns the version.
+Result<std::uint16_t> record_version(std::span<const std::uint8_t> bytes) {
   if (bytes.size() < 4 + 2 + 16) return corrupt("shorter than its fixed fields");
   if (std::memcmp(bytes.data(), k_magic, 4) != 0) return corrupt("bad magic");
-  util::ByteReader r(bytes.first(bytes.size() - 16));
-  r.raw(4);
-  auto version = r.u16();
-  if (*version < k_entry_min_version || *version > k_entry_max_version)
-    return fail(Category::version_mismatch, "entry record version {} is outside the supported range {}..{}", *version,
+  std::uint16_t version = static_cast<std::uint16_t>(bytes[4] | bytes[5] << 8);
+  if (version < k_entry_min_version || version > k_entry_max_version)
+    return fail(Category::version_mismatch, "entry record version {} is outside the supported range {}..{}", version,
                 k_entry_min_version, k_entry_max_version);
-  Hash128 stored;
-  std::memcpy(stored.bytes.data(), bytes.data() + bytes.size() - 16, 16);
-  if (util::hash_bytes(bytes.first(bytes.size() - 16)) != stored) return corrupt("record digest mismatch");
+  return version;
+}
 
-  Entry e;
+/// Reads the head's fields from just after the version up to the payload's
+/// length; leaves `r` after the payload, whose bytes it returns (a view).
+Result<std::span<const std::uint8_t>> read_head(util::ByteReader& r, EntryHead& h) {
   auto kernel = r.str(k_max_string);
   auto id = get_hash(r);
   auto ir = get_hash(r);
   if (!kernel || !id || !ir) return corrupt("truncated key");
-  e.kernel = std::move(*kernel);
-  e.key = {*id, *ir};
-  if (!get_fields(r, e.id_fields, k_max_fields, k_max_string) ||
-      !get_fields(r, e.ir_fields, k_max_fields, k_max_string))
+  h.kernel = std::move(*kernel);
+  h.key = {*id, *ir};
+  if (!get_fields(r, h.id_fields, k_max_fields, k_max_string) ||
+      !get_fields(r, h.ir_fields, k_max_fields, k_max_string))
     return corrupt("bad field list");
   auto n_inputs = r.u32();
   if (!n_inputs) return corrupt("truncated before the input list");
   if (*n_inputs > k_max_fields) return corrupt(fmt::format("{} inputs; limit {}", *n_inputs, k_max_fields));
+  h.inputs.reserve(*n_inputs);
   for (std::uint32_t i = 0; i < *n_inputs; ++i) {
     auto path = r.str(k_max_string);
     auto hash = get_hash(r);
     if (!path || !hash) return corrupt("truncated input list");
-    e.inputs.push_back({std::move(*path), *hash});
+    h.inputs.push_back({std::move(*path), *hash});
   }
   auto kind = r.u8();
   if (!kind || !is_known_payload_kind(*kind)) return corrupt("unknown payload kind");
-  e.payload_kind = static_cast<PayloadKind>(*kind);
+  h.payload_kind = static_cast<PayloadKind>(*kind);
   auto payload = r.blob(k_max_payload_bytes);
+  if (!payload) return corrupt("truncated");
+  h.payload_bytes = payload->size();
+  return *payload;
+}
+
+}  // namespace
+
+Result<EntryHead> decode_entry_head(std::span<const std::uint8_t> bytes) {
+  KCACHE_CHECK(record_version(bytes));
+  util::ByteReader r(bytes.first(bytes.size() - 16));
+  r.raw(4 + 2);
+  EntryHead h;
+  KCACHE_CHECK(read_head(r, h));
+  return h;
+}
+
+Result<Entry> decode_entry(std::span<const std::uint8_t> bytes) {
+  const std::uint16_t version = KCACHE_TRY(record_version(bytes));
+  Hash128 stored;
+  std::memcpy(stored.bytes.data(), bytes.data() + bytes.size() - 16, 16);
+  if (util::hash_bytes(bytes.first(bytes.size() - 16)) != stored) return corrupt("record digest mismatch");
+  util::ByteReader r(bytes.first(bytes.size() - 16));
+  r.raw(4 + 2);
+
+  EntryHead h;
+  auto payload = KCACHE_TRY(read_head(r, h));
+  Entry e;
+  e.kernel = std::move(h.kernel);
+  e.key = h.key;
+  e.id_fields = std::move(h.id_fields);
+  e.ir_fields = std::move(h.ir_fields);
+  e.inputs = std::move(h.inputs);
+  e.payload_kind = h.payload_kind;
   auto digest = get_hash(r);
   auto created = r.u64();
   auto origin = r.u8();
   auto detail = r.str(k_max_string);
-  if (!payload || !digest || !created || !origin || !detail) return corrupt("truncated");
+  if (!digest || !created || !origin || !detail) return corrupt("truncated");
   if (*origin != 1 && *origin != 2) return corrupt("unknown origin kind");
-  if (*version >= 2) {
+  if (version >= 2) {
     auto validation = r.u8();
     auto note = r.str(k_max_string);
     if (!validation || !note) return corrupt("truncated validation fields");
@@ -242,7 +278,7 @@ Result<Entry> decode_entry(std::span<const std::uint8_t> bytes) {
     e.validation_note = std::move(*note);
   }
   if (r.remaining() != 0) return corrupt("trailing bytes");
-  e.payload.assign(payload->begin(), payload->end());
+  e.payload.assign(payload.begin(), payload.end());
   e.payload_digest = *digest;
   if (util::hash_bytes(e.payload) != e.payload_digest) return corrupt("payload digest mismatch");
   e.created = *created;

@@ -123,6 +123,19 @@ struct Entry {
   bool operator==(const Entry&) const = default;
 };
 
+/// The part of an entry that says what it is and what it was made of, up to
+/// its payload's length: all a freshness check reads (decode_entry_head).
+struct EntryHead {
+  std::string kernel;
+  Key key;
+  std::vector<Field> id_fields;
+  std::vector<Field> ir_fields;
+  std::vector<InputFile> inputs;
+  PayloadKind payload_kind = PayloadKind::spirv;
+  std::size_t payload_bytes = 0;
+  bool operator==(const EntryHead&) const = default;
+};
+
 inline constexpr std::uint16_t k_entry_min_version = 1;
 inline constexpr std::uint16_t k_entry_max_version = 2;
 /// Upper bound on a decoded payload (a single module or blob), as a defence
@@ -136,6 +149,16 @@ std::vector<std::uint8_t> encode_entry(const Entry& entry);
 /// magic, truncation, trailing bytes, oversized fields or a digest mismatch;
 /// version_mismatch for a version outside the supported range.
 Result<Entry> decode_entry(std::span<const std::uint8_t> bytes);
+
+/// Decodes a record's head without reading its payload or anything after
+/// it: the same checks as decode_entry up to the payload's length (magic,
+/// version, bounds, known payload kind), but neither digest, so a damaged
+/// record can pass. For deciding freshness fast (a warm build of 1,500
+/// kernels would otherwise copy and hash every module): a head only ever
+/// leads to "fresh, nothing to do" or to a full decode_entry, and whatever
+/// reads the payload (get, export, verify, the runtime) decodes it with
+/// both digests checked. corruption / version_mismatch as decode_entry.
+Result<EntryHead> decode_entry_head(std::span<const std::uint8_t> bytes);
 
 /// Sets `payload_digest` from `payload`.
 void seal_payload(Entry& entry);

@@ -5,9 +5,9 @@
 // #defines one: cuDeviceTotalMem_v2, cuDevicePrimaryCtxRelease_v2).
 #include "kcache/cuda_device/cuda_device.hpp"
 
+#include "kcache/util/shared_library.hpp"
 #include "kcache/util/text.hpp"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <chrono>
@@ -38,7 +38,7 @@ constexpr std::string_view k_install_hint =
 }  // namespace
 
 struct Driver::Api {
-  void* handle = nullptr;
+  util::SharedLibrary library;  ///< libcuda, mapped for the process (never unloaded)
   CUresult (*cuInit)(unsigned) = nullptr;
   CUresult (*cuDriverGetVersion)(int*) = nullptr;
   CUresult (*cuDeviceGetCount)(int*) = nullptr;
@@ -57,13 +57,6 @@ struct Driver::Api {
 };
 
 namespace {
-
-template <typename F>
-bool resolve(void* handle, F& out, const char* name, std::string& missing) {
-  out = reinterpret_cast<F>(dlsym(handle, name));
-  if (!out) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", name);
-  return out != nullptr;
-}
 
 std::string error_text(const Driver::Api* api, CUresult r) {
   const char* name = nullptr;
@@ -106,29 +99,28 @@ std::string Driver::describe(std::string_view call, int cu_result) const {
 Result<std::shared_ptr<const Driver>> Driver::load(std::string_view library) {
   std::lock_guard lock(g_mutex);
   const std::string path(library);
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = dlerror();
-    return fail(Category::device_unavailable, "no CUDA driver: {}; {}", why ? why : path, k_install_hint);
-  }
+  // Lifetime::process: libcuda must not be unloaded while a context may live.
+  auto loaded = util::SharedLibrary::open(path, util::SharedLibrary::Lifetime::process);
+  if (!loaded)
+    return fail(Category::device_unavailable, "no CUDA driver: {}; {}", loaded.error().message, k_install_hint);
   auto api = std::make_shared<Api>();
-  api->handle = handle;
+  api->library = std::move(*loaded);
   std::string missing;
-  resolve(handle, api->cuInit, "cuInit", missing);
-  resolve(handle, api->cuDriverGetVersion, "cuDriverGetVersion", missing);
-  resolve(handle, api->cuDeviceGetCount, "cuDeviceGetCount", missing);
-  resolve(handle, api->cuDeviceGet, "cuDeviceGet", missing);
-  resolve(handle, api->cuDeviceGetName, "cuDeviceGetName", missing);
-  resolve(handle, api->cuDeviceGetAttribute, "cuDeviceGetAttribute", missing);
-  resolve(handle, api->cuDeviceTotalMem, "cuDeviceTotalMem_v2", missing);
-  resolve(handle, api->cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", missing);
-  resolve(handle, api->cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", missing);
-  resolve(handle, api->cuCtxSetCurrent, "cuCtxSetCurrent", missing);
-  resolve(handle, api->cuModuleLoadDataEx, "cuModuleLoadDataEx", missing);
-  resolve(handle, api->cuModuleGetFunction, "cuModuleGetFunction", missing);
-  resolve(handle, api->cuModuleUnload, "cuModuleUnload", missing);
-  resolve(handle, api->cuGetErrorName, "cuGetErrorName", missing);
-  resolve(handle, api->cuGetErrorString, "cuGetErrorString", missing);
+  api->library.resolve("cuInit", api->cuInit, missing);
+  api->library.resolve("cuDriverGetVersion", api->cuDriverGetVersion, missing);
+  api->library.resolve("cuDeviceGetCount", api->cuDeviceGetCount, missing);
+  api->library.resolve("cuDeviceGet", api->cuDeviceGet, missing);
+  api->library.resolve("cuDeviceGetName", api->cuDeviceGetName, missing);
+  api->library.resolve("cuDeviceGetAttribute", api->cuDeviceGetAttribute, missing);
+  api->library.resolve("cuDeviceTotalMem_v2", api->cuDeviceTotalMem, missing);
+  api->library.resolve("cuDevicePrimaryCtxRetain", api->cuDevicePrimaryCtxRetain, missing);
+  api->library.resolve("cuDevicePrimaryCtxRelease_v2", api->cuDevicePrimaryCtxRelease, missing);
+  api->library.resolve("cuCtxSetCurrent", api->cuCtxSetCurrent, missing);
+  api->library.resolve("cuModuleLoadDataEx", api->cuModuleLoadDataEx, missing);
+  api->library.resolve("cuModuleGetFunction", api->cuModuleGetFunction, missing);
+  api->library.resolve("cuModuleUnload", api->cuModuleUnload, missing);
+  api->library.resolve("cuGetErrorName", api->cuGetErrorName, missing);
+  api->library.resolve("cuGetErrorString", api->cuGetErrorString, missing);
   if (!missing.empty())
     return fail(Category::device_unavailable, "'{}' is not a usable CUDA driver: it lacks {}; {}", path, missing,
                 k_install_hint);

@@ -4,10 +4,9 @@
 
 #include <fmt/format.h>
 
-#include <dlfcn.h>
-
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 namespace kcache::nvrtc {
 
@@ -41,17 +40,6 @@ struct Library::Api {
 
 namespace {
 
-template <typename F>
-bool resolve(void* handle, const char* name, F& out) {
-  out = reinterpret_cast<F>(dlsym(handle, name));
-  return out != nullptr;
-}
-
-std::string dl_error() {
-  const char* e = dlerror();
-  return e ? std::string(e) : std::string("unknown error");
-}
-
 /// Destroys a program on every path out of compile().
 struct ProgramGuard {
   const Library::Api& api;
@@ -65,19 +53,16 @@ struct ProgramGuard {
 
 Result<std::shared_ptr<const Library>> Library::load(const std::optional<std::string>& path) {
   std::vector<std::string> tried;
-  void* handle = nullptr;
-  std::string from;
+  std::optional<util::SharedLibrary> loaded;
   auto attempt = [&](const std::string& candidate) {
-    dlerror();
-    // RTLD_NODELETE: NVRTC carries its own C++ runtime, which allocates at
-    // load time (an exception pool) and registers exit handlers; unmapping
-    // it would leave those pointing into freed code and the pool leaked.
-    // It stays mapped for the process's life once loaded; dlclose only
-    // drops our reference.
-    handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    if (handle) from = candidate;
-    else tried.push_back(fmt::format("{} ({})", candidate, dl_error()));
-    return handle != nullptr;
+    // Lifetime::process: NVRTC carries its own C++ runtime, which allocates
+    // at load time (an exception pool) and registers exit handlers;
+    // unmapping it would leave those pointing into freed code and the pool
+    // leaked. It stays mapped for the process's life once loaded.
+    auto lib = util::SharedLibrary::open(candidate, util::SharedLibrary::Lifetime::process);
+    if (lib) loaded = std::move(*lib);
+    else tried.push_back(fmt::format("{} ({})", candidate, lib.error().message));
+    return loaded.has_value();
   };
   if (path) {
     attempt(*path);
@@ -85,44 +70,42 @@ Result<std::shared_ptr<const Library>> Library::load(const std::optional<std::st
     for (auto name : k_library_names)
       if (attempt("/usr/local/cuda/lib64/" + std::string(name)) || attempt(std::string(name))) break;
   }
-  if (!handle)
+  if (!loaded)
     return fail(Category::device_unavailable,
                 "cannot load NVRTC, the CUDA runtime compiler (tried {}): install the CUDA toolkit (or Debian's "
                 "nvidia-cuda-toolkit), or pass --nvrtc PATH/TO/libnvrtc.so (or set KCACHE_NVRTC)",
                 fmt::join(tried, "; "));
   std::shared_ptr<Library> lib(new Library());
-  lib->m_handle = handle;
-  lib->m_loaded_from = from;
   lib->m_api = std::make_unique<Api>();
   Api& a = *lib->m_api;
-  const char* missing = nullptr;
-  if (!resolve(handle, "nvrtcGetErrorString", a.GetErrorString)) missing = "nvrtcGetErrorString";
-  else if (!resolve(handle, "nvrtcVersion", a.Version)) missing = "nvrtcVersion";
-  else if (!resolve(handle, "nvrtcCreateProgram", a.CreateProgram)) missing = "nvrtcCreateProgram";
-  else if (!resolve(handle, "nvrtcDestroyProgram", a.DestroyProgram)) missing = "nvrtcDestroyProgram";
-  else if (!resolve(handle, "nvrtcCompileProgram", a.CompileProgram)) missing = "nvrtcCompileProgram";
-  else if (!resolve(handle, "nvrtcGetPTXSize", a.GetPTXSize)) missing = "nvrtcGetPTXSize";
-  else if (!resolve(handle, "nvrtcGetPTX", a.GetPTX)) missing = "nvrtcGetPTX";
-  else if (!resolve(handle, "nvrtcGetCUBINSize", a.GetCUBINSize)) missing = "nvrtcGetCUBINSize";
-  else if (!resolve(handle, "nvrtcGetCUBIN", a.GetCUBIN)) missing = "nvrtcGetCUBIN";
-  else if (!resolve(handle, "nvrtcGetProgramLogSize", a.GetProgramLogSize)) missing = "nvrtcGetProgramLogSize";
-  else if (!resolve(handle, "nvrtcGetProgramLog", a.GetProgramLog)) missing = "nvrtcGetProgramLog";
-  else if (!resolve(handle, "nvrtcAddNameExpression", a.AddNameExpression)) missing = "nvrtcAddNameExpression";
-  else if (!resolve(handle, "nvrtcGetLoweredName", a.GetLoweredName)) missing = "nvrtcGetLoweredName";
-  if (missing)
+  std::string missing;
+  const util::SharedLibrary& so = *loaded;
+  so.resolve("nvrtcGetErrorString", a.GetErrorString, missing);
+  so.resolve("nvrtcVersion", a.Version, missing);
+  so.resolve("nvrtcCreateProgram", a.CreateProgram, missing);
+  so.resolve("nvrtcDestroyProgram", a.DestroyProgram, missing);
+  so.resolve("nvrtcCompileProgram", a.CompileProgram, missing);
+  so.resolve("nvrtcGetPTXSize", a.GetPTXSize, missing);
+  so.resolve("nvrtcGetPTX", a.GetPTX, missing);
+  so.resolve("nvrtcGetCUBINSize", a.GetCUBINSize, missing);
+  so.resolve("nvrtcGetCUBIN", a.GetCUBIN, missing);
+  so.resolve("nvrtcGetProgramLogSize", a.GetProgramLogSize, missing);
+  so.resolve("nvrtcGetProgramLog", a.GetProgramLog, missing);
+  so.resolve("nvrtcAddNameExpression", a.AddNameExpression, missing);
+  so.resolve("nvrtcGetLoweredName", a.GetLoweredName, missing);
+  const std::string from = so.name();
+  if (!missing.empty())
     return fail(Category::device_unavailable,
                 "{} is not a usable NVRTC: it has no {} (NVRTC 11.1 or newer is needed; install the CUDA toolkit or "
                 "pass --nvrtc with another libnvrtc.so)",
                 from, missing);
+  lib->m_loaded_from = from;
+  lib->m_library = std::move(*loaded);
   int major = 0, minor = 0;
   if (a.Version(&major, &minor) != k_success || major <= 0 || major > 999 || minor < 0 || minor > 999)
     return fail(Category::device_unavailable, "{}: nvrtcVersion failed; it is not a usable NVRTC", from);
   lib->m_version = fmt::format("{}.{}", major, minor);
   return std::shared_ptr<const Library>(std::move(lib));
-}
-
-Library::~Library() {
-  if (m_handle) dlclose(m_handle);
 }
 
 std::vector<Field> Library::toolchain_fields() const {

@@ -15,6 +15,7 @@
 #include "kcache/core/entry.hpp"
 #include "kcache/definition/definition.hpp"
 #include "kcache/util/error.hpp"
+#include "kcache/util/shared_library.hpp"
 
 #include <array>
 #include <cstdint>
@@ -64,7 +65,6 @@ class Library {
   /// one lacks a function kcache needs; the message names what was tried and
   /// says to install the CUDA toolkit or pass --nvrtc PATH.
   static Result<std::shared_ptr<const Library>> load(const std::optional<std::string>& path);
-  ~Library();
   Library(const Library&) = delete;
   Library& operator=(const Library&) = delete;
 
@@ -89,7 +89,7 @@ class Library {
 
  private:
   Library() = default;
-  void* m_handle = nullptr;
+  util::SharedLibrary m_library;  ///< keeps NVRTC mapped while m_api is used
   std::unique_ptr<Api> m_api;
   std::string m_version;
   std::string m_loaded_from;

@@ -2,7 +2,8 @@
 
 #include "kcache/util/text.hpp"
 
-#include <curl/curl.h>
+#include "kcache/remote/curl_internal.hpp"
+
 #include <hiredis/hiredis.h>
 
 #include <fmt/format.h>
@@ -10,8 +11,11 @@
 namespace kcache::remote {
 
 std::string library_versions() {
+  // libcurl is loaded for this (kcache --version) as for an HTTP request.
+  auto curl = internal::load_curl();
   return fmt::format("hiredis {}.{}.{}\nlibcurl {}", HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
-                     curl_version_info(CURLVERSION_NOW)->version);
+                     curl ? std::string((*curl)->version_info(CURLVERSION_NOW)->version)
+                          : "not loaded: " + curl.error().message);
 }
 
 std::unique_ptr<Backend> make_backend(const RemoteUrl& url) {

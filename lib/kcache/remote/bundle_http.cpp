@@ -3,7 +3,7 @@
 #include "kcache/remote/url.hpp"
 #include "kcache/util/file.hpp"
 
-#include <curl/curl.h>
+#include "kcache/remote/curl_internal.hpp"
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -38,18 +38,16 @@ Result<BundleUrl> bundle_url(std::string_view text) {
   return BundleUrl{base, shown, u.timeout_ms};
 }
 
-void common_options(CURL* c, const BundleUrl& u, curl_slist* headers) {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  curl_easy_setopt(c, CURLOPT_URL, u.url.c_str());
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(u.timeout_ms));
+void common_options(const internal::Curl& curl, CURL* c, const BundleUrl& u, curl_slist* headers) {
+  curl.easy_setopt(c, CURLOPT_URL, u.url.c_str());
+  curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+  curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(u.timeout_ms));
   // A bundle may be large: no total limit, but a stall is bounded.
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, static_cast<long>(std::max(1u, u.timeout_ms / 1000)));
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  curl.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, static_cast<long>(std::max(1u, u.timeout_ms / 1000)));
+  curl.easy_setopt(c, CURLOPT_HTTPHEADER, headers);
 }
 
 std::size_t pipe_write(char* data, std::size_t size, std::size_t n, void* user) {
@@ -75,6 +73,7 @@ bool is_http_url(std::string_view text) { return text.starts_with("http://") || 
 
 Result<std::unique_ptr<HttpDownload>> HttpDownload::start(std::string_view url) {
   auto u = KCACHE_TRY(bundle_url(url));
+  const internal::Curl* curl = KCACHE_TRY(internal::load_curl());
   std::unique_ptr<HttpDownload> d(new HttpDownload());
   d->m_url = u.url;
   d->m_shown = u.shown;
@@ -86,23 +85,23 @@ Result<std::unique_ptr<HttpDownload>> HttpDownload::start(std::string_view url) 
   d->m_write_fd = fds[1];
   HttpDownload* self = d.get();
   try {
-    d->m_thread = std::thread([self, u] {
-      CURL* c = curl_easy_init();
+    d->m_thread = std::thread([self, u, curl] {
+      CURL* c = curl->easy_init();
       if (!c) {
         self->m_error = Error{Category::io_error, fmt::format("{}: libcurl cannot make a handle", self->m_shown)};
         ::close(self->m_write_fd);
         return;
       }
-      curl_slist* headers = curl_slist_append(nullptr, "Expect:");
+      curl_slist* headers = curl->slist_append(nullptr, "Expect:");
       std::pair<int, std::atomic<std::uint64_t>*> sink{self->m_write_fd, &self->m_bytes};
-      common_options(c, u, headers);
-      curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-      curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);  // no error page reaches the importer
-      curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, pipe_write);
-      curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
-      CURLcode rc = curl_easy_perform(c);
+      common_options(*curl, c, u, headers);
+      curl->easy_setopt(c, CURLOPT_HTTPGET, 1L);
+      curl->easy_setopt(c, CURLOPT_FAILONERROR, 1L);  // no error page reaches the importer
+      curl->easy_setopt(c, CURLOPT_WRITEFUNCTION, pipe_write);
+      curl->easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+      CURLcode rc = curl->easy_perform(c);
       long status = 0;
-      curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+      curl->easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
       if (rc == CURLE_HTTP_RETURNED_ERROR)
         self->m_error = Error{status == 404 ? Category::not_found : Category::io_error,
                               fmt::format("{}: the server answered HTTP {}", self->m_shown, status)};
@@ -110,9 +109,9 @@ Result<std::unique_ptr<HttpDownload>> HttpDownload::start(std::string_view url) 
         self->m_error = Error{Category::io_error, fmt::format("{}: {}", self->m_shown,
                                                               rc == CURLE_OPERATION_TIMEDOUT
                                                                   ? fmt::format("stalled for {} ms", u.timeout_ms)
-                                                                  : std::string(curl_easy_strerror(rc)))};
-      curl_slist_free_all(headers);
-      curl_easy_cleanup(c);
+                                                                  : std::string(curl->easy_strerror(rc)))};
+      curl->slist_free_all(headers);
+      curl->easy_cleanup(c);
       ::close(self->m_write_fd);
     });
   } catch (const std::system_error& e) {
@@ -136,32 +135,33 @@ Result<void> HttpDownload::finish() {
 
 Result<std::uint64_t> http_upload_file(std::string_view url, const std::filesystem::path& path) {
   auto u = KCACHE_TRY(bundle_url(url));
+  const internal::Curl* curl = KCACHE_TRY(internal::load_curl());
   std::FILE* f = std::fopen(path.c_str(), "rbe");
   if (!f) return util::os_error(path, "open", errno);
   std::error_code ec;
   auto size = std::filesystem::file_size(path, ec);
-  CURL* c = curl_easy_init();
+  CURL* c = curl->easy_init();
   if (!c) {
     std::fclose(f);
     return fail(Category::io_error, "{}: libcurl cannot make a handle", u.shown);
   }
-  curl_slist* headers = curl_slist_append(nullptr, "Expect:");
-  common_options(c, u, headers);
-  curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-  curl_easy_setopt(c, CURLOPT_READFUNCTION, file_read);
-  curl_easy_setopt(c, CURLOPT_READDATA, f);
-  curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(size));
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-  CURLcode rc = curl_easy_perform(c);
+  curl_slist* headers = curl->slist_append(nullptr, "Expect:");
+  common_options(*curl, c, u, headers);
+  curl->easy_setopt(c, CURLOPT_UPLOAD, 1L);
+  curl->easy_setopt(c, CURLOPT_READFUNCTION, file_read);
+  curl->easy_setopt(c, CURLOPT_READDATA, f);
+  curl->easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(size));
+  curl->easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+  CURLcode rc = curl->easy_perform(c);
   long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(c);
+  curl->easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl->slist_free_all(headers);
+  curl->easy_cleanup(c);
   std::fclose(f);
   if (rc != CURLE_OK)
     return fail(Category::io_error, "{}: {}", u.shown,
                 rc == CURLE_OPERATION_TIMEDOUT ? fmt::format("stalled for {} ms", u.timeout_ms)
-                                               : std::string(curl_easy_strerror(rc)));
+                                               : std::string(curl->easy_strerror(rc)));
   if (status != 200 && status != 201 && status != 204)
     return fail(status == 507 || status == 413   ? Category::store_full
                 : status == 403 || status == 405 ? Category::read_only

@@ -3,8 +3,7 @@
 // object store's HTTP endpoint, a CDN origin). Easy handles are pooled so
 // that connections are kept alive between requests.
 #include "kcache/remote/backend_internal.hpp"
-
-#include <curl/curl.h>
+#include "kcache/remote/curl_internal.hpp"
 
 #include <fmt/format.h>
 
@@ -15,12 +14,14 @@ namespace kcache::remote::internal {
 namespace {
 
 struct EasyFree {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+  const Curl* curl = nullptr;
+  void operator()(CURL* c) const { curl->easy_cleanup(c); }
 };
 using Easy = std::unique_ptr<CURL, EasyFree>;
 
 struct SlistFree {
-  void operator()(curl_slist* s) const { curl_slist_free_all(s); }
+  const Curl* curl = nullptr;
+  void operator()(curl_slist* s) const { curl->slist_free_all(s); }
 };
 
 /// A GET's body, bounded: over `max` the transfer is aborted.
@@ -58,19 +59,21 @@ std::size_t discard_cb(char*, std::size_t size, std::size_t n, void*) { return s
 
 class HttpBackend final : public Backend {
  public:
+  /// libcurl is loaded here, on the first HTTP remote of the process; when
+  /// it cannot be, every request fails with that error.
   explicit HttpBackend(RemoteUrl url) : m_url(std::move(url)), m_base(m_url.http_base()) {
-    static std::once_flag once;
-    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+    if (auto curl = load_curl()) m_curl = *curl;
+    else m_curl_error = std::move(curl).error();
   }
 
   Result<std::optional<std::vector<std::uint8_t>>> get(const std::string& key, std::size_t max_bytes) override {
     Sink sink{{}, max_bytes, false};
     auto status = KCACHE_TRY(perform(key, [&](CURL* c) {
-      curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-      curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
-      curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+      m_curl->easy_setopt(c, CURLOPT_HTTPGET, 1L);
+      m_curl->easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
+      m_curl->easy_setopt(c, CURLOPT_WRITEDATA, &sink);
       // A declared length over the bound is refused before any body byte.
-      curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(max_bytes));
+      m_curl->easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(max_bytes));
     }, &sink.over));
     if (sink.over || status == -2)
       return fail(Category::corruption, "remote {}: the value of {} is over {} bytes", m_url.shown(), key, max_bytes);
@@ -82,11 +85,11 @@ class HttpBackend final : public Backend {
   Result<void> put(const std::string& key, std::span<const std::uint8_t> value) override {
     Source src{value, 0};
     auto status = KCACHE_TRY(perform(key, [&](CURL* c) {
-      curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-      curl_easy_setopt(c, CURLOPT_READFUNCTION, read_cb);
-      curl_easy_setopt(c, CURLOPT_READDATA, &src);
-      curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(value.size()));
-      curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
+      m_curl->easy_setopt(c, CURLOPT_UPLOAD, 1L);
+      m_curl->easy_setopt(c, CURLOPT_READFUNCTION, read_cb);
+      m_curl->easy_setopt(c, CURLOPT_READDATA, &src);
+      m_curl->easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(value.size()));
+      m_curl->easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
     }));
     if (status == 200 || status == 201 || status == 204) return {};
     return status_error(status, "PUT", key);
@@ -94,8 +97,8 @@ class HttpBackend final : public Backend {
 
   Result<bool> exists(const std::string& key) override {
     auto status = KCACHE_TRY(perform(key, [&](CURL* c) {
-      curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-      curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
+      m_curl->easy_setopt(c, CURLOPT_NOBODY, 1L);
+      m_curl->easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
     }));
     if (status == 200) return true;
     if (status == 404 || status == 410) return false;
@@ -104,8 +107,8 @@ class HttpBackend final : public Backend {
 
   Result<void> remove(const std::string& key) override {
     auto status = KCACHE_TRY(perform(key, [&](CURL* c) {
-      curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
-      curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
+      m_curl->easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
+      m_curl->easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
     }));
     if (status == 200 || status == 204 || status == 404) return {};
     return status_error(status, "DELETE", key);
@@ -129,27 +132,28 @@ class HttpBackend final : public Backend {
   /// failures (refused, reset, timed out).
   template <typename F>
   Result<long> perform(const std::string& key, F&& setup, const bool* aborted_by_sink = nullptr) {
+    if (!m_curl) return tl::unexpected(Error(*m_curl_error).context(fmt::format("remote {}", m_url.shown())));
     Easy c = acquire();
     if (!c) return fail(Category::io_error, "remote {}: libcurl cannot make a handle", m_url.shown());
     std::string url = m_base + key;
-    curl_easy_setopt(c.get(), CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c.get(), CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c.get(), CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-    curl_easy_setopt(c.get(), CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c.get(), CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(m_url.timeout_ms));
-    curl_easy_setopt(c.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(m_url.timeout_ms));
+    m_curl->easy_setopt(c.get(), CURLOPT_URL, url.c_str());
+    m_curl->easy_setopt(c.get(), CURLOPT_NOSIGNAL, 1L);
+    m_curl->easy_setopt(c.get(), CURLOPT_PROTOCOLS_STR, "http,https");
+    m_curl->easy_setopt(c.get(), CURLOPT_FOLLOWLOCATION, 0L);
+    m_curl->easy_setopt(c.get(), CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(m_url.timeout_ms));
+    m_curl->easy_setopt(c.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(m_url.timeout_ms));
     if (!m_url.user.empty() || !m_url.password.empty()) {
-      curl_easy_setopt(c.get(), CURLOPT_USERNAME, m_url.user.c_str());
-      curl_easy_setopt(c.get(), CURLOPT_PASSWORD, m_url.password.c_str());
+      m_curl->easy_setopt(c.get(), CURLOPT_USERNAME, m_url.user.c_str());
+      m_curl->easy_setopt(c.get(), CURLOPT_PASSWORD, m_url.password.c_str());
     }
     // No "Expect: 100-continue": it costs a round trip (up to 1 s) per PUT.
-    std::unique_ptr<curl_slist, SlistFree> headers(curl_slist_append(nullptr, "Expect:"));
-    curl_easy_setopt(c.get(), CURLOPT_HTTPHEADER, headers.get());
+    std::unique_ptr<curl_slist, SlistFree> headers(m_curl->slist_append(nullptr, "Expect:"), SlistFree{m_curl});
+    m_curl->easy_setopt(c.get(), CURLOPT_HTTPHEADER, headers.get());
     setup(c.get());
-    CURLcode rc = curl_easy_perform(c.get());
+    CURLcode rc = m_curl->easy_perform(c.get());
     long status = 0;
-    curl_easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_reset(c.get());
+    m_curl->easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &status);
+    m_curl->easy_reset(c.get());
     if (rc == CURLE_FILESIZE_EXCEEDED) {
       release(std::move(c));
       return -2L;
@@ -161,7 +165,7 @@ class HttpBackend final : public Backend {
     if (rc != CURLE_OK)
       return fail(Category::io_error, "remote {}: {}", m_url.shown(),
                   rc == CURLE_OPERATION_TIMEDOUT ? fmt::format("timed out after {} ms", m_url.timeout_ms)
-                                                 : std::string(curl_easy_strerror(rc)));
+                                                 : std::string(m_curl->easy_strerror(rc)));
     release(std::move(c));
     return status;
   }
@@ -175,7 +179,7 @@ class HttpBackend final : public Backend {
         return c;
       }
     }
-    return Easy(curl_easy_init());
+    return Easy(m_curl->easy_init(), EasyFree{m_curl});
   }
 
   void release(Easy c) {
@@ -185,6 +189,8 @@ class HttpBackend final : public Backend {
 
   RemoteUrl m_url;
   std::string m_base;
+  const Curl* m_curl = nullptr;        ///< null when libcurl cannot be loaded
+  std::optional<Error> m_curl_error;  ///< then: why
   std::mutex m_mutex;
   std::vector<Easy> m_free;
 };

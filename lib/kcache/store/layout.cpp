@@ -107,21 +107,38 @@ Result<Failure> decode_stored_failure(std::string_view key, std::span<const std:
   return failure;
 }
 
-Result<Entry> decode_stored_entry(std::string_view key, std::span<const std::uint8_t> value) {
-  auto printable = [&] {
-    std::string s(key);
-    auto sep = s.find(k_key_separator);
-    if (sep != std::string::npos) s[sep] = ':';
-    return s;
-  };
-  auto entry = decode_entry(value);
-  if (!entry) return tl::unexpected(std::move(entry).error().context(fmt::format("entry '{}'", printable())));
+namespace {
+
+/// The entry key shown in messages: "namespace:kernel".
+std::string printable_key(std::string_view key) {
+  std::string s(key);
+  if (auto sep = s.find(k_key_separator); sep != std::string::npos) s[sep] = ':';
+  return s;
+}
+
+/// Decodes with `decode` and checks that the record names the kernel its
+/// key names (a record copied under another key must not answer for it).
+template <typename T, typename Decode>
+Result<T> decode_keyed(std::string_view key, std::span<const std::uint8_t> value, Decode decode) {
+  auto decoded = decode(value);
+  if (!decoded)
+    return tl::unexpected(std::move(decoded).error().context(fmt::format("entry '{}'", printable_key(key))));
   auto sep = key.find(k_key_separator);
   std::string_view kernel = sep == std::string_view::npos ? std::string_view{} : key.substr(sep + 1);
-  if (entry->kernel != kernel)
-    return fail(Category::corruption, "entry '{}' is corrupt: its record names kernel '{}'", printable(),
-                abbreviate(entry->kernel));
-  return entry;
+  if (decoded->kernel != kernel)
+    return fail(Category::corruption, "entry '{}' is corrupt: its record names kernel '{}'", printable_key(key),
+                abbreviate(decoded->kernel));
+  return decoded;
+}
+
+}  // namespace
+
+Result<Entry> decode_stored_entry(std::string_view key, std::span<const std::uint8_t> value) {
+  return decode_keyed<Entry>(key, value, decode_entry);
+}
+
+Result<EntryHead> decode_stored_entry_head(std::string_view key, std::span<const std::uint8_t> value) {
+  return decode_keyed<EntryHead>(key, value, decode_entry_head);
 }
 
 Result<std::vector<PreparedEntry>> prepare_put(const Namespace& ns, std::span<const Entry> entries) {

@@ -187,6 +187,9 @@ Result<Failure> decode_stored_failure(std::string_view key, std::span<const std:
 /// checking it names the kernel its key says. Errors as decode_entry, with
 /// the key in the message.
 Result<Entry> decode_stored_entry(std::string_view key, std::span<const std::uint8_t> value);
+/// As decode_stored_entry, through decode_entry_head: the record's head
+/// only, neither digest checked (core/entry.hpp says when that is enough).
+Result<EntryHead> decode_stored_entry_head(std::string_view key, std::span<const std::uint8_t> value);
 
 /// One entry of a put, validated and encoded before any transaction starts,
 /// so the write transaction holds the writer lock only for the writing.

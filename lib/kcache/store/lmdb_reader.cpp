@@ -21,6 +21,15 @@ class LmdbReader final : public Reader {
     return std::optional(std::move(*entry));
   }
 
+  Result<std::optional<EntryHead>> get_head(std::string_view ns_name, std::string_view kernel) override {
+    std::string key = KCACHE_TRY(internal::entry_key(ns_name, kernel));
+    auto value = KCACHE_TRY(m_txn.get(m_env.entries(), key, "an entry"));
+    if (!value) return std::optional<EntryHead>{};
+    auto head = internal::decode_stored_entry_head(key, *value);
+    if (!head) return in_store(std::move(head).error());
+    return std::optional(std::move(*head));
+  }
+
   Result<void> scan(std::string_view ns_name, const std::function<bool(Entry&&)>& visit) override {
     return each_entry(ns_name, [&](Entry&& entry, const MDB_val&, const MDB_val&) -> Result<bool> {
       return visit(std::move(entry));

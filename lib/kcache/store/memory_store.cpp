@@ -39,6 +39,15 @@ class MemoryReader final : public Reader {
     return internal::decode_stored_entry(key, *it->second).map([](Entry e) { return std::optional(std::move(e)); });
   }
 
+  Result<std::optional<EntryHead>> get_head(std::string_view ns_name, std::string_view kernel) override {
+    std::string key = KCACHE_TRY(internal::entry_key(ns_name, kernel));
+    auto it = m_state->entries.find(key);
+    if (it == m_state->entries.end()) return std::optional<EntryHead>{};
+    return internal::decode_stored_entry_head(key, *it->second).map([](EntryHead h) {
+      return std::optional(std::move(h));
+    });
+  }
+
   Result<void> scan(std::string_view ns_name, const std::function<bool(Entry&&)>& visit) override {
     KCACHE_CHECK(internal::check_namespace_name(ns_name));
     std::string prefix = internal::entry_prefix(ns_name);

@@ -150,6 +150,11 @@ class Reader {
   /// nullopt. corruption when the stored record fails its checks;
   /// invalid_argument for a malformed namespace or a name no key can hold.
   virtual Result<std::optional<Entry>> get(std::string_view ns_name, std::string_view kernel) = 0;
+  /// As get, but only the entry's head (core/entry.hpp decode_entry_head:
+  /// the payload is neither copied nor read, no digest is checked): for
+  /// deciding freshness of many entries, where a fresh one needs nothing
+  /// more. Read the payload with get.
+  virtual Result<std::optional<EntryHead>> get_head(std::string_view ns_name, std::string_view kernel) = 0;
   /// Visits every entry of `ns_name` in kernel-name order; stops early when
   /// `visit` returns false. An entry whose record fails its checks is not
   /// visited: it is added to damaged() and the scan goes on. Errors: the
