@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,5 +61,26 @@ class BatchWriter {
   std::size_t m_pending = 0;
   std::chrono::steady_clock::time_point m_last_flush = std::chrono::steady_clock::now();
 };
+
+/// What a stage's worker made of one job, for the writing thread: an entry
+/// and/or a failure record for receipts[receipt], both for namespace `ns`;
+/// neither when there is nothing to write (the receipt says why).
+struct Made {
+  std::size_t receipt = 0;
+  Namespace ns;
+  std::optional<Entry> entry;
+  std::optional<Failure> failure;
+};
+
+/// A stage's compile loop: runs `work(j)` for every j in [0, count) on
+/// min(threads, count) threads (0 = every core) while the calling thread
+/// writes what each returns through one BatchWriter (store, receipts,
+/// bytes_written as its constructor's). `done(receipt)` is called on the
+/// calling thread once per job: after its write committed or was refused,
+/// or at once when it made nothing to write. Returns when every job is done
+/// and written.
+void compile_and_write(store::Store& store, std::vector<Receipt>& receipts, std::size_t& bytes_written,
+                       std::size_t count, unsigned threads, const std::function<Made(std::size_t)>& work,
+                       const std::function<void(std::size_t receipt)>& done);
 
 }  // namespace kcache::build

@@ -9,14 +9,10 @@
 #include "kcache/util/hash.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <future>
 #include <map>
 #include <mutex>
-#include <thread>
 
 namespace kcache::build {
 namespace {
@@ -427,47 +423,19 @@ Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& stor
       options.on_receipt(r, ++done_count, specs.size());
   if (!options.on_receipt) done_count = specs.size() - jobs.size();
 
-  // Workers: expand + compile; results go to `queue`, written by this thread.
-  std::mutex mutex;
-  std::condition_variable ready;
-  std::deque<Done> queue;
-  std::atomic<std::size_t> next{0};
+  // Workers expand and compile; this thread writes what they make.
   CompileOnce once;
-  unsigned jobs_wanted = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
-  unsigned thread_count = static_cast<unsigned>(std::min<std::size_t>(jobs_wanted, jobs.size()));
-  std::vector<std::jthread> workers;
-  for (unsigned t = 0; t < thread_count; ++t) {
-    workers.emplace_back([&] {
-      for (std::size_t j; (j = next.fetch_add(1)) < jobs.size();) {
+  compile_and_write(
+      store, result.receipts, result.bytes_written, jobs.size(), options.jobs,
+      [&](std::size_t j) {
         const Job& job = jobs[j];
-        Done d = run_job(job, *specs[job.index], files, once, options, result.receipts[job.index]);
-        std::lock_guard lock(mutex);
-        queue.push_back(std::move(d));
-        ready.notify_one();
-      }
-    });
-  }
-
-  // Writer: this thread commits batches while the workers compile.
-  BatchWriter writer(store, result.receipts, result.bytes_written);
-  auto written = [&](std::size_t i) {
-    if (options.on_receipt) options.on_receipt(result.receipts[i], ++done_count, specs.size());
-  };
-  for (std::size_t received = 0; received < jobs.size();) {
-    std::unique_lock lock(mutex);
-    ready.wait_for(lock, BatchWriter::k_batch_interval, [&] { return !queue.empty(); });
-    std::deque<Done> got;
-    got.swap(queue);
-    lock.unlock();
-    for (auto& d : got) {
-      ++received;
-      if (d.failure) writer.add_failure(spirv_namespace(specs[d.index]->target), std::move(*d.failure));
-      if (d.entry) writer.add(spirv_namespace(specs[d.index]->target), d.index, std::move(*d.entry));
-      else written(d.index);
-    }
-    if (writer.due() || received == jobs.size()) writer.flush(written);
-  }
-  workers.clear();
+        const KernelSpec& spec = *specs[job.index];
+        Done d = run_job(job, spec, files, once, options, result.receipts[job.index]);
+        return Made{d.index, spirv_namespace(spec.target), std::move(d.entry), std::move(d.failure)};
+      },
+      [&](std::size_t i) {
+        if (options.on_receipt) options.on_receipt(result.receipts[i], ++done_count, specs.size());
+      });
   for (const auto& r : result.receipts) result.totals += r.times;
   if (options.secondary) result.secondary = options.secondary->stats();
   total.lap(wall);

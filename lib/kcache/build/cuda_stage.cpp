@@ -7,11 +7,6 @@
 #include "kcache/nvrtc/nvrtc.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <thread>
 
 namespace kcache::build {
 namespace {
@@ -243,42 +238,16 @@ Result<void> build_cuda_stage(const manifest::Manifest& manifest, store::Store& 
       }
     } else {
       const nvrtc::Library& nv = **lib;
-      std::mutex mutex;
-      std::condition_variable ready;
-      std::deque<Done> queue;
-      std::atomic<std::size_t> next{0};
-      unsigned wanted = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
-      unsigned count = static_cast<unsigned>(std::min<std::size_t>(wanted, jobs.size()));
-      std::vector<std::jthread> workers;
-      for (unsigned t = 0; t < count; ++t)
-        workers.emplace_back([&] {
-          for (std::size_t j; (j = next.fetch_add(1)) < jobs.size();) {
+      compile_and_write(
+          store, result.receipts, stage_bytes, jobs.size(), options.jobs,
+          [&](std::size_t j) {
             Done d = run_job(jobs[j], nv, files, options, result.receipts[jobs[j].receipt]);
-            std::lock_guard lock(mutex);
-            queue.push_back(std::move(d));
-            ready.notify_one();
-          }
-        });
-      BatchWriter writer(store, result.receipts, stage_bytes);
-      auto written = [&](std::size_t i) {
-        if (options.on_receipt) options.on_receipt(result.receipts[i], ++done_count, all);
-      };
-      for (std::size_t received = 0; received < jobs.size();) {
-        std::unique_lock lock(mutex);
-        ready.wait_for(lock, BatchWriter::k_batch_interval, [&] { return !queue.empty(); });
-        std::deque<Done> got;
-        got.swap(queue);
-        lock.unlock();
-        for (auto& d : got) {
-          ++received;
-          Namespace ns = cuda_namespace(d.arch, nv.cuda_version(), nv.version());
-          if (d.failure) writer.add_failure(ns, std::move(*d.failure));
-          if (d.entry) writer.add(ns, d.receipt, std::move(*d.entry));
-          else written(d.receipt);
-        }
-        if (writer.due() || received == jobs.size()) writer.flush(written);
-      }
-      workers.clear();
+            return Made{d.receipt, cuda_namespace(d.arch, nv.cuda_version(), nv.version()), std::move(d.entry),
+                        std::move(d.failure)};
+          },
+          [&](std::size_t i) {
+            if (options.on_receipt) options.on_receipt(result.receipts[i], ++done_count, all);
+          });
     }
   }
   for (std::size_t i = base; i < all; ++i) result.totals += result.receipts[i].times;
