@@ -53,7 +53,7 @@ TEST_CASE("fleet: a fingerprint-schema-1 namespace is foreign and its entries st
   REQUIRE(report.has_value());
   // Matching local devices does not matter: the id can never be looked up again.
   maintain::mark_foreign(*report, nullptr, std::vector<FingerprintRecord>{compatible_record(schema1_record())},
-                        std::vector<cuda_device::DeviceInfo>{});
+                         std::vector<cuda_device::DeviceInfo>{});
   REQUIRE(report->summaries.size() == 1);
   CHECK(report->summaries[0].foreign);
   CHECK(report->summaries[0].foreign_reason.find("fingerprint schema changed") == 0);
@@ -78,7 +78,8 @@ TEST_CASE("fleet: a current namespace of a local device is neither foreign nor s
   REQUIRE(store->put(now, entries).has_value());
   auto report = maintain::inspect_store(*store, nullptr, compile::Toolchain::installed());
   REQUIRE(report.has_value());
-  maintain::mark_foreign(*report, nullptr, std::vector<FingerprintRecord>{now.record}, std::vector<cuda_device::DeviceInfo>{});
+  maintain::mark_foreign(*report, nullptr, std::vector<FingerprintRecord>{now.record},
+                         std::vector<cuda_device::DeviceInfo>{});
   CHECK_FALSE(report->summaries.at(0).foreign);
   CHECK(report->entries.at(0).state == maintain::EntryState::unknown);
 }
@@ -118,8 +119,9 @@ TEST_CASE("fleet: a cuda namespace is foreign only when no local CUDA device run
   auto marked = foreign_of(*report);
   CHECK(marked["cuda/sm_90"] == "");
   CHECK(marked["cuda/compute_80"] == "");
-  CHECK(marked["cuda/sm_80"].starts_with("runs on none of this machine's CUDA devices: cuda/sm_80 cannot run on CUDA "
-                                         "device 0 (H200): arch sm_80 vs device compute capability 9.0"));
+  CHECK(
+      marked["cuda/sm_80"].starts_with("runs on none of this machine's CUDA devices: cuda/sm_80 cannot run on CUDA "
+                                       "device 0 (H200): arch sm_80 vs device compute capability 9.0"));
   CHECK(marked["cuda/sm_80"].find("sm_80") != std::string::npos);
   CHECK(marked["cuda/sm_90a"].starts_with("runs on none of this machine's CUDA devices"));
   CHECK(marked["cuda/sm_90a"].find("13.1") != std::string::npos);

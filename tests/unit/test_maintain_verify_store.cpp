@@ -114,7 +114,8 @@ TEST_CASE("verify: cuda namespaces are checked, not an unknown backend; a cubin 
   auto store = store::make_memory_store();
   REQUIRE(store->put(cuda_namespace("sm_90", "13.0", "13.0"),
                      std::vector<Entry>{test::cuda_entry("saxpy", "sm_90"), test::cuda_entry("reduce", "sm_90")}));
-  REQUIRE(store->put(cuda_namespace("compute_90", "13.0", "13.0"), std::vector<Entry>{test::cuda_entry("saxpy", "compute_90")}));
+  REQUIRE(store->put(cuda_namespace("compute_90", "13.0", "13.0"),
+                     std::vector<Entry>{test::cuda_entry("saxpy", "compute_90")}));
   auto healthy = maintain::check_store(*store, 2);
   REQUIRE(healthy);
   CHECK(healthy->namespaces == 2);

@@ -135,8 +135,9 @@ void register_verify(CLI::App& app, Action& action) {
                   "re-create the pipelines stored for this device (index, name or fingerprint id); cuda:N: load "
                   "the CUDA code stored for CUDA device N")
       ->each([args](const std::string&) { args->device_given = true; });
-  cmd->add_option("-j,--jobs", args->jobs, "threads: spirv-val without --device, pipeline creation or CUDA loads with it (default: "
-                 "$KCACHE_JOBS, else all cores)");
+  cmd->add_option("-j,--jobs", args->jobs,
+                  "threads: spirv-val without --device, pipeline creation or CUDA loads with it (default: "
+                  "$KCACHE_JOBS, else all cores)");
   cmd->add_flag("--timed", args->timed,
                 "with --device: time creation with and without each blob instead of asking for hits");
   cmd->add_flag("--require-hits", args->require_hits, "with --device: exit 1 if any pipeline is a miss");

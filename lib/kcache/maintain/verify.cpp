@@ -116,11 +116,11 @@ Result<void> check_entries(store::Reader& reader, const Namespace& ns, const std
   }
   if (kernels.empty()) return {};
   using Window = util::OrderedParallelMap<ReadEntry, Result<void>>;
-  auto window = KCACHE_TRY(Window::start(std::min<std::size_t>(threads, kernels.size()),
-                                         [&ns](const ReadEntry& e) -> Result<void> {
-                                           if (!e.entry) return tl::unexpected(e.entry.error());
-                                           return check_spirv_entry(*e.entry, ns);
-                                         }));
+  auto window = KCACHE_TRY(
+      Window::start(std::min<std::size_t>(threads, kernels.size()), [&ns](const ReadEntry& e) -> Result<void> {
+        if (!e.entry) return tl::unexpected(e.entry.error());
+        return check_spirv_entry(*e.entry, ns);
+      }));
   std::size_t next = 0;
   auto read = [&]() -> Result<std::optional<ReadEntry>> {
     if (next == kernels.size()) return std::optional<ReadEntry>{};

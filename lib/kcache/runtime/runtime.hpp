@@ -199,7 +199,8 @@ class Store {
   Result<std::vector<std::string>> kernels(std::string_view target = {}) const {
     std::vector<std::string> names;
     const std::string t(target);
-    if (kcache_status st = kcache_list_kernels(m_s, t.empty() ? nullptr : t.c_str(), &wrapper_detail::collect_name, &names);
+    if (kcache_status st =
+            kcache_list_kernels(m_s, t.empty() ? nullptr : t.c_str(), &wrapper_detail::collect_name, &names);
         st != KCACHE_OK)
       return wrapper_detail::last_error(st);
     return names;
