@@ -140,8 +140,11 @@ Result<StoreCheck> check_store(store::Store& store, unsigned jobs) {
   Stopwatch watch;
   PhaseTime wall;
   StoreCheck out;
-  // The CLI bounds -j (k_max_jobs), so the map's window cannot overflow.
-  const unsigned threads = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  // At most k_max_check_threads (or the core count, when larger), as import
+  // caps its validators: spirv-val is CPU-bound, and each thread beyond the
+  // cores only adds its window's payloads and its validator's memory.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = std::clamp(jobs ? jobs : cores, 1u, std::max(k_max_check_threads, cores));
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
     auto namespaces = KCACHE_TRY(reader.namespace_records());
     for (const auto& info : namespaces) {

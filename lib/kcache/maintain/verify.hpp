@@ -46,9 +46,14 @@ struct StoreCheck {
   double wall_ms = 0;
 };
 
+/// The most spirv-val threads check_store starts (unless the machine has more cores).
+inline constexpr unsigned k_max_check_threads = 256;
+
 /// Checks every entry of every namespace (see the file comment), SPIR-V
-/// modules through spirv-val on `jobs` threads (0 = number of cores; the
-/// caller bounds it); problems are listed in the same order whatever `jobs`.
+/// modules through spirv-val on `jobs` threads (0 = number of cores; at most
+/// k_max_check_threads or the core count, whichever is larger, and never
+/// more than a namespace has entries); problems are listed in the same order
+/// whatever `jobs`.
 /// Problems are data; the Result fails only when the store cannot be read at
 /// all or a worker thread cannot be started (io_error).
 Result<StoreCheck> check_store(store::Store& store, unsigned jobs = 0);
