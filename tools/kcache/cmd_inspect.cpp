@@ -35,13 +35,15 @@ Result<std::optional<manifest::Manifest>> load_for(const InspectArgs& args) {
 
 /// The CUDA devices cuda namespaces are matched with, as `kcache devices`
 /// lists them: the test seam's description, else the driver's survey;
-/// device_unavailable saying why when there is none.
-Result<std::vector<cuda_device::DeviceInfo>> local_cuda_devices() {
+/// device_unavailable saying why when there is none. The outer error is a
+/// malformed KCACHE_TEST_CUDA_DEVICE (a usage error, as in import).
+Result<Result<std::vector<cuda_device::DeviceInfo>>> local_cuda_devices() {
   auto described = KCACHE_TRY(test_cuda_devices());
-  if (described) return std::move(*described);
+  if (described) return Result<std::vector<cuda_device::DeviceInfo>>(std::move(*described));
   auto survey = cuda_device::survey(cuda_driver_library());
-  if (!survey.available()) return fail(Category::device_unavailable, "{}", survey.absent);
-  return std::move(survey.devices);
+  if (!survey.available())
+    return Result<std::vector<cuda_device::DeviceInfo>>(fail(Category::device_unavailable, "{}", survey.absent));
+  return Result<std::vector<cuda_device::DeviceInfo>>(std::move(survey.devices));
 }
 
 int run_inspect(const InspectArgs& args) {
@@ -84,7 +86,11 @@ int run_inspect(const InspectArgs& args) {
   if (any_ns([](std::string_view b) { return b != "spirv" && b != k_cuda_backend; }))
     local = maintain::local_device_records();
   Result<std::vector<cuda_device::DeviceInfo>> cuda = std::vector<cuda_device::DeviceInfo>{};
-  if (any_ns([](std::string_view b) { return b == k_cuda_backend; })) cuda = local_cuda_devices();
+  if (any_ns([](std::string_view b) { return b == k_cuda_backend; })) {
+    auto devices = local_cuda_devices();
+    if (!devices) return report_error(devices.error());
+    cuda = std::move(*devices);
+  }
   maintain::mark_foreign(*report, m, local, cuda);
   maintain::apply_filter(*report, args.filter);
   if (args.filter.foreign && !args.filter.stale && !args.filter.orphans && !args.json && report->namespaces.empty()) {
