@@ -5,8 +5,8 @@
 # cannot run it (exit 5, naming arch against compute capability and the CUDA
 # version against the driver's), taken for one that can, and checked against
 # nothing without --device; a device comes from the CLI's test seam
-# KCACHE_TEST_CUDA_DEVICE. Without libcuda, `--device cuda:0` says so (exit
-# 7). Loading on a real device is scripts/bench_cuda_gpu's job (H200).
+# KCACHE_TEST_CUDA_DEVICE. inspect marks cuda namespaces foreign by the same
+# rule. Without libcuda, `--device cuda:0` says so (exit 7). Loading on a real device is scripts/bench_cuda_gpu's job (H200).
 source "$(dirname "$0")/lib.bash"
 : "${KCACHE_TEST_NVRTC:?set by ctest}"
 cp -r "$KCACHE_SOURCE_DIR/examples/cuda" p
@@ -37,6 +37,21 @@ expect_in out "imported 1"
 
 note "a malformed description is a usage error naming the expected form"
 expect_exit 2 env KCACHE_TEST_CUDA_DEVICE="A100;eight;12040" "$KCACHE" import sm90.kcb --store x --device 0
+expect_in err "NAME;MAJOR.MINOR;CUDA_VERSION"
+
+note "inspect: a cuda namespace is foreign only when no CUDA device runs it (the rule of import --device)"
+foreign() { json_get out "{n['name']: n.get('foreign_reason', '') for n in j['namespaces']}['$1']"; }
+expect_exit 0 env KCACHE_TEST_CUDA_DEVICE="NVIDIA H200;9.0;13000" "$KCACHE" inspect --store built --json
+[[ -z $(foreign cuda/sm_90) && -z $(foreign cuda/compute_90) ]] || { cat out; fail "an H200 runs sm_90 and compute_90"; }
+[[ $(foreign cuda/sm_80) == *"arch sm_80 vs device compute capability 9.0"* ]] || { cat out; fail "sm_80 is foreign on 9.0"; }
+expect_exit 0 env KCACHE_TEST_CUDA_DEVICE="A100;8.0;13000" "$KCACHE" inspect --store built --json
+[[ -z $(foreign cuda/sm_80) ]] || { cat out; fail "an A100 runs sm_80"; }
+[[ $(foreign cuda/sm_90) == "runs on none of this machine's CUDA devices: "* ]] || { cat out; fail "sm_90 on 8.0"; }
+expect_exit 0 env KCACHE_CUDA_DRIVER=/nonexistent/libcuda.so.1 "$KCACHE" inspect --store built --json
+for ns in cuda/sm_80 cuda/sm_90 cuda/compute_90; do
+  [[ $(foreign $ns) == "no local CUDA device to match: no CUDA driver"* ]] || { cat out; fail "$ns without libcuda"; }
+done
+expect_exit 2 env KCACHE_TEST_CUDA_DEVICE="A100;eight;12040" "$KCACHE" inspect --store built
 expect_in err "NAME;MAJOR.MINOR;CUDA_VERSION"
 
 note "without --device a cuda bundle is taken as built; without libcuda, --device says why"

@@ -3,7 +3,8 @@
 #  - a truncated data.mdb (an interrupted copy) is refused at open as
 #    corruption (exit 6) by every command, instead of SIGBUS;
 #  - entries whose record bytes were changed are each reported (get of one
-#    exits 6, verify lists every one and exits 1; inspect and export name
+#    exits 6, verify lists every one, in the same order on -j 1 and -j 4, and
+#    exits 1; inspect and export name
 #    every one they skip), while every healthy entry is still served: get,
 #    inspect and export keep working (exit 0).
 source "$(dirname "$0")/lib.bash"
@@ -109,4 +110,12 @@ for k in "${damaged[@]}"; do
 done
 n_lines=$(grep -ciE 'corrupt|digest' verify.txt || true)
 [[ $n_lines -eq 2 ]] || { cat verify.txt; fail "verify reported $n_lines problem lines, want 2 (one per damaged entry)"; }
+# On 4 threads (spirv-val in parallel) the same problems, in the same order.
+for j in 1 4; do
+  no_signal 1 "$KCACHE" verify --store bad -j $j --json
+  json_get out 'json.dumps([j["entries"], j["problems"]])' > verify_j$j.json
+done
+cmp -s verify_j1.json verify_j4.json || { cat verify_j1.json verify_j4.json; fail "verify -j 4 listed other problems than -j 1"; }
+[[ $(json_get out '[p["kernel"] for p in j["problems"]] == sorted(p["kernel"] for p in j["problems"])') == True ]] ||
+  { cat out; fail "verify -j 4 did not list the damaged entries in store order"; }
 echo "ok: truncated store refused (exit 6) by 7 commands; 2 damaged of $n_entries entries: get/inspect/export work and name both, verify lists both"

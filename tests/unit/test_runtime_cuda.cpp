@@ -1,7 +1,10 @@
 // kcache_lookup_cuda through the C ABI over a real LMDB store: which of the
 // stored cubins and PTX a device of a given compute capability gets, the
-// accessors, the refusals, and the list of CUDA kernels.
+// accessors, the refusals, and the list of CUDA kernels; then the same
+// through the C++ wrapper (runtime.hpp), whose every CUDA method must reach
+// its C function with the arguments in their places.
 #include "kcache/runtime/kcache.h"
+#include "kcache/runtime/runtime.hpp"
 
 #include "cuda_test_entries.hpp"
 #include "test_runtime_support.hpp"
@@ -121,4 +124,45 @@ TEST_CASE("kcache_lookup_cuda: bad arguments, a payload that is not its namespac
   CHECK(kcache_lookup_cuda(s, "liar", 9, 0, &k) == KCACHE_ERROR_CORRUPTION);
   CHECK(contains(kcache_last_error(), "not the cubin"));
   kcache_store_close(s);
+}
+
+TEST_CASE("runtime C++ API: lookup_cuda, the CUDA accessors and cuda_kernels wrap the C ABI") {
+  CudaStore f;
+  auto store = kcache::runtime::Store::open(f.path.string());
+  REQUIRE_MESSAGE(store.has_value(), (store ? std::string() : store.error().message));
+  // Major and minor in their places: 8.6 gets sm_86, 8.9 the sm_86 cubin too, 9.0 sm_90.
+  auto k86 = store->lookup_cuda("saxpy", 8, 6);
+  REQUIRE_MESSAGE(k86.has_value(), (k86 ? std::string() : k86.error().message));
+  CHECK(k86->target() == "sm_86");
+  CHECK(k86->payload_kind() == KCACHE_PAYLOAD_CUBIN);
+  CHECK(std::vector<std::uint8_t>(k86->payload().begin(), k86->payload().end()) == fake_cubin(86));
+  CHECK(std::string(k86->function_symbol()) == "saxpy");
+  auto k90 = store->lookup_cuda("saxpy", 9, 0);
+  REQUIRE(k90.has_value());
+  CHECK(k90->target() == "sm_90");
+
+  auto ptx = store->lookup_cuda("matmul[T=float]", 9, 0);
+  REQUIRE(ptx.has_value());
+  CHECK(ptx->payload_kind() == KCACHE_PAYLOAD_PTX);
+  CHECK(ptx->payload().size() == fake_ptx(80).size());
+  CHECK(ptx->payload().data()[ptx->payload().size()] == 0);  // cuModuleLoadData takes data() as is
+  CHECK(std::string(ptx->function_symbol()) == "_Z6matmulIfEvPKT_");
+  CHECK(ptx->id_field("entry") == std::optional<std::string_view>("matmul<float>"));
+  CHECK_FALSE(ptx->id_field("no_such_field").has_value());
+
+  auto none = store->lookup_cuda("only80", 9, 0);
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().status == KCACHE_ERROR_NOT_FOUND);
+  CHECK(contains(none.error().message, "stored for sm_80"));
+  auto bad_cc = store->lookup_cuda("saxpy", 9, 10);
+  REQUIRE_FALSE(bad_cc.has_value());
+  CHECK(bad_cc.error().status == KCACHE_ERROR_INVALID_ARGUMENT);
+
+  auto names = store->cuda_kernels();
+  REQUIRE(names.has_value());
+  CHECK(*names == std::vector<std::string>{"matmul[T=float]", "only80", "saxpy"});
+  // SPIR-V lists stay apart: this store holds no SPIR-V.
+  auto spirv = store->kernels();
+  REQUIRE(spirv.has_value());
+  CHECK(spirv->empty());
 }

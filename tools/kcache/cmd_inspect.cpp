@@ -33,6 +33,19 @@ Result<std::optional<manifest::Manifest>> load_for(const InspectArgs& args) {
   return manifest::load_manifest(path).map([](manifest::Manifest m) { return std::optional(std::move(m)); });
 }
 
+/// The CUDA devices cuda namespaces are matched with, as `kcache devices`
+/// lists them: the test seam's description, else the driver's survey;
+/// device_unavailable saying why when there is none. The outer error is a
+/// malformed KCACHE_TEST_CUDA_DEVICE (a usage error, as in import).
+Result<Result<std::vector<cuda_device::DeviceInfo>>> local_cuda_devices() {
+  auto described = KCACHE_TRY(test_cuda_devices());
+  if (described) return Result<std::vector<cuda_device::DeviceInfo>>(std::move(*described));
+  auto survey = cuda_device::survey(cuda_driver_library());
+  if (!survey.available())
+    return Result<std::vector<cuda_device::DeviceInfo>>(fail(Category::device_unavailable, "{}", survey.absent));
+  return Result<std::vector<cuda_device::DeviceInfo>>(std::move(survey.devices));
+}
+
 int run_inspect(const InspectArgs& args) {
   // A bundle file is inspected without any store (inspect_bundle.cpp).
   if (args.target.ends_with(".kcb")) return run_inspect_bundle(args.target, args.json);
@@ -63,13 +76,22 @@ int run_inspect(const InspectArgs& args) {
   }
   auto report = maintain::inspect_store(**store, m, toolchain());
   if (!report) return report_error(report.error());
-  // Loading Vulkan only when a device namespace needs matching keeps plain
-  // inspect fast and free of driver start-up.
-  bool any_device_ns = std::any_of(report->namespaces.begin(), report->namespaces.end(),
-                                   [](const store::NamespaceInfo& i) { return i.ns.backend != "spirv"; });
+  // Loading Vulkan or libcuda only when a namespace of theirs needs matching
+  // keeps plain inspect fast and free of driver start-up.
+  auto any_ns = [&](auto pred) {
+    return std::any_of(report->namespaces.begin(), report->namespaces.end(),
+                       [&](const store::NamespaceInfo& i) { return pred(i.ns.backend); });
+  };
   Result<std::vector<FingerprintRecord>> local = std::vector<FingerprintRecord>{};
-  if (any_device_ns) local = maintain::local_device_records();
-  maintain::mark_foreign(*report, m, local);
+  if (any_ns([](std::string_view b) { return b != "spirv" && b != k_cuda_backend; }))
+    local = maintain::local_device_records();
+  Result<std::vector<cuda_device::DeviceInfo>> cuda = std::vector<cuda_device::DeviceInfo>{};
+  if (any_ns([](std::string_view b) { return b == k_cuda_backend; })) {
+    auto devices = local_cuda_devices();
+    if (!devices) return report_error(devices.error());
+    cuda = std::move(*devices);
+  }
+  maintain::mark_foreign(*report, m, local, cuda);
   maintain::apply_filter(*report, args.filter);
   if (args.filter.foreign && !args.filter.stale && !args.filter.orphans && !args.json && report->namespaces.empty()) {
     fmt::print("{}", report::no_foreign_text(m != nullptr));
@@ -117,7 +139,8 @@ void register_inspect(CLI::App& app, Action& action) {
                 "list only stale entries (with --manifest: against it; without: built by another toolchain)");
   cmd->add_flag("--orphans", args->filter.orphans, "list only entries the manifest no longer has (needs --manifest)");
   cmd->add_flag("--foreign", args->filter.foreign,
-                "list only namespaces that match no local Vulkan device, or (with --manifest) no target it uses");
+                "list only namespaces that match no local Vulkan device, whose CUDA code no local CUDA device runs, or "
+                "(with --manifest) of no target it uses");
   cmd->callback([args, &action] { action = [args] { return run_inspect(*args); }; });
 }
 

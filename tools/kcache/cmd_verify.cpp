@@ -61,7 +61,9 @@ int run_verify(const VerifyArgs& args) {
   if (!args.device_given) {
     auto store = args.store.open(false);
     if (!store) return report_error(store.error());
-    auto check = maintain::check_store(**store);
+    auto jobs = args.jobs ? Result<unsigned>(args.jobs) : jobs_from_env();
+    if (!jobs) return report_error(jobs.error());
+    auto check = maintain::check_store(**store, *jobs);
     if (!check) return report_error(check.error());
     fmt::print("{}", args.json ? report::store_check_json(*check) : report::store_check_text(*check));
     return check->problems.empty() ? k_exit_ok : k_exit_failed;
@@ -105,7 +107,8 @@ void register_verify(CLI::App& app, Action& action) {
       "through spirv-val under the policy it was stored with (manifest `validate`: known\n"
       "accepts what spirv-val does not know, off checks structure only), and every pipeline\n"
       "blob's recipe, module and wrapper/header\n"
-      "against its namespace. Problems are listed by entry; the exit code is 1 if any.\n"
+      "against its namespace; spirv-val runs on -j threads. Problems are listed by entry, in\n"
+      "the same order whatever -j; the exit code is 1 if any.\n"
       "\n"
       "With --device SEL (see `kcache devices`; an empty SEL picks the default device):\n"
       "re-create every pipeline stored for that device from its blob, in worker processes\n"
@@ -132,7 +135,9 @@ void register_verify(CLI::App& app, Action& action) {
                   "re-create the pipelines stored for this device (index, name or fingerprint id); cuda:N: load "
                   "the CUDA code stored for CUDA device N")
       ->each([args](const std::string&) { args->device_given = true; });
-  cmd->add_option("-j,--jobs", args->jobs, "pipeline-creation threads (default: $KCACHE_JOBS, else all cores)");
+  cmd->add_option("-j,--jobs", args->jobs,
+                  "threads: spirv-val without --device, pipeline creation or CUDA loads with it (default: "
+                  "$KCACHE_JOBS, else all cores)");
   cmd->add_flag("--timed", args->timed,
                 "with --device: time creation with and without each blob instead of asking for hits");
   cmd->add_flag("--require-hits", args->require_hits, "with --device: exit 1 if any pipeline is a miss");

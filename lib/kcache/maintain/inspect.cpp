@@ -65,18 +65,45 @@ Result<StoreReport> inspect_store(store::Store& store, const manifest::Manifest*
   return report;
 }
 
+namespace {
+
+/// Why a cuda namespace is foreign here, by the rule `verify --device cuda:N`
+/// uses (cuda_device::check_runs); nullopt when some local device runs it.
+std::optional<std::string> cuda_foreign_reason(const Namespace& ns,
+                                               const Result<std::vector<cuda_device::DeviceInfo>>& devices) {
+  if (!devices) return "no local CUDA device to match: " + devices.error().message;
+  if (devices->empty()) return std::string("no local CUDA device to match");
+  std::string why;
+  for (const auto& d : *devices) {
+    auto runs = cuda_device::check_runs(ns.record, d);
+    if (runs) return std::nullopt;
+    why += (why.empty() ? "" : "; ") + runs.error().message;  // names the device
+  }
+  return "runs on none of this machine's CUDA devices: " + why;
+}
+
+}  // namespace
+
 void mark_foreign(StoreReport& report, const manifest::Manifest* manifest,
-                  const Result<std::vector<FingerprintRecord>>& local_devices) {
+                  const Result<std::vector<FingerprintRecord>>& local_devices,
+                  const Result<std::vector<cuda_device::DeviceInfo>>& cuda_devices) {
   std::set<std::string> targets;
   if (manifest)
     for (const auto& k : manifest->kernels) targets.insert(spirv_namespace(k.target).name());
   for (std::size_t i = 0; i < report.namespaces.size() && i < report.summaries.size(); ++i) {
     const Namespace& ns = report.namespaces[i].ns;
     NamespaceSummary& summary = report.summaries[i];
+    summary.foreign = false;  // decided afresh, so that a report can be marked again
+    summary.foreign_reason.clear();
     if (ns.backend == "spirv") {
       if (manifest && !targets.count(ns.name())) {
         summary.foreign = true;
         summary.foreign_reason = fmt::format("no kernel of {} targets {}", manifest->path.string(), ns.fingerprint);
+      }
+    } else if (ns.backend == k_cuda_backend) {
+      if (auto why = cuda_foreign_reason(ns, cuda_devices)) {
+        summary.foreign = true;
+        summary.foreign_reason = std::move(*why);
       }
     } else if (has_per_card_fields(ns.record)) {
       summary.foreign = true;

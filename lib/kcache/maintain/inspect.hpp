@@ -9,6 +9,7 @@
 #include "kcache/build/explain.hpp"
 #include "kcache/build/freshness.hpp"
 #include "kcache/compile/compiler.hpp"
+#include "kcache/cuda_device/cuda_device.hpp"
 #include "kcache/maintain/entry_state.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/store/store.hpp"
@@ -57,7 +58,8 @@ struct NamespaceSummary {
   /// Failure records of this namespace (core/failure.hpp): kernels whose
   /// last build failed; in no other count.
   std::uint64_t failure_records = 0;
-  /// Matches no local device (vulkan) or no target the manifest uses (spirv).
+  /// Matches no local device (vulkan), runs on no local CUDA device (cuda),
+  /// or is a target the manifest uses for no kernel (spirv).
   bool foreign = false;
   std::string foreign_reason;
 };
@@ -83,10 +85,16 @@ Result<StoreReport> inspect_store(store::Store& store, const manifest::Manifest*
 
 /// Marks foreign namespaces: a vulkan namespace whose fingerprint record is
 /// none of `local_devices` (all of them when that is an error: no loader or
-/// device, said in the reason), a spirv namespace of a target `manifest`
-/// uses for no kernel (never without a manifest: SPIR-V is portable).
+/// device, said in the reason); a cuda namespace that runs on none of
+/// `cuda_devices` by cuda_device::check_runs, the rule of `verify --device
+/// cuda:N` (all of them when that is an error: no libcuda or device); a spirv
+/// namespace of a target `manifest` uses for no kernel (never without a
+/// manifest: SPIR-V is portable). The device lists are passed in (the CLI
+/// asks the drivers, tests describe devices). Every namespace is decided
+/// afresh: marking a report again replaces the earlier marks.
 void mark_foreign(StoreReport& report, const manifest::Manifest* manifest,
-                  const Result<std::vector<FingerprintRecord>>& local_devices);
+                  const Result<std::vector<FingerprintRecord>>& local_devices,
+                  const Result<std::vector<cuda_device::DeviceInfo>>& cuda_devices);
 
 /// The fingerprint records of this machine's Vulkan devices, for
 /// mark_foreign; device_unavailable when there is no loader or device.

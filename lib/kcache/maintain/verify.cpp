@@ -2,9 +2,11 @@
 #include "kcache/maintain/verify.hpp"
 
 #include "kcache/compile/compiler.hpp"
+#include "kcache/core/cuda.hpp"
 #include "kcache/core/timing.hpp"
 #include "kcache/definition/kernel_spec.hpp"
 #include "kcache/device/pipeline_entry.hpp"
+#include "kcache/util/ordered_parallel_map.hpp"
 
 #include <fmt/format.h>
 
@@ -68,15 +70,81 @@ Result<void> check_namespace(const Namespace& ns) {
       return fail(Category::corruption, "its fingerprint record hashes to {}, not to its name", expected);
     return {};
   }
+  if (ns.backend == k_cuda_backend) return check_cuda_namespace(ns);
   return fail(Category::corruption, "unknown backend '{}'", ns.backend);
+}
+
+/// One entry read again by name for its checks; `entry` holds the read's
+/// error when the snapshot that listed it cannot read it (never expected),
+/// so that the error takes the entry's place in the output's order.
+struct ReadEntry {
+  std::string kernel;
+  Result<Entry> entry;
+};
+
+ReadEntry read_entry(store::Reader& reader, const Namespace& ns, const std::string& kernel) {
+  auto got = reader.get(ns.name(), kernel);
+  if (!got) return {kernel, tl::unexpected(std::move(got).error())};
+  if (!*got)
+    return {kernel, fail(Category::corruption, "the scan listed it but the same snapshot cannot read it again")};
+  return {kernel, std::move(**got)};
+}
+
+/// The checks of one namespace's entries, listed by name (`kernels`, in scan
+/// order), each read again when its turn comes so that no more than the
+/// map's window of payloads is held. SPIR-V entries are validated on
+/// `threads` workers (spirv-val is nearly all of verify's time); results come
+/// back in input order, so problems are listed exactly as a serial walk lists
+/// them. Vulkan entries are checked here: their module lookup needs the
+/// reader, which stays on this thread; cuda entries too (a header check,
+/// check_cuda_payload). Errors: a worker thread the OS refuses.
+Result<void> check_entries(store::Reader& reader, const Namespace& ns, const std::vector<std::string>& kernels,
+                           unsigned threads, StoreCheck& out) {
+  if (ns.backend != "spirv") {
+    for (const std::string& kernel : kernels) {
+      ++out.entries;
+      ReadEntry e = read_entry(reader, ns, kernel);
+      auto ok = [&]() -> Result<void> {
+        if (!e.entry) return tl::unexpected(e.entry.error());
+        if (ns.backend == k_cuda_backend)
+          return check_cuda_payload(e.entry->payload_kind, ns.fingerprint, e.entry->payload);
+        return check_vulkan_entry(reader, *e.entry, ns);
+      }();
+      if (!ok) out.problems.push_back({ns.name(), kernel, ok.error()});
+    }
+    return {};
+  }
+  if (kernels.empty()) return {};
+  using Window = util::OrderedParallelMap<ReadEntry, Result<void>>;
+  auto window = KCACHE_TRY(
+      Window::start(std::min<std::size_t>(threads, kernels.size()), [&ns](const ReadEntry& e) -> Result<void> {
+        if (!e.entry) return tl::unexpected(e.entry.error());
+        return check_spirv_entry(*e.entry, ns);
+      }));
+  std::size_t next = 0;
+  auto read = [&]() -> Result<std::optional<ReadEntry>> {
+    if (next == kernels.size()) return std::optional<ReadEntry>{};
+    return std::optional<ReadEntry>{read_entry(reader, ns, kernels[next++])};
+  };
+  for (;;) {
+    auto checked = KCACHE_TRY(window->next(read));
+    if (!checked) return {};
+    ++out.entries;
+    if (!checked->result) out.problems.push_back({ns.name(), checked->item.kernel, checked->result.error()});
+  }
 }
 
 }  // namespace
 
-Result<StoreCheck> check_store(store::Store& store) {
+Result<StoreCheck> check_store(store::Store& store, unsigned jobs) {
   Stopwatch watch;
   PhaseTime wall;
   StoreCheck out;
+  // At most k_max_check_threads (or the core count, when larger), as import
+  // caps its validators: spirv-val is CPU-bound, and each thread beyond the
+  // cores only adds its window's payloads and its validator's memory.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = std::clamp(jobs ? jobs : cores, 1u, std::max(k_max_check_threads, cores));
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
     auto namespaces = KCACHE_TRY(reader.namespace_records());
     for (const auto& info : namespaces) {
@@ -86,10 +154,12 @@ Result<StoreCheck> check_store(store::Store& store) {
         out.problems.push_back({ns.name(), "", ok.error()});
         continue;
       }
-      std::vector<Entry> entries;
+      // Names only: the entries are read again one by one as they are
+      // checked, so a namespace's payloads are never all held at once.
+      std::vector<std::string> kernels;
       const std::size_t damaged_before = reader.damaged().size();
       auto scanned = reader.scan(ns.name(), [&](Entry&& e) {
-        entries.push_back(std::move(e));
+        kernels.push_back(std::move(e.kernel));
         return true;
       });
       if (!scanned) {
@@ -104,11 +174,7 @@ Result<StoreCheck> check_store(store::Store& store) {
         ++out.entries;
         out.problems.push_back({d.ns, d.kernel, d.error});
       }
-      for (const Entry& e : entries) {
-        ++out.entries;
-        auto ok = ns.backend == "spirv" ? check_spirv_entry(e, ns) : check_vulkan_entry(reader, e, ns);
-        if (!ok) out.problems.push_back({ns.name(), e.kernel, ok.error()});
-      }
+      KCACHE_CHECK(check_entries(reader, ns, kernels, threads, out));
       // Failure records: each must decode and say only what a record may.
       const std::size_t failures_damaged_before = reader.damaged().size();
       auto failures = reader.scan_failures(ns.name(), [&](Failure&& f, std::size_t) {

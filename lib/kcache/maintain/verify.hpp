@@ -6,9 +6,13 @@
 // against its name, SPIR-V modules through spirv-val for their target, and
 // vulkan entries' recipes, their SPIR-V module (present, same digest, same
 // kernel identity) and their blob (wrapper, fingerprint, Vulkan header)
-// against the namespace's record. A record that cannot be decoded is a
-// problem naming its entry, and the walk goes on: every damaged entry is
-// listed, not only the first.
+// against the namespace's record; cuda namespaces' records
+// (check_cuda_namespace) and each cubin / PTX against its arch
+// (check_cuda_payload; loading them needs a device: verify_cuda.hpp). A
+// record that cannot be decoded is a problem naming its entry, and the walk
+// goes on: every damaged entry is listed, not only the first. The store is
+// read on the calling thread only; spirv-val runs on worker threads
+// (util::OrderedParallelMap).
 //
 // verify_device re-creates every pipeline of one device's namespace from its
 // blob in worker processes (pipeline_worker.hpp). Every blob is checked
@@ -42,9 +46,17 @@ struct StoreCheck {
   double wall_ms = 0;
 };
 
-/// Checks every entry of every namespace (see the file comment). Problems
-/// are data; the Result fails only when the store cannot be read at all.
-Result<StoreCheck> check_store(store::Store& store);
+/// The most spirv-val threads check_store starts (unless the machine has more cores).
+inline constexpr unsigned k_max_check_threads = 256;
+
+/// Checks every entry of every namespace (see the file comment), SPIR-V
+/// modules through spirv-val on `jobs` threads (0 = number of cores; at most
+/// k_max_check_threads or the core count, whichever is larger, and never
+/// more than a namespace has entries); problems are listed in the same order
+/// whatever `jobs`.
+/// Problems are data; the Result fails only when the store cannot be read at
+/// all or a worker thread cannot be started (io_error).
+Result<StoreCheck> check_store(store::Store& store, unsigned jobs = 0);
 
 /// What became of one stored pipeline. Persisted by name in JSON reports.
 enum class VerifyStatus {

@@ -11,6 +11,10 @@
 //   info.initialDataSize = k->pipeline_cache().size();      // 0 unless checked for dev
 //   info.pInitialData = k->pipeline_cache().data();
 //
+//   auto cu = store->lookup_cuda("saxpy", 9, 0);             // compute capability 9.0
+//   cuModuleLoadData(&module, cu->payload().data());         // cubin, or PTX (NUL-terminated)
+//   cuModuleGetFunction(&fn, module, cu->function_symbol());
+//
 // Thread-safety: as kcache.h: a Store may be shared by threads; a Kernel is
 // an immutable value owned by one object (movable, not copyable).
 #pragma once
@@ -21,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,6 +48,11 @@ using Device = kcache_device;
 
 namespace wrapper_detail {
 inline tl::unexpected<Error> last_error(kcache_status s) { return tl::unexpected(Error{s, kcache_last_error()}); }
+/// A list callback that appends each name to the std::vector<std::string> `user`.
+inline int collect_name(const char* name, void* user) {
+  static_cast<std::vector<std::string>*>(user)->emplace_back(name);
+  return 0;
+}
 }  // namespace wrapper_detail
 
 /// One looked-up kernel; every view lives as long as the Kernel.
@@ -102,6 +112,26 @@ class Kernel {
     const void* p = kcache_kernel_spec_data(m_k, &n);
     return {static_cast<const std::byte*>(p), n};
   }
+  /// What payload() holds: SPIR-V, or a cubin or PTX for lookup_cuda's kernels.
+  kcache_payload_kind payload_kind() const { return kcache_kernel_payload_kind(m_k); }
+  /// The kernel's code as bytes: the SPIR-V module, the cubin or the PTX text
+  /// (PTX is followed by a NUL the span leaves out, so data() can be passed
+  /// to cuModuleLoadData as is).
+  std::span<const std::uint8_t> payload() const {
+    std::size_t n = 0;
+    const std::uint8_t* p = kcache_kernel_payload(m_k, &n);
+    return {p, n};
+  }
+  /// The name for cuModuleGetFunction (a SPIR-V kernel's entry point).
+  const char* function_symbol() const { return kcache_kernel_function_symbol(m_k); }
+  /// A field the key id hashed ("source", "define:NAME", ...; lookup_cuda's
+  /// kernels), nullopt when the kernel has none of that name.
+  std::optional<std::string_view> id_field(std::string_view name) const {
+    const std::string n(name);
+    const char* v = kcache_kernel_id_field(m_k, n.c_str());
+    return v ? std::optional<std::string_view>(v) : std::nullopt;
+  }
+
   /// Why the interface is empty for a compute kernel ("" otherwise).
   std::string_view interface_error() const { return kcache_kernel_interface_error(m_k); }
 
@@ -147,15 +177,31 @@ class Store {
                             std::string_view target = {}) const {
     return find(kcache_lookup_key, key_id, device, target);
   }
+  /// kcache_lookup_cuda: the cubin of the highest architecture that runs at
+  /// compute capability cc_major.cc_minor, else the PTX the driver compiles.
+  /// NOT_FOUND names the stored architectures; INVALID_ARGUMENT for a CC
+  /// outside 1.0..99.9; CORRUPTION for an entry not of its namespace's kind.
+  Result<Kernel> lookup_cuda(std::string_view name, int cc_major, int cc_minor) const {
+    const std::string n(name);
+    kcache_kernel* k = nullptr;
+    if (kcache_status st = kcache_lookup_cuda(m_s, n.c_str(), cc_major, cc_minor, &k); st != KCACHE_OK)
+      return wrapper_detail::last_error(st);
+    return Kernel(k);
+  }
+  /// Names of the kernels stored as CUDA code (any architecture), once each, in name order.
+  Result<std::vector<std::string>> cuda_kernels() const {
+    std::vector<std::string> names;
+    if (kcache_status st = kcache_list_cuda_kernels(m_s, &wrapper_detail::collect_name, &names); st != KCACHE_OK)
+      return wrapper_detail::last_error(st);
+    return names;
+  }
   /// Names of the kernels stored as SPIR-V for `target` (empty: all targets).
   Result<std::vector<std::string>> kernels(std::string_view target = {}) const {
     std::vector<std::string> names;
     const std::string t(target);
-    auto visit = [](const char* name, void* user) {
-      static_cast<std::vector<std::string>*>(user)->emplace_back(name);
-      return 0;
-    };
-    if (kcache_status st = kcache_list_kernels(m_s, t.empty() ? nullptr : t.c_str(), visit, &names); st != KCACHE_OK)
+    if (kcache_status st =
+            kcache_list_kernels(m_s, t.empty() ? nullptr : t.c_str(), &wrapper_detail::collect_name, &names);
+        st != KCACHE_OK)
       return wrapper_detail::last_error(st);
     return names;
   }
