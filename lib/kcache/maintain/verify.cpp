@@ -140,11 +140,7 @@ Result<StoreCheck> check_store(store::Store& store, unsigned jobs) {
   Stopwatch watch;
   PhaseTime wall;
   StoreCheck out;
-  // At most k_max_check_threads (or the core count, when larger), as import
-  // caps its validators: spirv-val is CPU-bound, and each thread beyond the
-  // cores only adds its window's payloads and its validator's memory.
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned threads = std::clamp(jobs ? jobs : cores, 1u, std::max(k_max_check_threads, cores));
+  const unsigned threads = util::worker_threads(jobs);  // capped as import's validators
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
     auto namespaces = KCACHE_TRY(reader.namespace_records());
     for (const auto& info : namespaces) {

@@ -46,12 +46,9 @@ struct StoreCheck {
   double wall_ms = 0;
 };
 
-/// The most spirv-val threads check_store starts (unless the machine has more cores).
-inline constexpr unsigned k_max_check_threads = 256;
-
 /// Checks every entry of every namespace (see the file comment), SPIR-V
 /// modules through spirv-val on `jobs` threads (0 = number of cores; at most
-/// k_max_check_threads or the core count, whichever is larger, and never
+/// util::worker_threads(jobs), and never
 /// more than a namespace has entries); problems are listed in the same order
 /// whatever `jobs`.
 /// Problems are data; the Result fails only when the store cannot be read at

@@ -248,14 +248,6 @@ ImportAction classify(const Entry& incoming, const StoredEntries& stored) {
   return ImportAction::replaced;
 }
 
-/// How many validator threads an import starts for `jobs` (0 = all cores):
-/// never 0, never more than k_max_import_jobs or the core count, whichever is
-/// larger, so that no value of -j can overflow the window or exhaust threads.
-unsigned validator_threads(unsigned jobs) {
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::clamp(jobs ? jobs : cores, 1u, std::max(k_max_import_jobs, cores));
-}
-
 /// Validates entries on worker threads while the caller's thread reads
 /// them, handing results back in bundle order.
 Result<PayloadChecked> check_for_import(const Entry& e, const Namespace& ns, const FingerprintRecord& target) {
@@ -334,7 +326,7 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
   // these kernels in between is not compared; docs/design.md "Import policy".
   const StoredEntries stored = KCACHE_TRY(stored_entries(store, into.name(), result.header));
   auto window = KCACHE_TRY(ValidatorWindow::start(
-      validator_threads(options.jobs), [&](const Entry& e) { return check_for_import(e, ns, target.record); }));
+      util::worker_threads(options.jobs), [&](const Entry& e) { return check_for_import(e, ns, target.record); }));
   auto next_valid = [&]() -> Result<std::optional<Entry>> {
     for (;;) {
       auto checked = KCACHE_TRY(window->next(read));

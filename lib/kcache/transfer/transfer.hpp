@@ -156,8 +156,8 @@ struct ImportOptions {
   bool dry_run = false;  ///< check and count everything, write nothing
   bundle::ReadLimits limits;
   /// Validator threads (0 = all cores); entries are read on the calling
-  /// thread. Any value is accepted: more than k_max_import_jobs (or the
-  /// core count, when larger) is capped, as validation is CPU-bound.
+  /// thread. Any value is accepted: util::worker_threads caps it, as
+  /// validation is CPU-bound.
   unsigned jobs = 0;
   /// Take conflicting entries (ImportConflict) from the bundle instead of
   /// refusing the import; each is still listed in ImportResult::conflicts.
@@ -176,9 +176,6 @@ struct ImportOptions {
 /// wrong. Pure; thread-safe.
 Result<std::vector<std::uint8_t>> check_entry_payload(const Entry& e, const Namespace& from_ns,
                                                       const FingerprintRecord& target);
-
-/// The most validator threads an import starts when the machine has fewer cores.
-inline constexpr unsigned k_max_import_jobs = 256;
 
 /// Checks a bundle completely and writes it into `store` in one transaction,
 /// or writes nothing. Order: head (format, sizes, limits, head digest), then
