@@ -12,6 +12,11 @@
 // stop nearly every mutation at the first check. So each input is decoded
 // twice: as given, and "resealed" (the trailing digest recomputed), which
 // lets mutations reach the field parser, the caps and the payload digest.
+//
+// decode_entry_head() (a warm build's freshness check) reads the same
+// untrusted bytes up to the payload's length without the digests: it must
+// never crash, and whenever the full decoder accepts a record the head must
+// agree with it field by field.
 #include "kcache/core/entry.hpp"
 #include "kcache/util/hash.hpp"
 #include "kcache/util/path.hpp"
@@ -26,7 +31,16 @@
 namespace {
 
 void decode_through(std::span<const std::uint8_t> bytes) {
+  auto head = kcache::decode_entry_head(bytes);
+  if (!head && head.error().message.empty()) std::abort();
   auto e = kcache::decode_entry(bytes);
+  if (e) {
+    // The head is a prefix of what the full decoder accepted.
+    if (!head || head->kernel != e->kernel || head->key != e->key || head->id_fields != e->id_fields ||
+        head->ir_fields != e->ir_fields || head->inputs != e->inputs || head->payload_kind != e->payload_kind ||
+        head->payload_bytes != e->payload.size())
+      std::abort();
+  }
   if (!e) {
     if (e.error().message.empty()) std::abort();  // every refusal says what is wrong
     return;
