@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -57,7 +58,13 @@ std::uint32_t load32(const std::uint8_t* p) {
   return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 | std::uint32_t{p[3]} << 24;
 }
 void store32(std::uint8_t* p, std::uint32_t v) {
-  for (int b = 0; b < 4; ++b) p[b] = static_cast<std::uint8_t>(v >> (8 * b));
+  // One 4-byte store where the host is little-endian: the byte loop was not
+  // merged by the compiler and was the restore loop's largest cost.
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(p, &v, 4);
+  } else {
+    for (int b = 0; b < 4; ++b) p[b] = static_cast<std::uint8_t>(v >> (8 * b));
+  }
 }
 
 /// Offset of `payload` inside `record`: the first place where it follows its
@@ -257,11 +264,28 @@ Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& 
         return bad(fmt::format("instruction {} has a bad word count", k + 1));
       store32(out + 4 * w++, head);
       if (delta) {
-        for (std::size_t q = 0; q + 1 < count; ++q) {
-          std::uint32_t& prev = last[delta_context(head, q)];
-          prev += unzigzag(operand());
-          store32(out + 4 * w++, prev);
+        // delta_context(head, q) row by row: operands 0..6 each have their
+        // own slot, every later one shares slot 7 (a running sum).
+        std::uint32_t* row = &last[delta_context(head, 0)];
+        const std::uint32_t* src = operand_at + next_operand;
+        std::uint8_t* dst = out + 4 * w;
+        const std::size_t operands = static_cast<std::size_t>(count - 1);
+        const std::size_t own = std::min(operands, k_delta_positions - 1);
+        std::size_t q = 0;
+        for (; q < own; ++q) {
+          row[q] += unzigzag(src[q]);
+          store32(dst + 4 * q, row[q]);
         }
+        if (q < operands) {
+          std::uint32_t shared = row[k_delta_positions - 1];
+          for (; q < operands; ++q) {
+            shared += unzigzag(src[q]);
+            store32(dst + 4 * q, shared);
+          }
+          row[k_delta_positions - 1] = shared;
+        }
+        next_operand += operands;
+        w += operands;
       } else {
         for (std::uint64_t q = 1; q < count; ++q) store32(out + 4 * w++, operand());
       }
