@@ -571,7 +571,9 @@ Result<void> BundleReader::Impl::next_batch() {
   const auto big = [&] {
     return next_entry < header.index.size() && header.index[next_entry].record_size > k_batch_bytes;
   };
-  if (workers > 0 && !big()) {
+  // A window that stopped taking batches still holds the ones before the
+  // next record: they come first.
+  if (window || (workers > 0 && !big())) {
     if (!window) {
       auto started = CheckWindow::start(workers, [this](const Batch& b) { return check_batch(b); });
       if (started) window = std::move(*started);
