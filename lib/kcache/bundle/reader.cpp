@@ -156,6 +156,8 @@ struct Batch {
   std::size_t capacity = 0;
   std::vector<std::size_t> ends;        ///< end offset of each record in `bytes`
   std::vector<std::uint64_t> consumed;  ///< bundle bytes consumed once each record was read
+  /// Per record, the digests restore_record left for the checking thread.
+  std::vector<internal::PendingDigests> digests;
   /// Reading stopped with this error: before the record after the last one,
   /// or, when `error_after_last`, at the end of the last record's block (so
   /// that record's own check still comes first, as in a one-at-a-time read).
@@ -164,11 +166,9 @@ struct Batch {
   std::uint64_t error_consumed = 0;
 
   std::size_t size() const { return ends.empty() ? 0 : ends.back(); }
-  std::span<std::uint8_t> record(std::size_t k) {
-    const std::size_t begin = k == 0 ? 0 : ends[k - 1];
-    return {bytes.get() + begin, ends[k] - begin};
-  }
-  std::span<const std::uint8_t> record(std::size_t k) const {
+  /// Record `k`'s bytes, writable: whichever thread holds the batch (the
+  /// reading one, then the checking one) writes them.
+  std::span<std::uint8_t> record(std::size_t k) const {
     const std::size_t begin = k == 0 ? 0 : ends[k - 1];
     return {bytes.get() + begin, ends[k] - begin};
   }
@@ -189,6 +189,7 @@ struct Batch {
     first = first_entry;
     ends.clear();
     consumed.clear();
+    digests.clear();
     error.reset();
     error_after_last = false;
     error_consumed = 0;
@@ -286,7 +287,7 @@ struct BundleReader::Impl {
   Result<void> read_head();
   Result<void> start_frame();
   Result<void> end_frame();
-  Result<bool> read_record(std::size_t i, std::span<std::uint8_t> out);
+  Result<bool> read_record(std::size_t i, std::span<std::uint8_t> out, internal::PendingDigests& digests);
   Result<void> end_record(std::size_t i, bool frame_done);
   Batch read_batch(bool single);
   Result<Entry> check_record(std::size_t i, std::span<const std::uint8_t> bytes) const;
@@ -431,9 +432,10 @@ Result<void> BundleReader::Impl::end_frame() {
 }
 
 /// Decompresses record `i` (the next one) into `out` (exactly its
-/// record_size bytes), restoring a transformed record; returns whether its
-/// block's frame ended with it.
-Result<bool> BundleReader::Impl::read_record(std::size_t i, std::span<std::uint8_t> out) {
+/// record_size bytes), restoring a transformed record but for the digests
+/// left in `digests`; returns whether its block's frame ended with it.
+Result<bool> BundleReader::Impl::read_record(std::size_t i, std::span<std::uint8_t> out,
+                                             internal::PendingDigests& digests) {
   const IndexEntry& want = header.index[i];
   if (!in_frame) KCACHE_CHECK(start_frame());
 
@@ -441,9 +443,11 @@ Result<bool> BundleReader::Impl::read_record(std::size_t i, std::span<std::uint8
   const std::size_t record_size = out.size();
   const std::size_t size = record_size + (transformed ? internal::k_transform_prefix : 0);
   if (transformed && stored_cap < size) {
+    // Grown geometrically: each new buffer is fresh pages to fault in.
+    const std::size_t cap = std::max(size, 2 * stored_cap);
     stored.reset();
-    stored = std::make_unique_for_overwrite<std::uint8_t[]>(size);
-    stored_cap = size;
+    stored = std::make_unique_for_overwrite<std::uint8_t[]>(cap);
+    stored_cap = cap;
   }
   ZSTD_outBuffer dst{transformed ? stored.get() : out.data(), size, 0};
   bool frame_done = false;
@@ -473,7 +477,7 @@ Result<bool> BundleReader::Impl::read_record(std::size_t i, std::span<std::uint8
   if (frame_done && i + 1 != block_end)
     return corrupt(fmt::format("bundle block {} ends after {}, before its last entry", block + 1, entry_name(i)));
   if (transformed) {
-    if (auto ok = internal::restore_record({stored.get(), size}, want, out, header.format_version); !ok)
+    if (auto ok = internal::restore_record({stored.get(), size}, want, out, header.format_version, &digests); !ok)
       return corrupt(fmt::format("bundle {}: {}", entry_name(i), ok.error().message));
   }
   return frame_done;
@@ -507,9 +511,10 @@ Batch BundleReader::Impl::read_batch(bool single) {
     const std::size_t i = next_entry;
     const auto record_size = static_cast<std::size_t>(header.index[i].record_size);
     if (!b.ends.empty() && (single || b.size() + record_size > k_batch_bytes)) break;
-    auto frame_done = read_record(i, b.append(record_size));
+    auto frame_done = read_record(i, b.append(record_size), b.digests.emplace_back());
     if (!frame_done) {
       b.ends.pop_back();
+      b.digests.pop_back();
       b.error = std::move(frame_done).error();
       b.error_consumed = consumed;
       break;
@@ -550,7 +555,12 @@ Checked BundleReader::Impl::check_batch(const Batch& b) const {
   Checked out;
   out.entries.reserve(b.ends.size());
   for (std::size_t k = 0; k < b.ends.size(); ++k) {
-    auto entry = check_record(b.first + k, b.record(k));
+    // The batch is this thread's until the result is handed back (the
+    // reading thread never touches a batch in flight), so the digests the
+    // restore left are written here, off the reading thread.
+    const std::span<std::uint8_t> record = b.record(k);
+    internal::fill_digests(record, header.index[b.first + k], b.digests[k]);
+    auto entry = check_record(b.first + k, record);
     if (!entry) {
       out.error = std::move(entry).error();
       break;
