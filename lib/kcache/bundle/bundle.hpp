@@ -254,9 +254,11 @@ struct ReadLimits {
   std::uint64_t max_total_bytes = 16ull << 30;                        ///< sum of record sizes
   std::uint64_t max_record_bytes = k_max_payload_bytes + (1u << 20);  ///< one record
   int window_log_max = k_max_window_log;                              ///< zstd window cap (ZSTD_d_windowLogMax)
-  /// Threads a reader uses, -j semantics (0: every core): the caller's,
-  /// which reads and decompresses, and up to 3 more that check records
-  /// (digest, decode, validation) meanwhile. 1 keeps it all on the caller's.
+  /// Threads a reader uses, -j semantics: N is the caller's, which reads
+  /// and decompresses, and N - 1 that check records (digest, decode,
+  /// validation) meanwhile; 1 keeps it all on the caller's; 0 (all cores)
+  /// is the caller's plus one checker per core (none on one core). At most
+  /// 3 checkers.
   unsigned threads = 0;
 };
 

@@ -117,20 +117,8 @@ void transform_record(std::span<const std::uint8_t> record, const IndexEntry& e,
 /// form that version does not define, a region outside the record, a bad
 /// word count, a non-zero elided field); the caller still checks the rebuilt
 /// bytes against the index digest.
-///
-/// With `pending`, the elided XXH3 digests are left zero and described in
-/// `*pending` for fill_digests, so that a reader can compute them on the
-/// thread that checks the record (the caller must fill them before any check).
-struct PendingDigests {
-  std::uint8_t elide = 0;        ///< which digests are still zero (the transform's flags)
-  std::uint64_t payload_at = 0;  ///< offset of the payload in the record
-};
 Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& e, std::span<std::uint8_t> record,
-                            std::uint16_t format_version, PendingDigests* pending = nullptr);
-
-/// Writes the digests `pending` names into `record` (restore_record's output
-/// for `e`): the payload's, then the record's, which covers it.
-void fill_digests(std::span<std::uint8_t> record, const IndexEntry& e, const PendingDigests& pending);
+                            std::uint16_t format_version);
 
 /// Format 2's head body: encode_header_body's bytes as one zstd frame that
 /// declares its content size (FORMAT.md "Header body, version 2").

@@ -156,8 +156,6 @@ struct Batch {
   std::size_t capacity = 0;
   std::vector<std::size_t> ends;        ///< end offset of each record in `bytes`
   std::vector<std::uint64_t> consumed;  ///< bundle bytes consumed once each record was read
-  /// Per record, the digests restore_record left for the checking thread.
-  std::vector<internal::PendingDigests> digests;
   /// Reading stopped with this error: before the record after the last one,
   /// or, when `error_after_last`, at the end of the last record's block (so
   /// that record's own check still comes first, as in a one-at-a-time read).
@@ -166,9 +164,11 @@ struct Batch {
   std::uint64_t error_consumed = 0;
 
   std::size_t size() const { return ends.empty() ? 0 : ends.back(); }
-  /// Record `k`'s bytes, writable: whichever thread holds the batch (the
-  /// reading one, then the checking one) writes them.
-  std::span<std::uint8_t> record(std::size_t k) const {
+  std::span<std::uint8_t> record(std::size_t k) {
+    const std::size_t begin = k == 0 ? 0 : ends[k - 1];
+    return {bytes.get() + begin, ends[k] - begin};
+  }
+  std::span<const std::uint8_t> record(std::size_t k) const {
     const std::size_t begin = k == 0 ? 0 : ends[k - 1];
     return {bytes.get() + begin, ends[k] - begin};
   }
@@ -189,7 +189,6 @@ struct Batch {
     first = first_entry;
     ends.clear();
     consumed.clear();
-    digests.clear();
     error.reset();
     error_after_last = false;
     error_consumed = 0;
@@ -287,7 +286,7 @@ struct BundleReader::Impl {
   Result<void> read_head();
   Result<void> start_frame();
   Result<void> end_frame();
-  Result<bool> read_record(std::size_t i, std::span<std::uint8_t> out, internal::PendingDigests& digests);
+  Result<bool> read_record(std::size_t i, std::span<std::uint8_t> out);
   Result<void> end_record(std::size_t i, bool frame_done);
   Batch read_batch(bool single);
   Result<Entry> check_record(std::size_t i, std::span<const std::uint8_t> bytes) const;
@@ -432,10 +431,9 @@ Result<void> BundleReader::Impl::end_frame() {
 }
 
 /// Decompresses record `i` (the next one) into `out` (exactly its
-/// record_size bytes), restoring a transformed record but for the digests
-/// left in `digests`; returns whether its block's frame ended with it.
-Result<bool> BundleReader::Impl::read_record(std::size_t i, std::span<std::uint8_t> out,
-                                             internal::PendingDigests& digests) {
+/// record_size bytes), restoring a transformed record; returns whether its
+/// block's frame ended with it.
+Result<bool> BundleReader::Impl::read_record(std::size_t i, std::span<std::uint8_t> out) {
   const IndexEntry& want = header.index[i];
   if (!in_frame) KCACHE_CHECK(start_frame());
 
@@ -477,7 +475,7 @@ Result<bool> BundleReader::Impl::read_record(std::size_t i, std::span<std::uint8
   if (frame_done && i + 1 != block_end)
     return corrupt(fmt::format("bundle block {} ends after {}, before its last entry", block + 1, entry_name(i)));
   if (transformed) {
-    if (auto ok = internal::restore_record({stored.get(), size}, want, out, header.format_version, &digests); !ok)
+    if (auto ok = internal::restore_record({stored.get(), size}, want, out, header.format_version); !ok)
       return corrupt(fmt::format("bundle {}: {}", entry_name(i), ok.error().message));
   }
   return frame_done;
@@ -511,10 +509,9 @@ Batch BundleReader::Impl::read_batch(bool single) {
     const std::size_t i = next_entry;
     const auto record_size = static_cast<std::size_t>(header.index[i].record_size);
     if (!b.ends.empty() && (single || b.size() + record_size > k_batch_bytes)) break;
-    auto frame_done = read_record(i, b.append(record_size), b.digests.emplace_back());
+    auto frame_done = read_record(i, b.append(record_size));
     if (!frame_done) {
       b.ends.pop_back();
-      b.digests.pop_back();
       b.error = std::move(frame_done).error();
       b.error_consumed = consumed;
       break;
@@ -555,12 +552,7 @@ Checked BundleReader::Impl::check_batch(const Batch& b) const {
   Checked out;
   out.entries.reserve(b.ends.size());
   for (std::size_t k = 0; k < b.ends.size(); ++k) {
-    // The batch is this thread's until the result is handed back (the
-    // reading thread never touches a batch in flight), so the digests the
-    // restore left are written here, off the reading thread.
-    const std::span<std::uint8_t> record = b.record(k);
-    internal::fill_digests(record, header.index[b.first + k], b.digests[k]);
-    auto entry = check_record(b.first + k, record);
+    auto entry = check_record(b.first + k, b.record(k));
     if (!entry) {
       out.error = std::move(entry).error();
       break;
@@ -682,11 +674,14 @@ Result<BundleReader> BundleReader::start(std::unique_ptr<Impl> impl) {
   impl->in.resize(ZSTD_DStreamInSize());
   KCACHE_CHECK(impl->read_head());
   impl->shown_consumed = impl->consumed;
-  // -j semantics: 0 is every core; N threads are the caller's and N - 1
-  // checkers, at most k_max_check_workers (each adds 4 batches in flight).
+  // -j semantics: N threads are the caller's and N - 1 checkers; 0 (all
+  // cores) is one checker per core beside the reading thread, as import's
+  // validators: the checks are the larger half of the work (BLAKE2b,
+  // decode), so on 2 cores two checkers keep both busy where one left the
+  // reading thread waiting. At most k_max_check_workers either way.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned threads = impl->limits.threads ? impl->limits.threads : cores;
-  impl->workers = std::min(threads - 1, k_max_check_workers);
+  const unsigned wanted = impl->limits.threads ? impl->limits.threads - 1 : (cores > 1 ? cores : 0);
+  impl->workers = std::min(wanted, k_max_check_workers);
   return BundleReader(std::move(impl));
 }
 

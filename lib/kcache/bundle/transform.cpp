@@ -223,7 +223,7 @@ void transform_record(std::span<const std::uint8_t> record, const IndexEntry& e,
 }
 
 Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& e, std::span<std::uint8_t> record,
-                           std::uint16_t format_version, PendingDigests* pending) {
+                           std::uint16_t format_version) {
   const std::size_t size = record.size();
   if (in.size() != size + k_transform_prefix || size != e.record_size) return bad("size differs from the index");
   const std::uint8_t* p = in.data();
@@ -326,27 +326,15 @@ Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& 
     std::memcpy(r + key_at, e.key.id.bytes.data(), 16);
     std::memcpy(r + key_at + 16, e.key.ir.bytes.data(), 16);
   }
-  const PendingDigests digests{static_cast<std::uint8_t>(elide & (k_elide_payload_digest | k_elide_record_digest)),
-                               poff};
-  if (pending) *pending = digests;
-  else fill_digests(record, e, digests);
-  return {};
-}
-
-void fill_digests(std::span<std::uint8_t> record, const IndexEntry& e, const PendingDigests& pending) {
-  // restore_record checked that both digests lie inside the record.
-  std::uint8_t* r = record.data();
-  const std::size_t size = record.size();
-  const std::size_t poff = static_cast<std::size_t>(pending.payload_at);
-  const std::size_t psize = static_cast<std::size_t>(e.payload_size);
-  if (pending.elide & k_elide_payload_digest) {
-    auto h = util::hash_bytes({r + poff, psize});
-    std::memcpy(r + poff + psize, h.bytes.data(), k_hash_size);
+  if (elide & k_elide_payload_digest) {
+    auto h = util::hash_bytes({r + poff, static_cast<std::size_t>(psize)});
+    std::memcpy(r + tail, h.bytes.data(), k_hash_size);
   }
-  if (pending.elide & k_elide_record_digest) {
+  if (elide & k_elide_record_digest) {
     auto h = util::hash_bytes({r, size - k_hash_size});
     std::memcpy(r + size - k_hash_size, h.bytes.data(), k_hash_size);
   }
+  return {};
 }
 
 }  // namespace kcache::bundle::internal
