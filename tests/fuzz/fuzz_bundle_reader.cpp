@@ -12,6 +12,10 @@
 // Issue 14: every refusal must be printable text (hostile names and paths are
 // quoted escaped), and every entry the reader hands out must have passed
 // validate_entry_record() and carry its index entry's kernel name.
+//
+// Each read is done twice, checking records on the caller's thread alone
+// and on a check thread (ReadLimits::threads 1 and 2): both must show the
+// caller the same thing (entries, first error, entries_read, bytes_read).
 #include "kcache/bundle/bundle.hpp"
 #include "kcache/util/text.hpp"
 
@@ -19,14 +23,24 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace {
 
 using namespace kcache::bundle;
 
-void read_through(std::span<const std::uint8_t> bytes) {
+/// What a read showed its caller.
+struct Outcome {
+  std::string error;  ///< the first refusal's message; empty when accepted
+  std::size_t entries = 0;
+  std::uint64_t bytes_read = 0;
+  bool operator==(const Outcome&) const = default;
+};
+
+Outcome read_through(std::span<const std::uint8_t> bytes, unsigned threads) {
   ReadLimits limits;
+  limits.threads = threads;
   limits.max_header_bytes = 1u << 20;
   limits.max_entries = 10'000;
   limits.max_total_bytes = 64u << 20;
@@ -35,9 +49,16 @@ void read_through(std::span<const std::uint8_t> bytes) {
 
   auto printable_refusal = [](const kcache::Error& e) {
     if (e.message.empty() || !kcache::util::is_printable_utf8(e.message)) std::abort();
+    return Outcome{e.message};
   };
   auto reader = BundleReader::open(bytes, limits);
   if (!reader) return printable_refusal(reader.error());
+  auto refused = [&](const kcache::Error& e) {
+    Outcome out = printable_refusal(e);
+    out.entries = reader->entries_read();
+    out.bytes_read = reader->bytes_read();
+    return out;
+  };
   if (reader->header().ns.backend == "spirv" && !kcache::is_known_spirv_target(reader->header().ns.fingerprint))
     std::abort();
   // A fixed key whose secret no input holds: this must never verify.
@@ -50,13 +71,20 @@ void read_through(std::span<const std::uint8_t> bytes) {
   (void)signed_manifest(reader->header());
   for (std::size_t i = 0;; ++i) {
     auto e = reader->next();
-    if (!e) return printable_refusal(e.error());
+    if (!e) return refused(e.error());
     if (!e->has_value()) break;
     if (!kcache::validate_entry_record(**e) || (*e)->kernel != reader->header().index[i].kernel) std::abort();
   }
   auto fin = reader->finish();
-  if (!fin) return printable_refusal(fin.error());
+  if (!fin) return refused(fin.error());
   if (reader->bytes_read() != bytes.size()) std::abort();  // accepted without reading it all
+  return Outcome{{}, reader->entries_read(), reader->bytes_read()};
+}
+
+/// Reads `bytes` with records checked on the caller's thread, then on a
+/// check thread; aborts when the two differ in anything the caller sees.
+void read_both_ways(std::span<const std::uint8_t> bytes) {
+  if (read_through(bytes, 1) != read_through(bytes, 2)) std::abort();
 }
 
 std::uint32_t le32(const std::uint8_t* p) {
@@ -83,8 +111,8 @@ bool reseal(std::vector<std::uint8_t>& b) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  read_through({data, size});
+  read_both_ways({data, size});
   std::vector<std::uint8_t> copy(data, data + size);
-  if (reseal(copy) && std::memcmp(copy.data(), data, size) != 0) read_through(copy);
+  if (reseal(copy) && std::memcmp(copy.data(), data, size) != 0) read_both_ways(copy);
   return 0;
 }

@@ -13,7 +13,8 @@
 //
 // Memory is bounded whatever the bundle size: the writer holds the header,
 // one zstd compression context and one record; the reader holds the header,
-// one zstd decompression context (window capped by ReadLimits) and one record.
+// one zstd decompression context (window capped by ReadLimits), one record
+// and a few 1 MiB batches of records being checked (FORMAT.md "Memory").
 // FORMAT.md "Memory" gives the figures.
 //
 // Errors: anything wrong with the bytes of a bundle is Category::corruption
@@ -35,8 +36,9 @@
 //   configured; then next() until nullopt, validating each entry; then
 //   finish(); only when every call succeeded, write to the store.
 //
-// Thread-safety: a BundleReader is single-threaded; the free functions are
-// reentrant.
+// Thread-safety: a BundleReader is used from one thread at a time (it checks
+// records on worker threads of its own, ReadLimits::threads); the free
+// functions are reentrant.
 #pragma once
 
 #include "kcache/core/entry.hpp"
@@ -252,6 +254,12 @@ struct ReadLimits {
   std::uint64_t max_total_bytes = 16ull << 30;                        ///< sum of record sizes
   std::uint64_t max_record_bytes = k_max_payload_bytes + (1u << 20);  ///< one record
   int window_log_max = k_max_window_log;                              ///< zstd window cap (ZSTD_d_windowLogMax)
+  /// Threads a reader uses, -j semantics: N is the caller's, which reads
+  /// and decompresses, and N - 1 that check records (digest, decode,
+  /// validation) meanwhile; 1 keeps it all on the caller's; 0 (all cores)
+  /// is the caller's plus one checker per core (none on one core). At most
+  /// 3 checkers.
+  unsigned threads = 0;
 };
 
 /// Reads a bundle as a stream. open() reads and checks the whole head

@@ -1,21 +1,29 @@
 // Bundle reader: a pull parser over a byte source. open() reads and checks
-// the head without decompressing; next() streams one record at a time out of
-// the current zstd frame into a buffer of exactly the indexed record size;
-// finish() checks the trailer. Every byte consumed goes through the
-// whole-file hasher in order, so finish() compares against exactly what was
-// parsed.
+// the head without decompressing; next() streams records out of the current
+// zstd frame in batches of about k_batch_bytes (read_batch: decompress and
+// restore, on the caller's thread, which alone touches the source), and each
+// batch is then checked (check_batch: BLAKE2b against the index, decode,
+// validate) on a worker thread while the caller reads the next one, so the
+// two halves of the work overlap; entries come out one at a time, in index
+// order, and nothing is handed out before its check passed. finish() checks
+// the trailer. Every byte consumed goes through the whole-file hasher in
+// order, so finish() compares against exactly what was parsed.
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_getFrameHeader, ZSTD_FRAMEHEADERSIZE_MAX (exported by libzstd.so)
 #include "kcache/bundle/bundle_internal.hpp"
+#include "kcache/util/ordered_parallel_map.hpp"
 #include "kcache/util/text.hpp"
 
 #include <zstd.h>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <istream>
+#include <thread>
 
 namespace kcache::bundle {
 namespace {
@@ -77,6 +85,43 @@ class MemorySource : public Source {
   std::span<const std::uint8_t> m_bytes;
 };
 
+// zstd's decompression window (up to 16 MiB, written once per bundle) is
+// its largest allocation; in 4 KiB pages every first touch is a fault, which
+// cost about as much as the decompression itself. Allocations of at least
+// k_huge_bytes are mapped 2 MiB-aligned and offered to transparent huge
+// pages (a hint: where THP is off they are ordinary pages). Each block keeps
+// {mapping base, mapping length or 0 for malloc} just before it.
+constexpr std::size_t k_huge_bytes = 2u << 20;
+constexpr std::size_t k_alloc_header = 16;
+
+void* zstd_alloc(void*, std::size_t size) {
+  if (size >= k_huge_bytes) {
+    const std::size_t len = size + k_huge_bytes;
+    void* base = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base != MAP_FAILED) {
+      const auto b = reinterpret_cast<std::uintptr_t>(base);
+      auto* p = reinterpret_cast<std::uint8_t*>((b + k_alloc_header + k_huge_bytes - 1) & ~(k_huge_bytes - 1));
+      ::madvise(p, size, MADV_HUGEPAGE);
+      const std::uintptr_t header[2] = {b, len};
+      std::memcpy(p - k_alloc_header, header, sizeof header);
+      return p;
+    }
+  }
+  auto* raw = static_cast<std::uint8_t*>(std::malloc(size + k_alloc_header));
+  if (!raw) return nullptr;
+  const std::uintptr_t header[2] = {reinterpret_cast<std::uintptr_t>(raw), 0};
+  std::memcpy(raw, header, sizeof header);
+  return raw + k_alloc_header;
+}
+
+void zstd_free(void*, void* address) {
+  if (!address) return;
+  std::uintptr_t header[2];
+  std::memcpy(header, static_cast<std::uint8_t*>(address) - k_alloc_header, sizeof header);
+  if (header[1] == 0) std::free(reinterpret_cast<void*>(header[0]));
+  else ::munmap(reinterpret_cast<void*>(header[0]), header[1]);
+}
+
 struct DCtxFree {
   void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
 };
@@ -94,6 +139,70 @@ std::string printable(std::string_view s) { return internal::shown(s); }
 tl::unexpected<Error> corrupt(std::string message) {
   return tl::unexpected(Error{Category::corruption, std::move(message)});
 }
+
+/// Records up to this many bytes go through the reader's worker in batches
+/// of at most this size; a larger record is read and checked on the
+/// caller's thread alone, so that the worker's window (4 batches) never
+/// multiplies the largest record's memory.
+constexpr std::size_t k_batch_bytes = 256u << 10;
+/// Most check threads a reader starts (memory: 4 batches in flight each).
+constexpr unsigned k_max_check_workers = 3;
+
+/// Records read (decompressed and restored) but not yet checked, back to
+/// back in one buffer that is reused from batch to batch.
+struct Batch {
+  std::size_t first = 0;  ///< index position of its first record
+  std::unique_ptr<std::uint8_t[]> bytes;  ///< uninitialised; [0, ends.back()) holds the records
+  std::size_t capacity = 0;
+  std::vector<std::size_t> ends;        ///< end offset of each record in `bytes`
+  std::vector<std::uint64_t> consumed;  ///< bundle bytes consumed once each record was read
+  /// Reading stopped with this error: before the record after the last one,
+  /// or, when `error_after_last`, at the end of the last record's block (so
+  /// that record's own check still comes first, as in a one-at-a-time read).
+  std::optional<Error> error;
+  bool error_after_last = false;
+  std::uint64_t error_consumed = 0;
+
+  std::size_t size() const { return ends.empty() ? 0 : ends.back(); }
+  std::span<std::uint8_t> record(std::size_t k) {
+    const std::size_t begin = k == 0 ? 0 : ends[k - 1];
+    return {bytes.get() + begin, ends[k] - begin};
+  }
+  std::span<const std::uint8_t> record(std::size_t k) const {
+    const std::size_t begin = k == 0 ? 0 : ends[k - 1];
+    return {bytes.get() + begin, ends[k] - begin};
+  }
+  /// Appends room for a record of `n` bytes, keeping the records before it.
+  std::span<std::uint8_t> append(std::size_t n) {
+    const std::size_t at = size();
+    if (capacity < at + n) {
+      const std::size_t cap = std::max(at + n, k_batch_bytes);
+      auto grown = std::make_unique_for_overwrite<std::uint8_t[]>(cap);
+      if (at > 0) std::memcpy(grown.get(), bytes.get(), at);
+      bytes = std::move(grown);
+      capacity = cap;
+    }
+    ends.push_back(at + n);
+    return {bytes.get() + at, n};
+  }
+  void reset(std::size_t first_entry) {
+    first = first_entry;
+    ends.clear();
+    consumed.clear();
+    error.reset();
+    error_after_last = false;
+    error_consumed = 0;
+  }
+};
+
+/// check_batch's verdict on a batch: its first entries.size() records
+/// passed; `error` is the first record's failure after them.
+struct Checked {
+  std::vector<Entry> entries;
+  std::optional<Error> error;
+};
+
+using CheckWindow = util::OrderedParallelMap<Batch, Checked>;
 
 }  // namespace
 
@@ -120,6 +229,17 @@ struct BundleReader::Impl {
 
   std::optional<Error> failed;
   bool finished = false;
+
+  // The caller's side of the batches (BundleReader::next).
+  unsigned workers = 0;                ///< check threads wanted (0: check on the caller's thread)
+  std::unique_ptr<CheckWindow> window;  ///< started at the first batch that needs it
+  std::vector<Batch> spare;            ///< batches handed back, for reuse
+  std::optional<Batch> current;        ///< the batch entries are being handed out of
+  Checked checked;                     ///< its verdict
+  std::size_t handed_in_batch = 0;     ///< its entries handed out so far
+  std::size_t handed = 0;              ///< entries handed out in all
+  std::uint64_t shown_consumed = 0;    ///< bytes_read(): consumed as of the last entry handed out
+  bool read_failed = false;            ///< a batch ended with an error: read no further
 
   std::string entry_name(std::size_t i) const {
     return fmt::format("entry {} of {} (kernel '{}')", i + 1, header.index.size(), printable(header.index[i].kernel));
@@ -166,6 +286,12 @@ struct BundleReader::Impl {
   Result<void> read_head();
   Result<void> start_frame();
   Result<void> end_frame();
+  Result<bool> read_record(std::size_t i, std::span<std::uint8_t> out);
+  Result<void> end_record(std::size_t i, bool frame_done);
+  Batch read_batch(bool single);
+  Result<Entry> check_record(std::size_t i, std::span<const std::uint8_t> bytes) const;
+  Checked check_batch(const Batch& b) const;
+  Result<void> next_batch();
   Result<std::optional<Entry>> next();
   Result<void> finish();
 };
@@ -245,7 +371,7 @@ Result<void> BundleReader::Impl::read_head() {
     block_sizes.push_back(size);
   }
 
-  dctx.reset(ZSTD_createDCtx());
+  dctx.reset(ZSTD_createDCtx_advanced(ZSTD_customMem{zstd_alloc, zstd_free, nullptr}));
   if (!dctx) return fail(Category::io_error, "zstd: cannot allocate a decompression context");
   ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, limits.window_log_max);
   return {};
@@ -304,27 +430,24 @@ Result<void> BundleReader::Impl::end_frame() {
   return {};
 }
 
-Result<std::optional<Entry>> BundleReader::Impl::next() {
-  const std::size_t n = header.index.size();
-  if (next_entry == n) return std::nullopt;
-  const std::size_t i = next_entry;
+/// Decompresses record `i` (the next one) into `out` (exactly its
+/// record_size bytes), restoring a transformed record; returns whether its
+/// block's frame ended with it.
+Result<bool> BundleReader::Impl::read_record(std::size_t i, std::span<std::uint8_t> out) {
   const IndexEntry& want = header.index[i];
   if (!in_frame) KCACHE_CHECK(start_frame());
 
   const bool transformed = header.format_version >= 2;
-  const std::size_t record_size = static_cast<std::size_t>(want.record_size);
+  const std::size_t record_size = out.size();
   const std::size_t size = record_size + (transformed ? internal::k_transform_prefix : 0);
-  if (record_cap < record_size) {
-    record.reset();
-    record = std::make_unique_for_overwrite<std::uint8_t[]>(record_size);
-    record_cap = record_size;
-  }
   if (transformed && stored_cap < size) {
+    // Grown geometrically: each new buffer is fresh pages to fault in.
+    const std::size_t cap = std::max(size, 2 * stored_cap);
     stored.reset();
-    stored = std::make_unique_for_overwrite<std::uint8_t[]>(size);
-    stored_cap = size;
+    stored = std::make_unique_for_overwrite<std::uint8_t[]>(cap);
+    stored_cap = cap;
   }
-  ZSTD_outBuffer dst{transformed ? stored.get() : record.get(), size, 0};
+  ZSTD_outBuffer dst{transformed ? stored.get() : out.data(), size, 0};
   bool frame_done = false;
   while (dst.pos < size) {
     auto avail = KCACHE_TRY(fill(1));
@@ -351,13 +474,64 @@ Result<std::optional<Entry>> BundleReader::Impl::next() {
   // since a frame ending early would let the next call start a new frame.
   if (frame_done && i + 1 != block_end)
     return corrupt(fmt::format("bundle block {} ends after {}, before its last entry", block + 1, entry_name(i)));
-  std::span<const std::uint8_t> bytes(record.get(), record_size);
   if (transformed) {
-    if (auto ok = internal::restore_record({stored.get(), size}, want, {record.get(), record_size},
-                                             header.format_version);
-        !ok)
+    if (auto ok = internal::restore_record({stored.get(), size}, want, out, header.format_version); !ok)
       return corrupt(fmt::format("bundle {}: {}", entry_name(i), ok.error().message));
   }
+  return frame_done;
+}
+
+/// After record `i`: closes its block's frame when it was the block's last.
+Result<void> BundleReader::Impl::end_record(std::size_t i, bool frame_done) {
+  if (i + 1 == block_end) {
+    if (frame_done) {
+      in_frame = false;
+      ++block;
+    } else {
+      KCACHE_CHECK(end_frame());
+    }
+  }
+  return {};
+}
+
+/// Reads the next records into a batch (a spare one when there is one):
+/// up to k_batch_bytes of them, or with `single` exactly one. Stops at the
+/// first error, which the batch carries.
+Batch BundleReader::Impl::read_batch(bool single) {
+  Batch b;
+  if (!spare.empty()) {
+    b = std::move(spare.back());
+    spare.pop_back();
+  }
+  b.reset(next_entry);
+  const std::size_t n = header.index.size();
+  while (next_entry < n) {
+    const std::size_t i = next_entry;
+    const auto record_size = static_cast<std::size_t>(header.index[i].record_size);
+    if (!b.ends.empty() && (single || b.size() + record_size > k_batch_bytes)) break;
+    auto frame_done = read_record(i, b.append(record_size));
+    if (!frame_done) {
+      b.ends.pop_back();
+      b.error = std::move(frame_done).error();
+      b.error_consumed = consumed;
+      break;
+    }
+    b.consumed.push_back(consumed);
+    ++next_entry;
+    if (auto ok = end_record(i, *frame_done); !ok) {
+      b.error = std::move(ok).error();
+      b.error_after_last = true;
+      b.error_consumed = consumed;
+      break;
+    }
+  }
+  return b;
+}
+
+/// Checks record `i` (its bytes as read) against its index entry and decodes
+/// it. Touches only the index, so it runs on a worker while the caller reads.
+Result<Entry> BundleReader::Impl::check_record(std::size_t i, std::span<const std::uint8_t> bytes) const {
+  const IndexEntry& want = header.index[i];
   if (digest_bytes(bytes) != want.digest)
     return corrupt(fmt::format("bundle {} digest mismatch: its bytes differ from the index", entry_name(i)));
   auto entry = decode_entry(bytes);
@@ -371,20 +545,105 @@ Result<std::optional<Entry>> BundleReader::Impl::next() {
   // could lead it outside the project or drive a terminal.
   if (auto ok = validate_entry_record(*entry); !ok)
     return corrupt(fmt::format("bundle {}: {}", entry_name(i), ok.error().message));
-  if (i + 1 == block_end) {
-    if (frame_done) {
-      in_frame = false;
-      ++block;
-    } else {
-      KCACHE_CHECK(end_frame());
+  return std::move(*entry);
+}
+
+Checked BundleReader::Impl::check_batch(const Batch& b) const {
+  Checked out;
+  out.entries.reserve(b.ends.size());
+  for (std::size_t k = 0; k < b.ends.size(); ++k) {
+    auto entry = check_record(b.first + k, b.record(k));
+    if (!entry) {
+      out.error = std::move(entry).error();
+      break;
+    }
+    out.entries.push_back(std::move(*entry));
+  }
+  return out;
+}
+
+/// Makes `current` the next batch with its verdict: from the worker's
+/// window, or read and checked here when the next record is larger than a
+/// batch or no worker is wanted (or none could be started).
+Result<void> BundleReader::Impl::next_batch() {
+  if (current) {
+    spare.push_back(std::move(*current));
+    current.reset();
+  }
+  const auto big = [&] {
+    return next_entry < header.index.size() && header.index[next_entry].record_size > k_batch_bytes;
+  };
+  // A window that stopped taking batches still holds the ones before the
+  // next record: they come first.
+  if (window || (workers > 0 && !big())) {
+    if (!window) {
+      auto started = CheckWindow::start(workers, [this](const Batch& b) { return check_batch(b); });
+      if (started) window = std::move(*started);
+      else workers = 0;  // no thread to be had: the same checks, on this thread
+    }
+    if (window) {
+      // The window stops taking batches before a large record (read and
+      // checked alone, below) and after an error.
+      auto produce = [&]() -> Result<std::optional<Batch>> {
+        if (read_failed || next_entry == header.index.size() || big()) return std::optional<Batch>{};
+        Batch b = read_batch(false);
+        if (b.error) read_failed = true;
+        return std::optional<Batch>(std::move(b));
+      };
+      auto mapped = KCACHE_TRY(window->next(produce));
+      if (mapped) {
+        current = std::move(mapped->item);
+        checked = std::move(mapped->result);
+        handed_in_batch = 0;
+        return {};
+      }
+      window.reset();  // drained; a new one starts after the large record
     }
   }
-  ++next_entry;
-  return std::optional<Entry>(std::move(*entry));
+  current = read_batch(big());
+  if (current->error) read_failed = true;
+  checked = check_batch(*current);
+  handed_in_batch = 0;
+  return {};
+}
+
+Result<std::optional<Entry>> BundleReader::Impl::next() {
+  const std::size_t n = header.index.size();
+  for (;;) {
+    if (current) {
+      const std::size_t k = handed_in_batch;
+      if (k < checked.entries.size()) {
+        // Record k passed its checks, but the read failed closing its block.
+        if (k + 1 == current->ends.size() && current->error && current->error_after_last) {
+          shown_consumed = current->error_consumed;
+          return tl::unexpected(*current->error);
+        }
+        ++handed_in_batch;
+        ++handed;
+        shown_consumed = current->consumed[k];
+        return std::optional<Entry>(std::move(checked.entries[k]));
+      }
+      if (checked.error) {
+        shown_consumed = current->consumed[k];
+        return tl::unexpected(*checked.error);
+      }
+      if (current->error) {
+        shown_consumed = current->error_consumed;
+        return tl::unexpected(*current->error);
+      }
+    }
+    if (handed == n) {
+      // Every record read: the reading thread is the caller's again.
+      window.reset();
+      shown_consumed = consumed;
+      return std::nullopt;
+    }
+    KCACHE_CHECK(next_batch());
+  }
 }
 
 Result<void> BundleReader::Impl::finish() {
-  while (next_entry < header.index.size()) KCACHE_CHECK(next());
+  while (KCACHE_TRY(next())) {}
   std::vector<std::uint8_t> t;
   const std::uint64_t trailer_at = consumed;
   if (KCACHE_TRY(read_into(t, 12)) < 12) return corrupt("bundle truncated in its trailer");
@@ -414,6 +673,15 @@ BundleReader::~BundleReader() = default;
 Result<BundleReader> BundleReader::start(std::unique_ptr<Impl> impl) {
   impl->in.resize(ZSTD_DStreamInSize());
   KCACHE_CHECK(impl->read_head());
+  impl->shown_consumed = impl->consumed;
+  // -j semantics: N threads are the caller's and N - 1 checkers; 0 (all
+  // cores) is one checker per core beside the reading thread, as import's
+  // validators: the checks are the larger half of the work (BLAKE2b,
+  // decode), so on 2 cores two checkers keep both busy where one left the
+  // reading thread waiting. At most k_max_check_workers either way.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned wanted = impl->limits.threads ? impl->limits.threads - 1 : (cores > 1 ? cores : 0);
+  impl->workers = std::min(wanted, k_max_check_workers);
   return BundleReader(std::move(impl));
 }
 
@@ -469,7 +737,11 @@ Result<void> BundleReader::finish() {
   return r;
 }
 
-std::size_t BundleReader::entries_read() const { return m_impl->next_entry; }
-std::uint64_t BundleReader::bytes_read() const { return m_impl->consumed; }
+std::size_t BundleReader::entries_read() const { return m_impl->handed; }
+std::uint64_t BundleReader::bytes_read() const {
+  // While entries remain, the reading side may be a batch ahead of what was
+  // handed out; the figure is the one a record-at-a-time read would give.
+  return m_impl->handed == m_impl->header.index.size() ? m_impl->consumed : m_impl->shown_consumed;
+}
 
 }  // namespace kcache::bundle

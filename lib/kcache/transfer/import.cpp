@@ -278,7 +278,9 @@ std::string_view conflict_kind_name(ConflictKind k) {
 }
 
 Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, const ImportOptions& options) {
-  auto reader = KCACHE_TRY(bundle::open_stream(in, options.limits));
+  bundle::ReadLimits limits = options.limits;
+  if (limits.threads == 0) limits.threads = 1;  // ImportOptions::jobs says why
+  auto reader = KCACHE_TRY(bundle::open_stream(in, limits));
   ImportResult result;
   result.header = reader.header();
   result.dry_run = options.dry_run;
