@@ -5,6 +5,15 @@
 using namespace kcache;
 using namespace kcache::remote;
 
+namespace {
+/// "%40%40..." for a string of '@'s: user info as a URL must carry it.
+std::string encode_all(const std::string& s) {
+  std::string out;
+  for (char c : s) out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+  return out;
+}
+}  // namespace
+
 TEST_CASE("remote URLs: every form and option") {
   auto r = parse_remote_url("redis://ci:p%40ss@cache.internal:6380/3?read-only&timeout-ms=500&prefix=proj/a&max-failures=7");
   REQUIRE(r);
@@ -59,6 +68,19 @@ TEST_CASE("remote URLs from elsewhere are refused with a reason, the password ne
   REQUIRE_FALSE(r);
   CHECK(r.error().message.find("hunter2") == std::string::npos);
   CHECK_FALSE(parse_remote_url(std::string(5000, 'a')));
+
+  // User info is bounded so that the shown form (each '@' in a user name
+  // becomes "%40") parses back: a fuzz finding had a 3,900-byte user name
+  // whose shown() was over k_max_url_bytes.
+  const std::string long_user(k_max_userinfo_bytes + 1, '@');
+  CHECK_FALSE(parse_remote_url("redis://" + long_user + "@h"));
+  CHECK_FALSE(parse_remote_url("redis://u:" + std::string(k_max_userinfo_bytes + 1, 'p') + "@h"));
+  auto longest = parse_remote_url("redis://" + encode_all(std::string(k_max_userinfo_bytes, '@')) + "@" +
+                                  std::string(253, 'h') + ":65535/65535?prefix=" + std::string(128, 'p'));
+  REQUIRE(longest);
+  auto again = parse_remote_url(longest->shown());
+  REQUIRE(again);
+  CHECK(again->user == longest->user);
 }
 
 TEST_CASE("KCACHE_REMOTE lists URLs separated by white space") {

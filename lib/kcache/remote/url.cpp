@@ -161,6 +161,8 @@ Result<RemoteUrl> parse_remote_url(std::string_view text) {
       auto user = decode_userinfo(info.substr(0, colon));
       auto pass = colon == std::string_view::npos ? std::optional<std::string>("") : decode_userinfo(info.substr(colon + 1));
       if (!user || !pass) return bad("the user or password holds a byte outside printable ASCII or a bad %-escape");
+      if (user->size() > k_max_userinfo_bytes || pass->size() > k_max_userinfo_bytes)
+        return bad(fmt::format("the user or password is over {} bytes", k_max_userinfo_bytes));
       url.user = std::move(*user);
       url.password = std::move(*pass);
     }

@@ -28,6 +28,10 @@ namespace kcache::remote {
 
 /// The longest URL accepted.
 inline constexpr std::size_t k_max_url_bytes = 4096;
+/// The longest user name or password accepted, decoded. Bounded so that
+/// shown() (which %-encodes them, up to 3 bytes each) stays parseable:
+/// within k_max_url_bytes with every other part at its limit.
+inline constexpr std::size_t k_max_userinfo_bytes = 255;
 
 enum class Scheme { redis, http, https, file };
 
