@@ -388,7 +388,8 @@ Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& stor
         job.reason = "stale: " + describe_changes(essential_changes(std::move(a.changes)), 4);
         // The job needs the whole entry (its expansion may prove it fresh,
         // and then it is written back with new input hashes).
-        if (auto full = reader.get(r.ns, spec.name); !full) job.reason = "stored entry unreadable: " + full.error().message;
+        if (auto full = reader.get(r.ns, spec.name); !full)
+          job.reason = "stored entry unreadable: " + full.error().message;
         else job.stored = std::move(*full);
       }
       // No fresh entry: a failure record that is still current is reported

@@ -192,7 +192,8 @@ Result<void> build_cuda_stage(const manifest::Manifest& manifest, store::Store& 
           continue;
         }
         r.reason = "stale: " + describe_changes(a.changes, 4);
-        if (auto full = reader.get(r.ns, spec.name); !full) r.reason = "stored entry unreadable: " + full.error().message;
+        if (auto full = reader.get(r.ns, spec.name); !full)
+          r.reason = "stored entry unreadable: " + full.error().message;
         else job.stored = std::move(*full);
       }
       if (!options.retry_failed) {

@@ -151,7 +151,7 @@ constexpr unsigned k_max_check_workers = 3;
 /// Records read (decompressed and restored) but not yet checked, back to
 /// back in one buffer that is reused from batch to batch.
 struct Batch {
-  std::size_t first = 0;  ///< index position of its first record
+  std::size_t first = 0;                  ///< index position of its first record
   std::unique_ptr<std::uint8_t[]> bytes;  ///< uninitialised; [0, ends.back()) holds the records
   std::size_t capacity = 0;
   std::vector<std::size_t> ends;        ///< end offset of each record in `bytes`
@@ -231,15 +231,15 @@ struct BundleReader::Impl {
   bool finished = false;
 
   // The caller's side of the batches (BundleReader::next).
-  unsigned workers = 0;                ///< check threads wanted (0: check on the caller's thread)
+  unsigned workers = 0;                 ///< check threads wanted (0: check on the caller's thread)
   std::unique_ptr<CheckWindow> window;  ///< started at the first batch that needs it
-  std::vector<Batch> spare;            ///< batches handed back, for reuse
-  std::optional<Batch> current;        ///< the batch entries are being handed out of
-  Checked checked;                     ///< its verdict
-  std::size_t handed_in_batch = 0;     ///< its entries handed out so far
-  std::size_t handed = 0;              ///< entries handed out in all
-  std::uint64_t shown_consumed = 0;    ///< bytes_read(): consumed as of the last entry handed out
-  bool read_failed = false;            ///< a batch ended with an error: read no further
+  std::vector<Batch> spare;             ///< batches handed back, for reuse
+  std::optional<Batch> current;         ///< the batch entries are being handed out of
+  Checked checked;                      ///< its verdict
+  std::size_t handed_in_batch = 0;      ///< its entries handed out so far
+  std::size_t handed = 0;               ///< entries handed out in all
+  std::uint64_t shown_consumed = 0;     ///< bytes_read(): consumed as of the last entry handed out
+  bool read_failed = false;             ///< a batch ended with an error: read no further
 
   std::string entry_name(std::size_t i) const {
     return fmt::format("entry {} of {} (kernel '{}')", i + 1, header.index.size(), printable(header.index[i].kernel));

@@ -13,9 +13,9 @@ namespace kcache::remote {
 std::string library_versions() {
   // libcurl is loaded for this (kcache --version) as for an HTTP request.
   auto curl = internal::load_curl();
-  return fmt::format("hiredis {}.{}.{}\nlibcurl {}", HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
-                     curl ? std::string((*curl)->version_info(CURLVERSION_NOW)->version)
-                          : "not loaded: " + curl.error().message);
+  return fmt::format(
+      "hiredis {}.{}.{}\nlibcurl {}", HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
+      curl ? std::string((*curl)->version_info(CURLVERSION_NOW)->version) : "not loaded: " + curl.error().message);
 }
 
 std::unique_ptr<Backend> make_backend(const RemoteUrl& url) {

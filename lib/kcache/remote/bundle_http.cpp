@@ -3,9 +3,9 @@
 #include "kcache/remote/url.hpp"
 #include "kcache/util/file.hpp"
 
-#include "kcache/remote/curl_internal.hpp"
 #include <fcntl.h>
 #include <unistd.h>
+#include "kcache/remote/curl_internal.hpp"
 
 #include <fmt/format.h>
 

@@ -49,8 +49,7 @@ Result<const Curl*> load_once() {
     // leaves the functions above valid.
     return &curl;
   }
-  return fail(Category::not_found,
-              "HTTP needs libcurl, which cannot be loaded ({}): install Debian's libcurl4 package",
+  return fail(Category::not_found, "HTTP needs libcurl, which cannot be loaded ({}): install Debian's libcurl4 package",
               fmt::join(tried, "; "));
 }
 

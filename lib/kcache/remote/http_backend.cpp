@@ -68,13 +68,16 @@ class HttpBackend final : public Backend {
 
   Result<std::optional<std::vector<std::uint8_t>>> get(const std::string& key, std::size_t max_bytes) override {
     Sink sink{{}, max_bytes, false};
-    auto status = KCACHE_TRY(perform(key, [&](CURL* c) {
-      m_curl->easy_setopt(c, CURLOPT_HTTPGET, 1L);
-      m_curl->easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
-      m_curl->easy_setopt(c, CURLOPT_WRITEDATA, &sink);
-      // A declared length over the bound is refused before any body byte.
-      m_curl->easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(max_bytes));
-    }, &sink.over));
+    auto status = KCACHE_TRY(perform(
+        key,
+        [&](CURL* c) {
+          m_curl->easy_setopt(c, CURLOPT_HTTPGET, 1L);
+          m_curl->easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
+          m_curl->easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+          // A declared length over the bound is refused before any body byte.
+          m_curl->easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(max_bytes));
+        },
+        &sink.over));
     if (sink.over || status == -2)
       return fail(Category::corruption, "remote {}: the value of {} is over {} bytes", m_url.shown(), key, max_bytes);
     if (status == 404 || status == 410) return std::optional<std::vector<std::uint8_t>>{};
@@ -189,7 +192,7 @@ class HttpBackend final : public Backend {
 
   RemoteUrl m_url;
   std::string m_base;
-  const Curl* m_curl = nullptr;        ///< null when libcurl cannot be loaded
+  const Curl* m_curl = nullptr;       ///< null when libcurl cannot be loaded
   std::optional<Error> m_curl_error;  ///< then: why
   std::mutex m_mutex;
   std::vector<Easy> m_free;

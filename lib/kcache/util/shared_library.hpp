@@ -33,7 +33,9 @@ class SharedLibrary {
 
   SharedLibrary() = default;
   ~SharedLibrary();
-  SharedLibrary(SharedLibrary&& o) noexcept : m_handle(o.m_handle), m_name(std::move(o.m_name)) { o.m_handle = nullptr; }
+  SharedLibrary(SharedLibrary&& o) noexcept : m_handle(o.m_handle), m_name(std::move(o.m_name)) {
+    o.m_handle = nullptr;
+  }
   SharedLibrary& operator=(SharedLibrary&& o) noexcept;
   SharedLibrary(const SharedLibrary&) = delete;
   SharedLibrary& operator=(const SharedLibrary&) = delete;
