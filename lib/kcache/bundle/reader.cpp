@@ -1,10 +1,10 @@
 // Bundle reader: a pull parser over a byte source. open() reads and checks
 // the head without decompressing; next() streams records out of the current
-// zstd frame in batches of about k_batch_bytes (read_batch: decompress and
-// restore, on the caller's thread, which alone touches the source), and each
-// batch is then checked (check_batch: BLAKE2b against the index, decode,
-// validate) on a worker thread while the caller reads the next one, so the
-// two halves of the work overlap; entries come out one at a time, in index
+// zstd frame in batches of about k_batch_bytes (read_batch: decompress, on
+// the caller's thread, which alone touches the source), and each batch is
+// then restored and checked (check_batch: undo the record transform, BLAKE2b
+// against the index, decode, validate) on a worker thread while the caller
+// reads the next one, so the two halves of the work overlap; entries come out one at a time, in index
 // order, and nothing is handed out before its check passed. finish() checks
 // the trailer. Every byte consumed goes through the whole-file hasher in
 // order, so finish() compares against exactly what was parsed.
@@ -148,8 +148,9 @@ constexpr std::size_t k_batch_bytes = 256u << 10;
 /// Most check threads a reader starts (memory: 4 batches in flight each).
 constexpr unsigned k_max_check_workers = 3;
 
-/// Records read (decompressed and restored) but not yet checked, back to
-/// back in one buffer that is reused from batch to batch.
+/// Records read (decompressed, in their stored form: version 2 and later
+/// transformed) but not yet checked, back to back in one buffer that is
+/// reused from batch to batch.
 struct Batch {
   std::size_t first = 0;                  ///< index position of its first record
   std::unique_ptr<std::uint8_t[]> bytes;  ///< uninitialised; [0, ends.back()) holds the records
@@ -222,10 +223,6 @@ struct BundleReader::Impl {
   std::size_t block = 0;      ///< the current (or next) block
   std::size_t block_end = 0;  ///< first entry after the current block
   bool in_frame = false;
-  std::unique_ptr<std::uint8_t[]> record;  ///< uninitialised: pages are touched only as zstd fills them
-  std::size_t record_cap = 0;
-  std::unique_ptr<std::uint8_t[]> stored;  ///< version 2: the transformed record zstd fills, as `record`
-  std::size_t stored_cap = 0;
 
   std::optional<Error> failed;
   bool finished = false;
@@ -286,6 +283,12 @@ struct BundleReader::Impl {
   Result<void> read_head();
   Result<void> start_frame();
   Result<void> end_frame();
+  /// Bytes record `i` decompresses to: its record_size, plus the transform
+  /// prefix from version 2 on.
+  std::size_t stored_size(std::size_t i) const {
+    return static_cast<std::size_t>(header.index[i].record_size) +
+           (header.format_version >= 2 ? internal::k_transform_prefix : 0);
+  }
   Result<bool> read_record(std::size_t i, std::span<std::uint8_t> out);
   Result<void> end_record(std::size_t i, bool frame_done);
   Batch read_batch(bool single);
@@ -430,24 +433,13 @@ Result<void> BundleReader::Impl::end_frame() {
   return {};
 }
 
-/// Decompresses record `i` (the next one) into `out` (exactly its
-/// record_size bytes), restoring a transformed record; returns whether its
-/// block's frame ended with it.
+/// Decompresses record `i` (the next one) into `out`, exactly its stored
+/// size (stored_size(i)); returns whether its block's frame ended with it.
 Result<bool> BundleReader::Impl::read_record(std::size_t i, std::span<std::uint8_t> out) {
-  const IndexEntry& want = header.index[i];
   if (!in_frame) KCACHE_CHECK(start_frame());
 
-  const bool transformed = header.format_version >= 2;
-  const std::size_t record_size = out.size();
-  const std::size_t size = record_size + (transformed ? internal::k_transform_prefix : 0);
-  if (transformed && stored_cap < size) {
-    // Grown geometrically: each new buffer is fresh pages to fault in.
-    const std::size_t cap = std::max(size, 2 * stored_cap);
-    stored.reset();
-    stored = std::make_unique_for_overwrite<std::uint8_t[]>(cap);
-    stored_cap = cap;
-  }
-  ZSTD_outBuffer dst{transformed ? stored.get() : out.data(), size, 0};
+  const std::size_t size = out.size();
+  ZSTD_outBuffer dst{out.data(), size, 0};
   bool frame_done = false;
   while (dst.pos < size) {
     auto avail = KCACHE_TRY(fill(1));
@@ -474,10 +466,6 @@ Result<bool> BundleReader::Impl::read_record(std::size_t i, std::span<std::uint8
   // since a frame ending early would let the next call start a new frame.
   if (frame_done && i + 1 != block_end)
     return corrupt(fmt::format("bundle block {} ends after {}, before its last entry", block + 1, entry_name(i)));
-  if (transformed) {
-    if (auto ok = internal::restore_record({stored.get(), size}, want, out, header.format_version); !ok)
-      return corrupt(fmt::format("bundle {}: {}", entry_name(i), ok.error().message));
-  }
   return frame_done;
 }
 
@@ -507,9 +495,9 @@ Batch BundleReader::Impl::read_batch(bool single) {
   const std::size_t n = header.index.size();
   while (next_entry < n) {
     const std::size_t i = next_entry;
-    const auto record_size = static_cast<std::size_t>(header.index[i].record_size);
-    if (!b.ends.empty() && (single || b.size() + record_size > k_batch_bytes)) break;
-    auto frame_done = read_record(i, b.append(record_size));
+    const std::size_t size = stored_size(i);
+    if (!b.ends.empty() && (single || b.size() + size > k_batch_bytes)) break;
+    auto frame_done = read_record(i, b.append(size));
     if (!frame_done) {
       b.ends.pop_back();
       b.error = std::move(frame_done).error();
@@ -551,8 +539,33 @@ Result<Entry> BundleReader::Impl::check_record(std::size_t i, std::span<const st
 Checked BundleReader::Impl::check_batch(const Batch& b) const {
   Checked out;
   out.entries.reserve(b.ends.size());
+  // Version 2 and later: each record is restored here, on the worker, into
+  // one buffer for the batch. On the reading thread, restoring was a third
+  // of that thread's CPU, which then bounded the whole read on 2 cores.
+  // malloc, not new: the kcache executable zero-fills operator new (for
+  // deterministic compiles), which this buffer, overwritten, does not need.
+  std::unique_ptr<std::uint8_t, decltype(&std::free)> restored(nullptr, &std::free);
+  if (header.format_version >= 2) {
+    std::uint64_t largest = 0;
+    for (std::size_t k = 0; k < b.ends.size(); ++k) largest = std::max(largest, header.index[b.first + k].record_size);
+    restored.reset(static_cast<std::uint8_t*>(std::malloc(std::max<std::uint64_t>(largest, 1))));
+    if (!restored) {
+      out.error = Error{Category::io_error, fmt::format("out of memory restoring {}", entry_name(b.first))};
+      return out;
+    }
+  }
   for (std::size_t k = 0; k < b.ends.size(); ++k) {
-    auto entry = check_record(b.first + k, b.record(k));
+    const std::size_t i = b.first + k;
+    std::span<const std::uint8_t> record = b.record(k);
+    if (header.format_version >= 2) {
+      std::span<std::uint8_t> target(restored.get(), static_cast<std::size_t>(header.index[i].record_size));
+      if (auto ok = internal::restore_record(record, header.index[i], target, header.format_version); !ok) {
+        out.error = Error{Category::corruption, fmt::format("bundle {}: {}", entry_name(i), ok.error().message)};
+        break;
+      }
+      record = target;
+    }
+    auto entry = check_record(i, record);
     if (!entry) {
       out.error = std::move(entry).error();
       break;

@@ -32,6 +32,9 @@ struct Hash128 {
 Hash128 hash_bytes(std::span<const std::uint8_t> data);
 /// XXH3-128 of a string's bytes.
 Hash128 hash_string(std::string_view text);
+/// hash_bytes through libxxhash's own (baseline) code path, never the AVX2
+/// one: for tests that the two agree.
+Hash128 hash_bytes_baseline(std::span<const std::uint8_t> data);
 
 /// Streaming hasher over *tagged, delimited* fields, so that adjacent fields
 /// cannot run together ("ab"+"c" and "a"+"bc" hash differently) and a value
