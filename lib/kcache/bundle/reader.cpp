@@ -4,10 +4,11 @@
 // the caller's thread, which alone touches the source), and each batch is
 // then restored and checked (check_batch: undo the record transform, BLAKE2b
 // against the index, decode, validate) on a worker thread while the caller
-// reads the next one, so the two halves of the work overlap; entries come out one at a time, in index
-// order, and nothing is handed out before its check passed. finish() checks
-// the trailer. Every byte consumed goes through the whole-file hasher in
-// order, so finish() compares against exactly what was parsed.
+// reads the next one, so the two halves of the work overlap; entries come
+// out one at a time, in index order, and nothing is handed out before its
+// check passed. finish() checks the trailer. Every byte consumed goes
+// through the whole-file hasher in order, so finish() compares against
+// exactly what was parsed.
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_getFrameHeader, ZSTD_FRAMEHEADERSIZE_MAX (exported by libzstd.so)
 #include "kcache/bundle/bundle_internal.hpp"
 #include "kcache/util/ordered_parallel_map.hpp"
