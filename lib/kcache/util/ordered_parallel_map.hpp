@@ -8,6 +8,7 @@
 #pragma once
 
 #include "kcache/util/error.hpp"
+#include "kcache/util/worker_pool.hpp"  // worker_threads, the -j rule its callers apply
 
 #include <algorithm>
 #include <condition_variable>
@@ -21,19 +22,6 @@
 #include <vector>
 
 namespace kcache::util {
-
-/// The most CPU-bound worker threads a -j asks for, unless the machine has
-/// more cores: each thread beyond the cores only adds its window's items and
-/// its own working memory, and a huge -j must not exhaust threads.
-inline constexpr unsigned k_max_worker_threads = 256;
-
-/// The worker threads for `jobs` (0 = every core): never 0, never more than
-/// k_max_worker_threads or the core count, whichever is larger. The one rule
-/// for import's and verify's validators.
-inline unsigned worker_threads(unsigned jobs) {
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::clamp(jobs ? jobs : cores, 1u, std::max(k_max_worker_threads, cores));
-}
 
 template <typename In, typename Out>
 class OrderedParallelMap {
