@@ -144,3 +144,143 @@ TEST_CASE("cubin and PTX payload kinds survive a record round trip and unknown k
   auto bytes = encode_entry(e);
   CHECK_FALSE(decode_entry(bytes));
 }
+
+namespace {
+
+struct Sym {
+  std::string name;
+  std::uint8_t info = 0x12;   // STB_GLOBAL | STT_FUNC
+  std::uint8_t other = 0x10;  // STO_CUDA_ENTRY
+  std::uint16_t shndx = 3;
+};
+
+void put_le(std::vector<std::uint8_t>& b, std::size_t at, std::uint64_t v, std::size_t width) {
+  for (std::size_t k = 0; k < width; ++k) b[at + k] = static_cast<std::uint8_t>(v >> (8 * k));
+}
+
+/// A minimal cubin-shaped ELF64: header, a symbol table and its string
+/// table, section headers at the end ([0] null, [1] .symtab, [2] .strtab).
+std::vector<std::uint8_t> mini_cubin(const std::vector<Sym>& symbols) {
+  std::string strtab(1, '\0');
+  std::vector<std::uint8_t> symtab(24, 0);  // symbol 0: null
+  for (const auto& s : symbols) {
+    std::vector<std::uint8_t> e(24, 0);
+    put_le(e, 0, strtab.size(), 4);
+    e[4] = s.info, e[5] = s.other;
+    put_le(e, 6, s.shndx, 2);
+    symtab.insert(symtab.end(), e.begin(), e.end());
+    strtab += s.name;
+    strtab += '\0';
+  }
+  std::vector<std::uint8_t> b(64, 0);
+  b[0] = 0x7f, b[1] = 'E', b[2] = 'L', b[3] = 'F', b[4] = 2, b[5] = 1, b[6] = 1, b[8] = 8;
+  put_le(b, 18, k_elf_machine_cuda, 2);
+  put_le(b, 48, 90 << 8, 4);
+  const std::size_t sym_off = b.size();
+  b.insert(b.end(), symtab.begin(), symtab.end());
+  const std::size_t str_off = b.size();
+  b.insert(b.end(), strtab.begin(), strtab.end());
+  const std::size_t shoff = b.size();
+  b.resize(shoff + 3 * 64, 0);
+  put_le(b, 0x28, shoff, 8);
+  put_le(b, 0x3a, 64, 2);
+  put_le(b, 0x3c, 3, 2);
+  put_le(b, 0x3e, 2, 2);
+  auto section = [&](std::size_t i, std::uint32_t type, std::size_t off, std::size_t size, std::uint32_t link,
+                     std::size_t entsize) {
+    const std::size_t h = shoff + i * 64;
+    put_le(b, h + 4, type, 4);
+    put_le(b, h + 0x18, off, 8);
+    put_le(b, h + 0x20, size, 8);
+    put_le(b, h + 0x28, link, 4);
+    put_le(b, h + 0x38, entsize, 8);
+  };
+  section(1, 2, sym_off, symtab.size(), 2, 24);
+  section(2, 3, str_off, strtab.size(), 0, 0);
+  return b;
+}
+
+std::vector<std::uint8_t> text(std::string_view s) { return {s.begin(), s.end()}; }
+
+bool refused(PayloadKind kind, const std::vector<std::uint8_t>& bytes, std::string_view symbol, std::string_view why) {
+  auto r = check_cuda_symbol(kind, bytes, symbol);
+  if (r) return false;
+  CHECK(r.error().category == Category::corruption);
+  CHECK_MESSAGE(r.error().message.find(why) != std::string::npos, r.error().message);
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("check_cuda_symbol: a cubin defines the symbol as a kernel entry in its ELF symbol table") {
+  const auto b = mini_cubin({{"helper", 0x02, 0x00, 3},
+                             {"_Z2mmIfLi16EEvPT_", 0x22, 0x10, 3},
+                             {"gvar", 0x11, 0x00, 4},
+                             {"undef", 0x12, 0x10, 0},
+                             {"k", 0x12, 0x10, 3}});
+  CHECK(check_cuda_symbol(PayloadKind::cubin, b, "k"));
+  CHECK(check_cuda_symbol(PayloadKind::cubin, b, "_Z2mmIfLi16EEvPT_"));  // a weak template instance
+  CHECK(refused(PayloadKind::cubin, b, "helper", "not a kernel entry"));
+  CHECK(refused(PayloadKind::cubin, b, "gvar", "not a function"));
+  CHECK(refused(PayloadKind::cubin, b, "undef", "undefined"));
+  CHECK(refused(PayloadKind::cubin, b, "nosuch", "defines no kernel 'nosuch'"));
+  CHECK(refused(PayloadKind::cubin, b, "_Z2mm", "defines no kernel"));  // a prefix of a name is not it
+  CHECK(refused(PayloadKind::cubin, b, "", "kernel symbol of 0 bytes"));
+  CHECK(refused(PayloadKind::cubin, b, "a b", "no printable ASCII"));
+  CHECK(refused(PayloadKind::cubin, b, std::string(5000, 'k'), "expected 1 to 4096"));
+  CHECK(refused(PayloadKind::spirv, b, "k", "holds no CUDA kernel"));
+}
+
+TEST_CASE("check_cuda_symbol: hostile ELF bytes are refused without reading outside them") {
+  const auto good = mini_cubin({{"k", 0x12, 0x10, 3}});
+  const std::size_t shoff = good[0x28] | good[0x29] << 8;
+  auto with = [&](std::size_t at, std::uint64_t v, std::size_t width) {
+    auto b = good;
+    put_le(b, at, v, width);
+    return b;
+  };
+  CHECK(refused(PayloadKind::cubin, std::vector<std::uint8_t>(good.begin(), good.begin() + 40), "k", "not a 64-bit"));
+  CHECK(refused(PayloadKind::cubin, with(0x28, ~0ull, 8), "k", "section headers"));  // shoff at the end of time
+  CHECK(refused(PayloadKind::cubin, with(0x3c, 0xffff, 2), "k", "section headers"));
+  CHECK(refused(PayloadKind::cubin, with(0x3c, 0, 2), "k", "section headers"));
+  CHECK(refused(PayloadKind::cubin, with(0x3a, 40, 2), "k", "section headers"));
+  CHECK(refused(PayloadKind::cubin, with(shoff + 64 + 0x18, ~0ull - 8, 8), "k", "symbol table"));  // symtab offset
+  CHECK(refused(PayloadKind::cubin, with(shoff + 64 + 0x20, 1ull << 62, 8), "k", "symbol table"));  // symtab size
+  CHECK(refused(PayloadKind::cubin, with(shoff + 64 + 0x38, 16, 8), "k", "symbol table"));          // entsize
+  CHECK(refused(PayloadKind::cubin, with(shoff + 64 + 0x28, 7, 4), "k", "no string table"));         // sh_link
+  CHECK(refused(PayloadKind::cubin, with(shoff + 128 + 0x20, 1ull << 40, 8), "k", "symbol names"));  // strtab size
+  CHECK(refused(PayloadKind::cubin, with(shoff + 128 + 4, 1, 4), "k", "symbol names"));  // strtab of another type
+  CHECK(refused(PayloadKind::cubin, with(shoff + 64 + 4, 1, 4), "k", "no symbol table"));
+  // A name offset past the string table, and a name running off its end.
+  CHECK(refused(PayloadKind::cubin, with(64 + 24, 0xffffffff, 4), "k", "defines no kernel"));
+  auto cut = good;
+  put_le(cut, shoff + 128 + 0x20, 2, 8);  // the string table ends at "k", before its NUL
+  CHECK(refused(PayloadKind::cubin, cut, "k", "defines no kernel"));
+  // Every single-byte corruption of the image: an answer, never a read outside it.
+  for (std::size_t at = 0; at < good.size(); ++at)
+    for (std::uint8_t v : {std::uint8_t(0), std::uint8_t(0xff), std::uint8_t(good[at] ^ 0x80)}) {
+      auto b = good;
+      b[at] = v;
+      (void)check_cuda_symbol(PayloadKind::cubin, b, "k");
+    }
+}
+
+TEST_CASE("check_cuda_symbol: PTX defines the symbol by .entry, outside comments and strings") {
+  const auto ptx = text(
+      ".version 9.0\n.target sm_90\n.address_size 64\n"
+      "// .entry in_comment(\n/* .visible .entry in_block( */\n"
+      ".file 1 \".entry in_string\"\n"
+      ".extern .entry declared_only(.param .u64 p);\n"
+      ".visible .func helper(\n.param .u64 p\n)\n{\nret;\n}\n"
+      ".weak .entry _Z2mmIfLi16EEvPT_(\n.param .u64 p\n)\n{\nret;\n}\n"
+      ".visible .entry\n  k (\n.param .u64 p\n)\n{\nret;\n}\n");
+  CHECK(check_cuda_symbol(PayloadKind::ptx, ptx, "k"));
+  CHECK(check_cuda_symbol(PayloadKind::ptx, ptx, "_Z2mmIfLi16EEvPT_"));
+  for (std::string_view no : {"helper", "in_comment", "in_block", "in_string", "declared_only", "_Z2mm", "entry"}) {
+    CAPTURE(no);
+    CHECK(refused(PayloadKind::ptx, ptx, no, "PTX has no .entry"));
+  }
+  CHECK(refused(PayloadKind::ptx, text(".entry"), "k", "PTX has no .entry"));
+  CHECK(refused(PayloadKind::ptx, text("/* .entry k("), "k", "PTX has no .entry"));
+  CHECK(refused(PayloadKind::ptx, {}, "k", "PTX has no .entry"));
+}

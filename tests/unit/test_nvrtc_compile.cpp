@@ -41,7 +41,7 @@ definition::KernelSpec spec_for(const std::string& source) {
 
 TEST_CASE("the include scan lists the source, quoted includes beside it, and include-dir headers, transitively") {
   auto dir = project("scan");
-  write(dir / "src/k.cu", "#include \"local.cuh\"\n  #  include <shared.cuh>\n#include <cuda_fp16.h>\n#include MACRO\n");
+  write(dir / "src/k.cu", "#include \"local.cuh\"\n  #  include <shared.cuh>\n#include <cuda_fp16.h>\n");
   write(dir / "src/local.cuh", "#pragma once\n");
   write(dir / "inc/shared.cuh", "#if 0\n#include \"deep.cuh\"\n#endif\n");
   write(dir / "inc/deep.cuh", "#include \"shared.cuh\"\n");  // a cycle ends
@@ -54,13 +54,20 @@ TEST_CASE("the include scan lists the source, quoted includes beside it, and inc
   CHECK(paths == std::vector<std::string>{"src/k.cu", "src/local.cuh", "inc/shared.cuh", "inc/deep.cuh"});
 }
 
-TEST_CASE("the include scan never leaves the project and fails for a missing source") {
+TEST_CASE("the include scan never leaves the project: a path outside it fails, naming it; a missing source fails") {
   auto dir = project("outside");
-  write(dir / "src/k.cu", "#include \"../../../../../etc/passwd\"\n#include \"/etc/hostname\"\n");
   definition::FileCache files(dir);
-  auto got = nvrtc::scan_inputs(spec_for("src/k.cu"), files);
-  REQUIRE(got);
-  CHECK(got->size() == 1);
+  write(dir / "src/k.cu", "#include \"../../../../../etc/passwd\"\n");
+  auto escaping = nvrtc::scan_inputs(spec_for("src/k.cu"), files);
+  REQUIRE_FALSE(escaping);
+  CHECK(escaping.error().category == Category::invalid_argument);
+  CHECK(escaping.error().message.find("src/k.cu:1:") != std::string::npos);
+  CHECK(escaping.error().message.find("outside the manifest's folder") != std::string::npos);
+  write(dir / "src/a.cu", "#include \"/etc/hostname\"\n");
+  auto absolute = nvrtc::scan_inputs(spec_for("src/a.cu"), files);
+  REQUIRE_FALSE(absolute);
+  CHECK(absolute.error().message.find("src/a.cu:1: `#include \"/etc/hostname\"`: an absolute path") !=
+        std::string::npos);
   CHECK_FALSE(nvrtc::scan_inputs(spec_for("src/missing.cu"), files));
 }
 
@@ -69,6 +76,10 @@ TEST_CASE("NVRTC's log is tidied: project root cut, file(line) as file:line") {
   CHECK(log == "src/k.cu:3: error: identifier \"x\" is undefined\n  x = 1;");
   CHECK(nvrtc::tidy_log("nvrtc: error: unrecognized option -MD found\n", "/p") ==
         "nvrtc: error: unrecognized option -MD found");
+  // An in-memory header is named by its include name: the log says its project path.
+  CHECK(nvrtc::tidy_log("util.cuh(2): error: x\nsub/util.cuh(3): error: y\n", "/p",
+                        {{"util.cuh", "inc/util.cuh"}, {"sub/util.cuh", "inc/sub/util.cuh"}}) ==
+        "inc/util.cuh:2: error: x\ninc/sub/util.cuh:3: error: y");
 }
 
 TEST_CASE("loading a library that does not exist fails with what to do") {

@@ -61,6 +61,47 @@ TEST_CASE("kcache_lookup_cuda: the best cubin that runs, else PTX, else a refusa
   CHECK(contains(f.arch("nosuch", 9, 0), "no CUDA kernel 'nosuch'"));
 }
 
+namespace {
+
+/// The arch kcache_lookup_cuda picks for "k" at cc major.minor from a store
+/// holding "k" in exactly `archs`, written in that order.
+std::string pick(const std::vector<std::string>& archs, int major, int minor) {
+  TempDir dir;
+  const auto path = dir.path() / "store";
+  for (const auto& arch : archs) put(path, cuda_namespace(arch, "13.0", "13.0"), {cuda_entry("k", arch)});
+  kcache_store* s = nullptr;
+  REQUIRE_MESSAGE(kcache_store_open(path.c_str(), &s) == KCACHE_OK, kcache_last_error());
+  kcache_kernel* k = nullptr;
+  std::string out = kcache_lookup_cuda(s, "k", major, minor, &k) == KCACHE_OK ? kcache_kernel_target(k)
+                                                                               : std::string("error");
+  kcache_kernel_free(k);
+  kcache_store_close(s);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("kcache_lookup_cuda: an added arch-specific namespace never displaces the plain code for the device") {
+  // An unsigned bundle of cuda/sm_90a (or sm_90f) carrying the same kernel
+  // name: the sm_90 cubin built for the device still wins.
+  CHECK(pick({"sm_90", "sm_90a"}, 9, 0) == "sm_90");
+  CHECK(pick({"sm_90a", "sm_90"}, 9, 0) == "sm_90");
+  CHECK(pick({"sm_90", "sm_90f", "compute_90a"}, 9, 0) == "sm_90");
+  // A lower-minor plain cubin too, and plain PTX before any specific variant.
+  CHECK(pick({"sm_86", "sm_89a"}, 8, 9) == "sm_86");
+  CHECK(pick({"compute_80", "sm_90a"}, 9, 0) == "compute_80");
+  // The exact sm_XY beats lower minors; PTX only without a cubin that runs.
+  CHECK(pick({"sm_80", "sm_86", "compute_86"}, 8, 6) == "sm_86");
+  CHECK(pick({"compute_80", "compute_86"}, 8, 9) == "compute_86");
+  // Only where no plain code runs is a specific variant used: cubin first.
+  CHECK(pick({"sm_90a"}, 9, 0) == "sm_90a");
+  CHECK(pick({"sm_90a"}, 9, 1) == "error");  // sm_90a runs on exactly 9.0
+  CHECK(pick({"compute_100a", "sm_100f"}, 10, 0) == "sm_100f");
+  CHECK(pick({"compute_100a", "sm_100f"}, 10, 3) == "sm_100f");
+  CHECK(pick({"sm_100a", "sm_100f"}, 10, 0) == "sm_100a");
+  CHECK(pick({"sm_80", "sm_90a"}, 9, 0) == "sm_90a");  // sm_80 does not run on 9.0
+}
+
 TEST_CASE("kcache_lookup_cuda: accessors for a cubin and for PTX") {
   CudaStore f;
   kcache_kernel* k = nullptr;

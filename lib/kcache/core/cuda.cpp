@@ -166,6 +166,138 @@ Result<void> check_cuda_payload(PayloadKind kind, std::string_view arch_name, st
   return {};
 }
 
+namespace {
+
+std::uint64_t read_le(std::span<const std::uint8_t> b, std::size_t at, std::size_t width) {
+  std::uint64_t v = 0;
+  for (std::size_t k = 0; k < width; ++k) v |= std::uint64_t(b[at + k]) << (8 * k);
+  return v;
+}
+
+/// Whether [offset, offset + size) lies inside a buffer of `total` bytes.
+bool fits(std::uint64_t offset, std::uint64_t size, std::size_t total) {
+  return offset <= total && size <= total - offset;
+}
+
+constexpr std::uint8_t k_sto_cuda_entry = 0x10;
+
+Result<void> cubin_defines(std::span<const std::uint8_t> b, std::string_view symbol) {
+  if (b.size() < 64 || b[0] != 0x7f || b[1] != 'E' || b[2] != 'L' || b[3] != 'F' || b[4] != 2 || b[5] != 1)
+    return fail(Category::corruption, "cubin is not a 64-bit little-endian ELF image");
+  const std::uint64_t shoff = read_le(b, 0x28, 8);
+  const std::uint64_t shentsize = read_le(b, 0x3a, 2);
+  const std::uint64_t shnum = read_le(b, 0x3c, 2);
+  if (shnum == 0 || shentsize != 64 || !fits(shoff, shnum * 64, b.size()))
+    return fail(Category::corruption, "cubin's section headers ({} of {} bytes at {}) do not lie inside its {} bytes",
+                shnum, shentsize, shoff, b.size());
+  struct Section {
+    std::uint32_t type;
+    std::uint64_t offset, size, entsize;
+    std::uint32_t link;
+  };
+  auto section = [&](std::uint64_t index) {
+    const std::size_t h = static_cast<std::size_t>(shoff + index * 64);
+    return Section{static_cast<std::uint32_t>(read_le(b, h + 4, 4)), read_le(b, h + 0x18, 8), read_le(b, h + 0x20, 8),
+                   read_le(b, h + 0x38, 8), static_cast<std::uint32_t>(read_le(b, h + 0x28, 4))};
+  };
+  bool any_symtab = false;
+  for (std::uint64_t i = 0; i < shnum; ++i) {
+    const Section symtab = section(i);
+    if (symtab.type != 2) continue;  // SHT_SYMTAB
+    any_symtab = true;
+    if (symtab.entsize != 24 || symtab.size % 24 != 0 || !fits(symtab.offset, symtab.size, b.size()))
+      return fail(Category::corruption, "cubin's symbol table (section {}) does not lie inside the image", i);
+    if (symtab.link >= shnum) return fail(Category::corruption, "cubin's symbol table names no string table");
+    const Section strtab = section(symtab.link);
+    if (strtab.type != 3 || !fits(strtab.offset, strtab.size, b.size()))  // SHT_STRTAB
+      return fail(Category::corruption, "cubin's symbol names (section {}) do not lie inside the image", symtab.link);
+    const std::string_view names(reinterpret_cast<const char*>(b.data() + strtab.offset),
+                                 static_cast<std::size_t>(strtab.size));
+    for (std::uint64_t at = symtab.offset; at < symtab.offset + symtab.size; at += 24) {
+      const std::size_t e = static_cast<std::size_t>(at);
+      const std::uint64_t name = read_le(b, e, 4);
+      // The name must end (NUL) inside the string table; compared in place.
+      if (name >= names.size() || names.size() - name <= symbol.size()) continue;
+      if (names.compare(static_cast<std::size_t>(name), symbol.size(), symbol) != 0 ||
+          names[static_cast<std::size_t>(name) + symbol.size()] != '\0')
+        continue;
+      const std::uint8_t info = b[e + 4], other = b[e + 5];
+      const std::uint64_t shndx = read_le(b, e + 6, 2);
+      if ((info & 0xf) != 2)  // STT_FUNC
+        return fail(Category::corruption, "cubin's symbol '{}' is not a function (ELF symbol type {})",
+                    util::escape_untrusted(symbol), info & 0xf);
+      if (shndx == 0) return fail(Category::corruption, "cubin's symbol '{}' is undefined", util::escape_untrusted(symbol));
+      if (!(other & k_sto_cuda_entry))
+        return fail(Category::corruption, "cubin's function '{}' is not a kernel entry (a __device__ function)",
+                    util::escape_untrusted(symbol));
+      return {};
+    }
+  }
+  if (!any_symtab) return fail(Category::corruption, "cubin has no symbol table");
+  return fail(Category::corruption, "cubin defines no kernel '{}'", util::escape_untrusted(symbol));
+}
+
+bool is_ptx_ident(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' || c == '%';
+}
+
+Result<void> ptx_defines(std::span<const std::uint8_t> bytes, std::string_view symbol) {
+  const std::string_view t(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  bool external = false;   // `.extern` seen in the current statement
+  bool want_name = false;  // just after `.entry`
+  std::size_t i = 0;
+  while (i < t.size()) {
+    const char c = t[i];
+    if (t.compare(i, 2, "//") == 0) {
+      auto e = t.find('\n', i);
+      i = e == std::string_view::npos ? t.size() : e;
+    } else if (t.compare(i, 2, "/*") == 0) {
+      auto e = t.find("*/", i + 2);
+      i = e == std::string_view::npos ? t.size() : e + 2;
+    } else if (c == '"') {
+      auto e = t.find_first_of("\"\n", i + 1);
+      i = e == std::string_view::npos ? t.size() : e + 1;
+      want_name = false;
+    } else if (c == ';' || c == '{' || c == '}') {
+      external = want_name = false;
+      ++i;
+    } else if (c == '.' || is_ptx_ident(c)) {
+      const std::size_t start = i++;
+      while (i < t.size() && is_ptx_ident(t[i])) ++i;
+      const std::string_view word = t.substr(start, i - start);
+      if (want_name) {
+        if (word == symbol && !external) return {};
+        want_name = false;
+      } else if (word == ".entry") {
+        want_name = true;
+      } else if (word == ".extern") {
+        external = true;
+      }
+    } else {
+      if (c != ' ' && c != '\t' && c != '\n' && c != '\r') want_name = false;
+      ++i;
+    }
+  }
+  return fail(Category::corruption, "PTX has no .entry '{}'", util::escape_untrusted(symbol));
+}
+
+}  // namespace
+
+Result<void> check_cuda_symbol(PayloadKind kind, std::span<const std::uint8_t> bytes, std::string_view symbol) {
+  if (symbol.empty() || symbol.size() > k_max_cuda_symbol_bytes)
+    return fail(Category::corruption, "kernel symbol of {} bytes (expected 1 to {})", symbol.size(),
+                k_max_cuda_symbol_bytes);
+  for (char c : symbol)
+    if (c <= 0x20 || c > 0x7e)
+      return fail(Category::corruption, "kernel symbol '{}' holds a byte that is no printable ASCII",
+                  util::shown_untrusted(symbol));
+  if (bytes.size() > k_max_payload_bytes)
+    return fail(Category::corruption, "payload is {} bytes; limit {}", bytes.size(), k_max_payload_bytes);
+  if (kind == PayloadKind::cubin) return cubin_defines(bytes, symbol);
+  if (kind == PayloadKind::ptx) return ptx_defines(bytes, symbol);
+  return fail(Category::corruption, "a {} payload holds no CUDA kernel", payload_kind_name(kind));
+}
+
 std::string cuda_function_symbol(const Entry& entry) {
   for (const auto& [name, value] : entry.ir_fields)
     if (name == k_cuda_lowered_name_field && !value.empty()) return value;

@@ -111,6 +111,27 @@ inline constexpr std::uint16_t k_elf_machine_cuda = 190;
 /// reads only `bytes`.
 Result<void> check_cuda_payload(PayloadKind kind, std::string_view arch, std::span<const std::uint8_t> bytes);
 
+/// Most bytes of a kernel symbol check_cuda_symbol accepts (NVRTC's lowered
+/// names of deep templates run to a few hundred).
+inline constexpr std::size_t k_max_cuda_symbol_bytes = 4096;
+
+/// Checks that `symbol` (an entry's lowered_name, cuda_function_symbol) is a
+/// kernel the payload defines, so that cuModuleGetFunction will resolve it:
+/// - cubin: an ELF64 little-endian image whose section headers and a
+///   SHT_SYMTAB section (entries of 24 bytes, its SHT_STRTAB by sh_link) lie
+///   inside `bytes`, holding a symbol of that name of type STT_FUNC, defined
+///   (section index not SHN_UNDEF) and marked a kernel entry (st_other bit
+///   0x10, STO_CUDA_ENTRY: what NVRTC sets on __global__ functions and not
+///   on __device__ ones);
+/// - ptx: a `.entry NAME` (after .visible / .weak; not .extern) outside
+///   comments and strings.
+/// `symbol` must be 1..k_max_cuda_symbol_bytes printable ASCII. corruption
+/// saying what is missing, escaped; every offset and size read from `bytes`
+/// is checked against its length before use (untrusted input: bundles,
+/// remotes). Pure; linear in bytes.size(). Meant for import and verify, with
+/// check_cuda_payload first.
+Result<void> check_cuda_symbol(PayloadKind kind, std::span<const std::uint8_t> bytes, std::string_view symbol);
+
 /// The function symbol to pass to cuModuleGetFunction for an entry of a cuda
 /// namespace: the "lowered_name" ir field when present (a name expression),
 /// else the "entry" id field (an extern "C" name), else the kernel name up to

@@ -1,10 +1,13 @@
 #include "kcache/nvrtc/nvrtc.hpp"
 
 #include "kcache/core/cuda.hpp"
+#include "kcache/util/hash.hpp"
+#include "kcache/util/path.hpp"
 
 #include <fmt/format.h>
 
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 
@@ -112,7 +115,8 @@ std::vector<Field> Library::toolchain_fields() const {
   return {{"nvrtc_version", m_version}, {"cuda_version", cuda_version()}};
 }
 
-std::string tidy_log(std::string_view log, const std::filesystem::path& root) {
+std::string tidy_log(std::string_view log, const std::filesystem::path& root,
+                     const std::vector<std::pair<std::string, std::string>>& names) {
   std::string prefix = root.lexically_normal().string();
   if (!prefix.empty() && prefix.back() != '/') prefix += '/';
   std::string out;
@@ -123,6 +127,14 @@ std::string tidy_log(std::string_view log, const std::filesystem::path& root) {
     std::string line(log.substr(pos, end - pos));
     pos = end + 1;
     for (std::size_t at; !prefix.empty() && (at = line.find(prefix)) != std::string::npos;) line.erase(at, prefix.size());
+    // "name.cuh(12): ..." of an in-memory header → its project path (the
+    // longest name that fits, as one may be a suffix of another's folder).
+    const std::pair<std::string, std::string>* best = nullptr;
+    for (const auto& n : names)
+      if (line.size() > n.first.size() && line.starts_with(n.first) && line[n.first.size()] == '(' &&
+          (!best || n.first.size() > best->first.size()))
+        best = &n;
+    if (best) line = best->second + line.substr(best->first.size());
     // "file.cu(12): error: ..." → "file.cu:12: error: ..."
     if (auto open = line.find('('); open != std::string::npos && open > 0) {
       auto close = line.find("): ", open);
@@ -138,6 +150,51 @@ std::string tidy_log(std::string_view log, const std::filesystem::path& root) {
   return out;
 }
 
+namespace {
+
+/// `path` relative to `root`, '/'-separated; nullopt when it is not inside.
+std::optional<std::string> inside(const std::filesystem::path& root, const std::filesystem::path& path) {
+  auto rel = path.lexically_normal().lexically_relative(root.lexically_normal()).generic_string();
+  if (rel.empty()) return std::nullopt;
+  if (rel == ".") return std::string(".");
+  if (!util::is_contained_relative_path(rel)) return std::nullopt;
+  return rel;
+}
+
+/// What NVRTC gets in memory for `req`: scan_includes over the inputs the
+/// caller hashed (else over the project read again).
+Result<IncludeScan> in_memory_headers(const Request& req) {
+  auto source_rel = inside(req.root, req.source_path);
+  if (!source_rel || *source_rel == ".")
+    return fail(Category::invalid_argument, "CUDA source {} is not inside the project folder {}",
+                req.source_path.string(), req.root.string());
+  std::vector<std::string> dirs;
+  for (const auto& d : req.include_dirs) {
+    auto rel = inside(req.root, d);
+    if (!rel)
+      return fail(Category::invalid_argument, "include dir {} is not inside the project folder {}", d.string(),
+                  req.root.string());
+    dirs.push_back(*rel);
+  }
+  auto main = std::make_shared<definition::SourceFile>();
+  main->path = *source_rel;
+  main->content = req.source;
+  main->hash = util::hash_string(req.source);
+  if (!req.inputs.empty()) {
+    std::map<std::string, std::shared_ptr<const definition::SourceFile>, std::less<>> by_path;
+    for (std::size_t i = 1; i < req.inputs.size(); ++i) by_path.emplace(req.inputs[i]->path, req.inputs[i]);
+    return scan_includes(std::move(main), dirs,
+                         [&](const std::string& rel) -> Result<std::shared_ptr<const definition::SourceFile>> {
+                           if (auto it = by_path.find(rel); it != by_path.end()) return it->second;
+                           return fail(Category::not_found, "{} is not among the kernel's inputs", rel);
+                         });
+  }
+  definition::FileCache files(req.root);
+  return scan_includes(std::move(main), dirs, [&](const std::string& rel) { return files.get(rel); });
+}
+
+}  // namespace
+
 Result<Output> Library::compile(const Request& req) const {
   const Api& a = *m_api;
   auto arch = parse_cuda_arch(req.arch);
@@ -145,17 +202,34 @@ Result<Output> Library::compile(const Request& req) const {
   if (req.source.size() > definition::k_max_source_bytes)
     return fail(Category::invalid_argument, "source is {} bytes; limit {}", req.source.size(),
                 definition::k_max_source_bytes);
+  auto scan = KCACHE_TRY(in_memory_headers(req));
+  // NVRTC takes every text as a C string: a NUL would cut what it compiles
+  // short of what was hashed.
+  for (const auto& f : scan.inputs)
+    if (f->content.find('\0') != std::string::npos)
+      return fail(Category::invalid_argument, "{} holds a NUL byte; a CUDA source or header is text", f->path);
   std::vector<std::string> options;
   options.push_back("--gpu-architecture=" + req.arch);
-  for (const auto& dir : req.include_dirs) options.push_back("-I" + dir.string());
+  // No folder to search: every project header is handed over in memory below.
+  options.push_back("-no-source-include");
   for (const auto& [name, value] : req.defines) options.push_back("-D" + name + "=" + value);
   options.insert(options.end(), req.options.begin(), req.options.end());
   std::vector<const char*> argv;
   for (const auto& o : options) argv.push_back(o.c_str());
+  std::vector<const char*> header_texts, header_names;
+  std::vector<std::pair<std::string, std::string>> log_names;
+  for (const auto& h : scan.headers) {
+    header_texts.push_back(h.file->content.c_str());
+    header_names.push_back(h.include_name.c_str());
+    log_names.emplace_back(h.include_name, h.file->path);
+  }
 
   ProgramGuard guard{a};
-  const std::string name = req.source_path.string();
-  if (nvrtcResult r = a.CreateProgram(&guard.program, req.source.c_str(), name.c_str(), 0, nullptr, nullptr);
+  // The project-relative name: what NVRTC's log and __FILE__ show, the same
+  // wherever the checkout is.
+  const std::string& name = scan.inputs.front()->path;
+  if (nvrtcResult r = a.CreateProgram(&guard.program, req.source.c_str(), name.c_str(),
+                                      static_cast<int>(header_texts.size()), header_texts.data(), header_names.data());
       r != k_success)
     return fail(Category::compile_failed, "nvrtcCreateProgram: {}", a.GetErrorString(r));
   if (nvrtcResult r = a.AddNameExpression(guard.program, req.name_expression.c_str()); r != k_success)
@@ -168,7 +242,7 @@ Result<Output> Library::compile(const Request& req) const {
     std::string raw(std::min<std::size_t>(size, 16u << 20), '\0');
     if (size <= raw.size() && a.GetProgramLog(guard.program, raw.data()) == k_success) {
       raw.resize(std::strlen(raw.c_str()));
-      log = tidy_log(raw, req.root);
+      log = tidy_log(raw, req.root, log_names);
     }
   }
   if (compiled == k_invalid_option)

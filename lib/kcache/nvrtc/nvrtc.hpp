@@ -5,6 +5,35 @@
 // (compute_XY), lowering the kernel's name expression to the symbol
 // cuModuleGetFunction resolves (docs/design.md "CUDA backend").
 //
+// What NVRTC reads. NVRTC cannot report the files it read (NVRTC 13.0
+// refuses -M, -MD, -MM, -MF, -E and --generate-dependencies), so kcache
+// decides them itself and leaves NVRTC nothing to find on disk:
+// - scan_includes finds every #include (and __has_include) of the source
+//   and of each project header it reaches, strictly: a directive it cannot
+//   resolve to a literal name (computed, #include_next), an absolute path, a
+//   path leaving the project, or a file FileCache refuses (FIFO, device,
+//   over the size limit) fails the kernel naming file:line and the
+//   directive. Every project file found is an input of the entry's key.
+// - compile() passes the source and every project header found to
+//   nvrtcCreateProgram in memory (headers / includeNames, matched by the
+//   exact name the #include writes), with -no-source-include and no -I: the
+//   preprocessor's search list is empty, so NVRTC compiles exactly the bytes
+//   the key hashed, and a name kcache did not hand over fails to compile
+//   ("could not open source file ... (no directories in search list)").
+// - What NVRTC can still read from disk: its own libnvrtc-builtins library
+//   (the toolkit, whose version is in every CUDA key), and a file named by
+//   an absolute path in a directive the scan did not see as one. The scan
+//   refuses every absolute name it sees and errs towards seeing more
+//   directives than NVRTC (includes.cpp), so no project file and no file the
+//   manifest names is read behind the key. NVRTC 13.0 ships no toolkit
+//   headers it finds by itself (cuda_fp16.h, <cstdint> are not found
+//   without -I, and the manifest refuses -I): a kernel uses only project
+//   headers, the NVRTC built-ins (threadIdx, __global__, ...) and what it
+//   declares itself. Verified against libnvrtc 13.0: in-memory headers win
+//   over a file of the same name beside the source; a relative name is not
+//   looked up in the working directory or CPATH; __has_include of an
+//   absolute path opens it (a FIFO blocks), hence refused by the scan.
+//
 // The few NVRTC C functions used are declared here by their C prototypes
 // (nvrtc.h of CUDA 12 and 13); the header is not needed to build.
 //
@@ -20,6 +49,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,14 +69,24 @@ inline constexpr std::size_t k_max_log_bytes = 64u << 10;
 
 /// One compile: a source for one architecture.
 struct Request {
-  std::string source;        ///< the text (bounded by the caller: definition::k_max_source_bytes)
-  std::filesystem::path source_path;  ///< absolute: NVRTC resolves #include "x" against its folder
-  std::filesystem::path root;         ///< the project folder, cut from paths in messages
-  std::string arch;                   ///< "sm_90" (cubin) or "compute_90" (PTX); core/cuda.hpp
-  std::vector<std::filesystem::path> include_dirs;  ///< absolute, in order (-I)
-  std::vector<Field> defines;                       ///< (NAME or NAME(args), value) → -DNAME=value
-  std::vector<std::string> options;                 ///< the user's, after the ones above
-  std::string name_expression;                      ///< the entry: lowered after compiling
+  std::string source;  ///< the text (bounded by the caller: definition::k_max_source_bytes)
+  /// Absolute, inside `root`: its project-relative path names the program
+  /// (in NVRTC's log and __FILE__) and is where quoted includes are resolved.
+  std::filesystem::path source_path;
+  std::filesystem::path root;  ///< the project folder (absolute), cut from paths in messages
+  std::string arch;            ///< "sm_90" (cubin) or "compute_90" (PTX); core/cuda.hpp
+  /// Absolute, in order, inside `root`: where <x> and then "x" are looked up
+  /// (by kcache: NVRTC gets no -I, see the top of this file).
+  std::vector<std::filesystem::path> include_dirs;
+  std::vector<Field> defines;        ///< (NAME or NAME(args), value) → -DNAME=value
+  std::vector<std::string> options;  ///< the user's, after the ones above
+  std::string name_expression;       ///< the entry: lowered after compiling
+  /// scan_inputs' result for this kernel (main source first): the bytes the
+  /// key hashed, which NVRTC then compiles. Empty: compile() reads the
+  /// project's headers again through a FileCache of `root` (same rules, but
+  /// a header edited meanwhile would be compiled unhashed), so a caller that
+  /// scanned should always pass what it scanned.
+  std::vector<std::shared_ptr<const definition::SourceFile>> inputs = {};
 };
 
 /// What a compile produced.
@@ -79,10 +119,14 @@ class Library {
   /// The toolchain fields every CUDA `ir` hashes: nvrtc_version, cuda_version.
   std::vector<Field> toolchain_fields() const;
 
-  /// Compiles `request`. compile_failed with NVRTC's log (paths relative to
-  /// the project, "file:line: error: ..." where NVRTC names a line);
-  /// invalid_argument for an option NVRTC does not know; corruption when an
-  /// output is over k_max_payload_bytes.
+  /// Compiles `request`: the source and the project headers scan_includes
+  /// finds from it (in request.inputs, else read again from `root`) in
+  /// memory, with -no-source-include and no -I (see the top of this file).
+  /// compile_failed with NVRTC's log (paths relative to the project,
+  /// "file:line: error: ..." where NVRTC names a line); invalid_argument for
+  /// an option NVRTC does not know, a source_path or include dir outside
+  /// `root`, or what scan_includes refuses; corruption when an output is
+  /// over k_max_payload_bytes.
   Result<Output> compile(const Request& request) const;
 
   struct Api;  ///< the resolved functions (nvrtc.cpp)
@@ -97,19 +141,54 @@ class Library {
 
 /// NVRTC's log made readable: the project root cut from paths, "file(12): "
 /// turned into "file:12: ", trailing blank lines dropped, at most
-/// k_max_log_bytes. Exposed for tests.
-std::string tidy_log(std::string_view log, const std::filesystem::path& root);
+/// k_max_log_bytes. `names` maps an in-memory header's include name (what
+/// NVRTC calls it) to its project path, so a line NVRTC starts with
+/// "name(12): " says "path:12: ". Exposed for tests.
+std::string tidy_log(std::string_view log, const std::filesystem::path& root,
+                     const std::vector<std::pair<std::string, std::string>>& names = {});
 
-/// Every project file a CUDA kernel may read, main source first: a
-/// conservative scan (NVRTC 13 cannot report the files it read: it refuses
-/// -M, -MD, -MF and --generate-dependencies). Each `#include "x"` is looked up
-/// beside the including file then in the include dirs, each `#include <x>`
-/// in the include dirs; a file found in the project is an input and is
-/// scanned in turn, whether or not an #if would skip it (more inputs than
-/// needed: an edit may recompile needlessly, never be missed). A name not
-/// found in the project is a system or CUDA header (not tracked). Bounded
-/// by definition::k_max_include_depth and kcache::k_max_record_inputs.
-/// Errors: the source's own (not_found, invalid_argument) from `files`.
+/// A project header as NVRTC gets it: the name an #include (or
+/// __has_include) writes, which NVRTC matches exactly, and the file kcache
+/// resolved it to.
+struct Header {
+  std::string include_name;
+  std::shared_ptr<const definition::SourceFile> file;
+};
+
+/// What a CUDA source may read.
+struct IncludeScan {
+  std::vector<std::shared_ptr<const definition::SourceFile>> inputs;  ///< main source first, then first-found order
+  std::vector<Header> headers;  ///< every include name found in the project, once each
+};
+
+/// Reads a project file by its project-relative path, with
+/// definition::FileCache::get's contract (not_found when missing).
+using ReadFile = std::function<Result<std::shared_ptr<const definition::SourceFile>>(const std::string& rel)>;
+
+/// The strict include scan. Every directive that may read a file — #include,
+/// #import, #embed (with the # or %: introducer; comments, splices and
+/// trigraphs as NVRTC sees them) and __has_include(...) — in `source` and in
+/// each project header it reaches, whatever #if would skip (more inputs than
+/// needed can only recompile needlessly). A quoted name is looked up beside
+/// the including file then in `include_dirs` (project-relative, "." the
+/// root), an angled one in `include_dirs`, the first folder where `read`
+/// finds it winning (NVRTC's own order, checked against libnvrtc 13.0); a
+/// file found is an input and is scanned in turn; a name found nowhere is a
+/// toolkit or system header (nvrtc.hpp's top says what becomes of it).
+/// invalid_argument, naming "file:line: `directive`" and what to do, for: a
+/// computed name (#include MACRO), #include_next / __has_include_next, an
+/// absolute name, a name leaving the project, one include name meaning two
+/// files in one kernel (NVRTC matches in-memory headers by name), includes
+/// nested deeper than definition::k_max_include_depth or more than
+/// kcache::k_max_record_inputs files; and `read`'s own refusals (special
+/// file, over definition::k_max_source_bytes) with its category.
+Result<IncludeScan> scan_includes(std::shared_ptr<const definition::SourceFile> source,
+                                  const std::vector<std::string>& include_dirs, const ReadFile& read);
+
+/// Every project file a CUDA kernel may read, main source first:
+/// scan_includes of spec.source over spec.include_dirs, reading through
+/// `files` (the one gate for project reads). Errors: the source's own
+/// (not_found, invalid_argument) from `files`, and scan_includes'.
 Result<std::vector<std::shared_ptr<const definition::SourceFile>>> scan_inputs(
     const definition::KernelSpec& spec, definition::FileCache& files);
 

@@ -301,13 +301,22 @@ Result<Kernel> Catalog::find_cuda(std::string_view name, int cc_major, int cc_mi
     return fail(Category::invalid_argument, "compute capability {}.{} is not one (e.g. 9.0)", cc_major, cc_minor);
   Kernel k;
   KCACHE_CHECK(m_store->read([&](store::Reader& reader) -> Result<void> {
-    // The best runnable arch: cubin before PTX, then the highest version;
-    // an arch-specific (sm_90a) cubin before the family and the plain one.
+    // The order of catalog.hpp: plain cubin, then plain PTX, then the
+    // arch/family-specific variants; within each the highest version. Ties
+    // cannot happen (one namespace per arch); the fingerprint still breaks
+    // them so that the answer never depends on the order records are read.
     struct Candidate {
       CudaArch arch;
       Namespace ns;
     };
-    auto rank = [](const CudaArch& a) { return std::tuple(!a.ptx, a.major, a.minor, a.suffix == 'a', a.suffix == 'f'); };
+    auto rank = [](const CudaArch& a) {
+      const int tier = a.suffix ? 0 : a.ptx ? 1 : 2;
+      return std::tuple(tier, !a.ptx, a.major, a.minor, a.suffix == 'a');
+    };
+    auto better = [&](const Candidate& c, const Candidate& than) {
+      if (rank(c.arch) != rank(than.arch)) return rank(c.arch) > rank(than.arch);
+      return c.ns.fingerprint < than.ns.fingerprint;
+    };
     std::optional<Candidate> best;
     std::vector<std::string> holders;
     for (const auto& info : KCACHE_TRY(reader.namespace_records())) {
@@ -318,7 +327,7 @@ Result<Kernel> Catalog::find_cuda(std::string_view name, int cc_major, int cc_mi
       if (!KCACHE_TRY(reader.get(info.ns.name(), name))) continue;
       holders.push_back(info.ns.fingerprint);
       if (!cuda_arch_runs_on(*arch, cc_major, cc_minor)) continue;
-      if (!best || rank(*arch) > rank(best->arch)) best = Candidate{*arch, info.ns};
+      if (Candidate c{*arch, info.ns}; !best || better(c, *best)) best = std::move(c);
     }
     if (holders.empty()) return fail(Category::not_found, "no CUDA kernel '{}' in the store", util::shown_untrusted(name));
     if (!best)

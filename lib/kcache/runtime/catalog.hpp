@@ -135,15 +135,25 @@ class Catalog {
   Result<Kernel> find_by_key(std::string_view key_id, const LookupOptions& options) const;
 
   /// The CUDA code of kernel `name` for a device of compute capability
-  /// cc_major.cc_minor: among the cuda namespaces holding it, the cubin of
-  /// the highest architecture that runs there (core/cuda.hpp
-  /// cuda_arch_runs_on), else the PTX of the highest compute_XY <= the CC
-  /// (the driver JIT-compiles it). Whether the driver's CUDA version is new
-  /// enough is the loader's answer (cuModuleLoadData), not checked here.
-  /// not_found when no cuda namespace holds the name, or none of them runs
-  /// at that CC (naming the stored archs); invalid_argument for a CC outside
-  /// 1.0..99.9; corruption when the chosen entry's payload is not a cubin
-  /// (ELF) or PTX text of its namespace's kind.
+  /// cc_major.cc_minor, by a fixed order over the cuda namespaces holding it
+  /// whose arch runs there (core/cuda.hpp cuda_arch_runs_on), first found:
+  ///   1. a plain cubin sm_XY, the highest minor first (so the exact sm_XY
+  ///      of the device before any lower one);
+  ///   2. plain PTX compute_XY, the highest first (the driver JIT-compiles it);
+  ///   3. only then an arch- or family-specific variant (sm_XYa, sm_XYf,
+  ///      compute_XYa/f): cubin before PTX, the highest first, a before f.
+  /// Why: the (major, minor) call asks for code any device of that CC runs
+  /// as built for the portable target; a specific variant uses features
+  /// the plain build chose not to, and is a separate namespace that any
+  /// import may add. Ranking it last means adding a namespace (an unsigned
+  /// bundle of cuda/sm_90a) never displaces the plain code already stored
+  /// for the device, and a kernel built only for sm_90a is still found.
+  /// Whether the driver's CUDA version is new enough is the loader's answer
+  /// (cuModuleLoadData), not checked here. not_found when no cuda namespace
+  /// holds the name, or none of them runs at that CC (naming the stored
+  /// archs); invalid_argument for a CC outside 1.0..99.9; corruption when
+  /// the chosen entry's payload is not a cubin (ELF) or PTX text of its
+  /// namespace's kind.
   Result<Kernel> find_cuda(std::string_view name, int cc_major, int cc_minor) const;
 
   /// Visits every kernel name stored in any cuda namespace, once, in name

@@ -172,18 +172,25 @@ KCACHE_API kcache_status kcache_list_kernels(kcache_store* store, const char* ta
                                              int (*visit)(const char* name, void* user), void* user);
 
 /** Looks CUDA kernel `name` up for a device of compute capability
- *  cc_major.cc_minor (cuDeviceGetAttribute 75/76): the cubin of the highest
- *  architecture that runs there (sm_XY: same major, minor <= the device's;
- *  sm_XYa: exactly X.Y), else the PTX of the highest compute_XY at most the
- *  device's CC, which the driver JIT-compiles. Read it with
- *  kcache_kernel_payload_kind, kcache_kernel_payload and
- *  kcache_kernel_function_symbol; kcache_kernel_target is the architecture
- *  ("sm_90", "compute_90"). Whether the driver's CUDA version can load it is
- *  cuModuleLoadData's answer. INVALID_ARGUMENT for NULL `store`, `name` or
- *  `out`, or a CC outside 1.0..99.9; NOT_FOUND when the store holds no CUDA
- *  code of that name, or none that runs at this CC (the message names the
- *  stored architectures); CORRUPTION when the entry is not the cubin or PTX
- *  its namespace holds. (API version 3.) */
+ *  cc_major.cc_minor (cuDeviceGetAttribute 75/76). Among the stored
+ *  architectures that run there, the first of: (1) a plain sm_XY cubin
+ *  (same major, minor <= the device's), the highest minor first, so the
+ *  device's exact sm_XY wins; (2) plain compute_XY PTX at most the device's
+ *  CC, the highest first, which the driver JIT-compiles; (3) only where
+ *  neither exists, an arch- or family-specific variant (sm_XYa on exactly
+ *  X.Y, sm_XYf within the family; cubin before PTX, highest first). So a
+ *  namespace added later, such as an imported cuda/sm_90a, never replaces
+ *  the plain code already stored for the device; a kernel built only for
+ *  sm_90a is still found on a 9.0 device. The answer depends only on which
+ *  architectures hold the name. Read it with kcache_kernel_payload_kind,
+ *  kcache_kernel_payload and kcache_kernel_function_symbol;
+ *  kcache_kernel_target is the architecture ("sm_90", "compute_90").
+ *  Whether the driver's CUDA version can load it is cuModuleLoadData's
+ *  answer. INVALID_ARGUMENT for NULL `store`, `name` or `out`, or a CC
+ *  outside 1.0..99.9; NOT_FOUND when the store holds no CUDA code of that
+ *  name, or none that runs at this CC (the message names the stored
+ *  architectures); CORRUPTION when the entry is not the cubin or PTX its
+ *  namespace holds. (API version 3.) */
 KCACHE_API kcache_status kcache_lookup_cuda(kcache_store* store, const char* name, int cc_major, int cc_minor,
                                             kcache_kernel** out);
 
