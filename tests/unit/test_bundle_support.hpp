@@ -5,6 +5,7 @@
 #pragma once
 
 #include "kcache/bundle/bundle.hpp"
+#include "kcache/core/key_binding.hpp"
 #include "kcache/bundle/bundle_internal.hpp"
 #include "test_support.hpp"
 
@@ -82,6 +83,15 @@ inline Entry make_entry(std::size_t i, std::size_t words = 256) {
   e.origin_kind = OriginKind::built;
   e.origin_detail = "ci-runner-3 kcache 0.1.0";
   return e;
+}
+
+/// `e` as if rebuilt from other sources: another expanded source in its ir
+/// fields and its key bound to its fields again (core/key_binding.hpp), as
+/// every built record's is.
+inline void rebuild_from(Entry& e, const std::string& sources) {
+  std::erase_if(e.ir_fields, [](const Field& f) { return f.first == "expanded_source"; });
+  e.ir_fields.emplace_back("expanded_source", util::hash_string(sources).hex());
+  e.key = bound_key(e);
 }
 
 inline std::vector<Entry> make_entries(std::size_t n, std::size_t words = 256) {

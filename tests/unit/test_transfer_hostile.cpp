@@ -107,7 +107,7 @@ TEST_CASE("import: an entry older than the stored one is a rollback, replaced on
   // The store holds a newer build of kernels 0 and 1 (another key: other sources).
   auto newer = std::vector<Entry>{modules[0], modules[1]};
   for (auto& e : newer) {
-    e.key.ir = util::hash_string("newer sources " + e.kernel);
+    rebuild_from(e, "newer sources " + e.kernel);
     e.created = 2'000'000'000;
   }
   auto dst = store::make_memory_store();
@@ -133,7 +133,7 @@ TEST_CASE("import: an entry older than the stored one is a rollback, replaced on
   auto dst2 = store::make_memory_store();
   REQUIRE(dst2->put(k_ns, std::vector<Entry>{modules[0]}).has_value());
   auto update = newer[0];
-  update.key.ir = util::hash_string("even newer");
+  rebuild_from(update, "even newer");
   update.created = 2'000'000'100;
   auto up = transfer::import_bundle(*dst2, file(bundle_of(tmp.path() / "new.kcb", {update}, 2'000'000'100)), {});
   REQUIRE_MESSAGE(up.has_value(), up.error().message);

@@ -5,6 +5,7 @@
 #include "kcache/compile/compiler.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/transfer/transfer.hpp"
+#include "kcache/core/key_binding.hpp"
 
 #include "test_support.hpp"
 
@@ -35,6 +36,7 @@ Entry entry_with(const std::vector<std::uint32_t>& words, const char* policy) {
   e.kernel = "k";
   e.id_fields = {{"name", "k"}, {"source", "k.comp"}};
   if (policy) e.id_fields.emplace_back("validate", policy);
+  e.key = bound_key(e);  // the key its fields hash to, as every built record's
   e.payload.resize(words.size() * 4);
   std::memcpy(e.payload.data(), words.data(), e.payload.size());
   seal_payload(e);

@@ -9,6 +9,7 @@
 #include "kcache/store/store.hpp"
 #include "kcache/transfer/transfer.hpp"
 #include "kcache/util/text.hpp"
+#include "seams.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -51,18 +52,15 @@ int run_import(const ImportArgs& args) {
   transfer::ImportOptions options;
   options.dry_run = args.dry_run;
   options.replace = args.replace;
-  options.jobs = args.jobs;
-  if (!args.jobs) {
-    auto jobs = jobs_from_env();
-    if (!jobs) return report_error(jobs.error());
-    options.jobs = *jobs;
-  }
+  auto jobs = jobs_or_env(args.jobs);
+  if (!jobs) return report_error(jobs.error());
+  options.jobs = *jobs;
   if (!args.fingerprint.empty()) options.target.fingerprint = args.fingerprint;
   if (args.device_given) {
     options.target.device = args.device;
-    auto described = test_cuda_devices();
+    auto described = seams::described_cuda_devices();
     if (!described) return report_error(described.error());
-    options.target.cuda_devices = std::move(*described);
+    if (*described) options.target.cuda_devices = std::move((*described)->devices);
     options.target.cuda_library = cuda_driver_library();
   }
   if (!args.trust.empty()) {
@@ -110,24 +108,8 @@ int run_import(const ImportArgs& args) {
     return k_exit_ok;
   }
   fmt::print(stderr, "{}", report::import_refusals_text(r));
-  // Conflicts alone are a policy refusal (exit 1, as merge's conflicts);
-  // any entry that failed validation makes the bundle bad (exit 6).
-  // (With --replace, conflicts are not refusals.)
-  const std::size_t conflict_refusals = args.replace ? 0 : r.conflicts.size();
-  if (conflict_refusals > 0 && r.refused.size() == conflict_refusals)
-    return report_error(
-        {Category::validation_failed,
-         fmt::format("{} of {} entries of {} conflict with the store's entries; nothing {} "
-                     "imported. Pass --replace to take the bundle's entries anyway",
-                     r.conflicts.size(), r.header.index.size(), in.label(), r.dry_run ? "would be" : "was")});
-  return report_error(
-      {Category::corruption,
-       fmt::format("{} of {} entries of {} {}; nothing was imported", r.refused.size(), r.header.index.size(),
-                   in.label(),
-                   conflict_refusals == 0 ? std::string("failed validation")
-                                          : fmt::format("failed validation or conflict with the store ({} "
-                                                        "conflicts)",
-                                                        conflict_refusals))});
+  // The verdict and its category (hence the exit code) are the library's.
+  return report_error(*transfer::import_verdict(r, args.replace, in.label()));
 }
 
 }  // namespace

@@ -1,11 +1,5 @@
 #include "kcache/build/batch_writer.hpp"
 
-#include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <thread>
 
 namespace kcache::build {
 
@@ -60,44 +54,6 @@ void BatchWriter::flush(const std::function<void(std::size_t)>& written) {
   }
   m_pending = 0;
   m_last_flush = std::chrono::steady_clock::now();
-}
-
-void compile_and_write(store::Store& store, std::vector<Receipt>& receipts, std::size_t& bytes_written,
-                       std::size_t count, unsigned threads, const std::function<Made(std::size_t)>& work,
-                       const std::function<void(std::size_t receipt)>& done) {
-  std::mutex mutex;
-  std::condition_variable ready;
-  std::deque<Made> queue;
-  std::atomic<std::size_t> next{0};
-  const unsigned wanted = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
-  const auto thread_count = static_cast<unsigned>(std::min<std::size_t>(wanted, count));
-  std::vector<std::jthread> workers;
-  for (unsigned t = 0; t < thread_count; ++t)
-    workers.emplace_back([&] {
-      for (std::size_t j; (j = next.fetch_add(1)) < count;) {
-        Made made = work(j);
-        std::lock_guard lock(mutex);
-        queue.push_back(std::move(made));
-        ready.notify_one();
-      }
-    });
-  // This thread commits batches while the workers compile, so compiling
-  // never waits for a write transaction.
-  BatchWriter writer(store, receipts, bytes_written);
-  for (std::size_t received = 0; received < count;) {
-    std::unique_lock lock(mutex);
-    ready.wait_for(lock, BatchWriter::k_batch_interval, [&] { return !queue.empty(); });
-    std::deque<Made> got;
-    got.swap(queue);
-    lock.unlock();
-    for (auto& m : got) {
-      ++received;
-      if (m.failure) writer.add_failure(m.ns, std::move(*m.failure));
-      if (m.entry) writer.add(m.ns, m.receipt, std::move(*m.entry));
-      else done(m.receipt);
-    }
-    if (writer.due() || received == count) writer.flush(done);
-  }
 }
 
 }  // namespace kcache::build

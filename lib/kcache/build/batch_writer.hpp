@@ -72,15 +72,4 @@ struct Made {
   std::optional<Failure> failure;
 };
 
-/// A stage's compile loop: runs `work(j)` for every j in [0, count) on
-/// min(threads, count) threads (0 = every core) while the calling thread
-/// writes what each returns through one BatchWriter (store, receipts,
-/// bytes_written as its constructor's). `done(receipt)` is called on the
-/// calling thread once per job: after its write committed or was refused,
-/// or at once when it made nothing to write. Returns when every job is done
-/// and written.
-void compile_and_write(store::Store& store, std::vector<Receipt>& receipts, std::size_t& bytes_written,
-                       std::size_t count, unsigned threads, const std::function<Made(std::size_t)>& work,
-                       const std::function<void(std::size_t receipt)>& done);
-
 }  // namespace kcache::build

@@ -1,17 +1,8 @@
 // `kcache build`: manifest kernels → keys → store lookups → compile misses on
 // a thread pool → store writes (docs/architecture.md "Data flow: build").
-//
-// The warm path reads the store once (one read transaction), checks every
-// hit's recorded input files by content hash and the toolchain, and never
-// preprocesses. Misses are expanded and compiled on `jobs` threads; kernels
-// whose expanded definitions and options are identical compile once.
-// Results are written in batches from the calling thread while workers
-// compile, so compilation never runs inside a write transaction. A refused
-// write is a warning on the receipt, not a failure. A kernel that fails to
-// recompile keeps its previous entry (staged refresh). A compile failure is
-// remembered in a failure record (core/failure.hpp); while that record is
-// current by the same rule as entries (freshness.hpp), later builds report
-// it without compiling.
+// build() is the SPIR-V stage (spirv_stage.cpp); every stage runs the one
+// engine of stage.hpp, whose contract says what a hit, a remembered failure
+// and a remote value are. This header holds what their results share.
 //
 // Thread-safety: build() uses its own threads; call it from one thread.
 #pragma once

@@ -1,34 +1,19 @@
 // The CUDA stage (contract in cuda_stage.hpp).
 #include "kcache/build/cuda_stage.hpp"
 
-#include "kcache/build/batch_writer.hpp"
 #include "kcache/build/freshness.hpp"
+#include "kcache/build/stage.hpp"
 #include "kcache/core/cuda.hpp"
 #include "kcache/nvrtc/nvrtc.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <mutex>
 
 namespace kcache::build {
 namespace {
 
 using definition::KernelSpec;
-
-/// One (kernel, arch) the fast path could not settle.
-struct Job {
-  std::size_t receipt;  ///< into result.receipts
-  const KernelSpec* spec;
-  std::string arch;
-  definition::HashedFields id;
-  std::optional<Entry> stored;
-  std::optional<Failure> failure;  ///< a failure record whose inputs changed
-};
-
-struct Done {
-  std::size_t receipt;
-  std::string arch;
-  std::optional<Entry> entry;
-  std::optional<Failure> failure;
-};
 
 /// The toolchain fields a stored record names (its ir fields less the key
 /// schema and content): what the warm path compares when NVRTC is not loaded.
@@ -38,97 +23,94 @@ std::vector<Field> recorded_toolchain(const std::vector<Field>& ir_fields) {
   return out;
 }
 
-Done run_job(const Job& job, const nvrtc::Library& lib, definition::FileCache& files, const BuildOptions& options,
-             Receipt& r) {
-  const KernelSpec& spec = *job.spec;
-  Stopwatch watch;
-  auto sources = nvrtc::scan_inputs(spec, files);
-  watch.lap(r.times[Phase::expand]);
-  if (!sources) {
-    r.outcome = Outcome::failed;
-    r.failed_phase = std::string(failure_phase_name(FailurePhase::expand));
-    r.error = sources.error();
-    r.kept_stale = job.stored.has_value();
-    return {job.receipt, job.arch, std::nullopt, std::nullopt};
+class CudaBackend final : public PerUnitBackend {
+ public:
+  CudaBackend(const BuildOptions& options, definition::FileCache& files, std::vector<std::string> archs)
+      : m_options(options), m_files(files), m_archs(std::move(archs)) {}
+
+  /// NVRTC is not loaded on the warm path (not even dlopen), so it does not
+  /// see a toolkit upgrade there: the toolchain a record names is believed
+  /// until a unit is prepared, whose ir names the loaded NVRTC.
+  std::vector<Field> toolchain(const Unit&, const Recorded& stored) const override {
+    return recorded_toolchain(stored.ir_fields);
   }
-  std::vector<InputFile> inputs;
-  for (const auto& f : *sources) inputs.push_back({f->path, f->hash});
-  auto ir = definition::compute_cuda_ir(inputs, lib.toolchain_fields());
-  watch.lap(r.times[Phase::hash]);
-  r.key = {job.id.hash, ir.hash};
-  if (job.stored && job.stored->key == r.key) {
-    r.outcome = Outcome::hit;
-    r.reason.clear();
-    Entry refreshed = *job.stored;
-    refreshed.inputs = inputs;
-    r.bytes = refreshed.payload.size();
-    return {job.receipt, job.arch, std::move(refreshed), std::nullopt};
+
+  tl::expected<Prepared, Failed> prepare(const Unit& unit, PhaseTimes& times) const override {
+    Stopwatch watch;
+    const nvrtc::Library* lib = library();
+    watch.lap(times[Phase::nvrtc]);
+    // Not the kernel's fault: not remembered.
+    if (!lib) return tl::unexpected(Failed{m_load_error, FailurePhase::nvrtc, false});
+    auto sources = nvrtc::scan_inputs(*unit.spec, m_files);
+    watch.lap(times[Phase::expand]);
+    if (!sources) return tl::unexpected(Failed{sources.error(), FailurePhase::expand, false});
+    Prepared p;
+    for (const auto& f : *sources) p.inputs.push_back({f->path, f->hash});
+    p.ir = definition::compute_cuda_ir(p.inputs, lib->toolchain_fields());
+    p.state = std::make_shared<const Sources>(std::move(*sources));
+    watch.lap(times[Phase::hash]);
+    return p;
   }
-  if (job.failure && job.failure->ir_known && job.failure->key == r.key) {
-    r.report_remembered(*job.failure);
-    r.kept_stale = job.stored.has_value();
-    Failure refreshed = *job.failure;
-    refreshed.inputs = inputs;
-    return {job.receipt, job.arch, std::nullopt, std::move(refreshed)};
+
+  /// The namespace record names the CUDA and NVRTC versions that built it.
+  Namespace write_namespace(const Unit& unit) const override {
+    const nvrtc::Library* lib = library();
+    return lib ? cuda_namespace(arch(unit), lib->cuda_version(), lib->version()) : unit.ns;
   }
-  const std::filesystem::path root = std::filesystem::absolute(files.root()).lexically_normal();
-  nvrtc::Request req;
-  req.source = sources->front()->content;
-  req.source_path = root / spec.source;
-  req.root = root;
-  req.arch = job.arch;
-  for (const auto& d : spec.include_dirs) req.include_dirs.push_back((root / d).lexically_normal());
-  req.defines = spec.defines;
-  req.options = spec.nvrtc_options;
-  req.name_expression = spec.entry;
-  auto out = lib.compile(req);
-  watch.lap(r.times[Phase::nvrtc]);
-  if (!out) {
-    r.outcome = Outcome::failed;
-    r.error = out.error();
-    r.failed_phase = std::string(failure_phase_name(FailurePhase::nvrtc));
-    r.kept_stale = job.stored.has_value();
-    Failure f;
-    f.kernel = spec.name;
-    f.phase = FailurePhase::nvrtc;
-    f.key = r.key;
-    f.ir_known = true;
-    f.id_fields = job.id.fields;
-    f.ir_fields = ir.fields;
-    f.inputs = inputs;
-    f.category = out.error().category;
-    f.message = bound_failure_message(out.error().message);
-    f.created = options.clock->now();
-    f.origin_detail = options.origin;
-    return {job.receipt, job.arch, std::nullopt, std::move(f)};
+
+  Compiled compile_one(const Pending& pending) const override {
+    const KernelSpec& spec = *pending.unit->spec;
+    const auto& sources = *static_cast<const Sources*>(pending.prepared->state.get());
+    const std::filesystem::path root = std::filesystem::absolute(m_files.root()).lexically_normal();
+    nvrtc::Request req;
+    req.source = sources.front()->content;
+    req.source_path = root / spec.source;
+    req.root = root;
+    req.arch = arch(*pending.unit);
+    for (const auto& d : spec.include_dirs) req.include_dirs.push_back((root / d).lexically_normal());
+    req.defines = spec.defines;
+    req.options = spec.nvrtc_options;
+    req.name_expression = spec.entry;
+    Stopwatch watch;
+    auto out = library()->compile(req);
+    watch.lap((*pending.times)[Phase::nvrtc]);
+    if (!out) return tl::unexpected(Failed{out.error(), FailurePhase::nvrtc, true});
+    // NVRTC's own output, checked as an import checks a cubin or PTX: a
+    // payload that fails is not stored (the previous entry is kept).
+    if (auto checked = check_cuda_payload(out->kind, req.arch, out->payload); !checked)
+      return tl::unexpected(Failed{checked.error(), FailurePhase::nvrtc, false});
+    Product p;
+    p.kind = out->kind;
+    p.payload = std::move(out->payload);
+    // The symbol cuda_function_symbol() gives the runtime: a product field.
+    p.product_fields.emplace_back(std::string(k_cuda_lowered_name_field), out->lowered_name);
+    p.warnings = std::move(out->log);
+    return p;
   }
-  Entry e;
-  e.kernel = spec.name;
-  e.key = r.key;
-  e.id_fields = job.id.fields;
-  e.ir_fields = std::move(ir.fields);
-  // Recorded beside what ir hashed (freshness.cpp's toolchain_part skips it):
-  // the symbol cuda_function_symbol() gives the runtime.
-  e.ir_fields.emplace_back(std::string(k_cuda_lowered_name_field), out->lowered_name);
-  e.inputs = std::move(inputs);
-  e.payload_kind = out->kind;
-  e.payload = std::move(out->payload);
-  seal_payload(e);
-  e.created = options.clock->now();
-  e.origin_kind = OriginKind::built;
-  e.origin_detail = options.origin;
-  e.validation = Validation::validated;  // NVRTC's own output, checked by check_cuda_payload below
-  if (auto checked = check_cuda_payload(e.payload_kind, job.arch, e.payload); !checked) {
-    r.outcome = Outcome::failed;
-    r.error = checked.error();
-    r.failed_phase = std::string(failure_phase_name(FailurePhase::nvrtc));
-    return {job.receipt, job.arch, std::nullopt, std::nullopt};
+
+ private:
+  using Sources = std::vector<std::shared_ptr<const definition::SourceFile>>;
+
+  const std::string& arch(const Unit& unit) const { return m_archs[unit.backend_index]; }
+
+  /// NVRTC, loaded by the first unit that needs it; null when it cannot be
+  /// (m_load_error says why).
+  const nvrtc::Library* library() const {
+    std::call_once(m_loaded, [&] {
+      auto lib = nvrtc::Library::load(m_options.nvrtc_path);
+      if (lib) m_library = std::move(*lib);
+      else m_load_error = lib.error();
+    });
+    return m_library.get();
   }
-  r.warnings = out->log;
-  r.outcome = job.stored ? Outcome::stale_replaced : Outcome::compiled;
-  r.bytes = e.payload.size();
-  return {job.receipt, job.arch, std::move(e), std::nullopt};
-}
+
+  const BuildOptions& m_options;
+  definition::FileCache& m_files;
+  std::vector<std::string> m_archs;  ///< by Unit::backend_index
+  mutable std::once_flag m_loaded;
+  mutable std::shared_ptr<const nvrtc::Library> m_library;
+  mutable Error m_load_error{Category::device_unavailable, ""};
+};
 
 }  // namespace
 
@@ -149,113 +131,19 @@ Result<std::string> nvrtc_description(const std::optional<std::string>& path) {
 
 Result<void> build_cuda_stage(const manifest::Manifest& manifest, store::Store& store, const BuildOptions& options,
                               BuildResult& result) {
-  Stopwatch total;
-  PhaseTime wall;
-  struct Unit {
-    const KernelSpec* spec;
-    std::string arch;
-  };
   std::vector<Unit> units;
+  std::vector<std::string> archs;
   for (const auto& k : manifest.kernels)
     if (k.language == definition::Language::cuda && (!options.shard || in_shard(k.name, *options.shard)))
-      for (const auto& arch : k.arch) units.push_back({&k, arch});
+      for (const auto& arch : k.arch) {
+        units.push_back({&k, cuda_namespace(arch), definition::compute_cuda_id(k, arch)});
+        units.back().backend_index = archs.size();
+        archs.push_back(arch);
+      }
   if (units.empty()) return {};
-  const std::size_t base = result.receipts.size();
-  result.receipts.resize(base + units.size());
   definition::FileCache files(manifest.root);
-  std::vector<Job> jobs;
-
-  // Fast path: one read transaction, no NVRTC.
-  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
-    for (std::size_t i = 0; i < units.size(); ++i) {
-      const KernelSpec& spec = *units[i].spec;
-      Receipt& r = result.receipts[base + i];
-      r.kernel = spec.name;
-      r.ns = cuda_namespace(units[i].arch).name();
-      Stopwatch watch;
-      Job job{base + i, &spec, units[i].arch, definition::compute_cuda_id(spec, units[i].arch), std::nullopt,
-              std::nullopt};
-      watch.lap(r.times[Phase::hash]);
-      auto stored = reader.get_head(r.ns, spec.name);  // a fresh entry needs no more
-      watch.lap(r.times[Phase::lookup]);
-      r.reason = "not in " + r.ns;
-      if (!stored) {
-        r.reason = "stored entry unreadable: " + stored.error().message;
-      } else if (*stored) {
-        auto a = check_direct(job.id, recorded_toolchain((*stored)->ir_fields), recorded(**stored), files);
-        watch.lap(r.times[Phase::hash]);
-        if (a.state == Freshness::fresh) {
-          r.outcome = Outcome::hit;
-          r.key = (*stored)->key;
-          r.bytes = (*stored)->payload_bytes;
-          r.reason.clear();
-          continue;
-        }
-        r.reason = "stale: " + describe_changes(a.changes, 4);
-        if (auto full = reader.get(r.ns, spec.name); !full)
-          r.reason = "stored entry unreadable: " + full.error().message;
-        else job.stored = std::move(*full);
-      }
-      if (!options.retry_failed) {
-        auto failure = reader.failure(r.ns, spec.name);
-        watch.lap(r.times[Phase::lookup]);
-        if (failure && *failure) {
-          auto a = check_direct(job.id, recorded_toolchain((*failure)->ir_fields), recorded(**failure), files);
-          if (a.state == Freshness::fresh) {
-            r.report_remembered(**failure);
-            r.kept_stale = job.stored.has_value();
-            continue;
-          }
-          if (std::all_of(a.changes.begin(), a.changes.end(),
-                          [](const Change& c) { return c.name.starts_with("input:"); }))
-            job.failure = std::move(**failure);
-        }
-      }
-      jobs.push_back(std::move(job));
-    }
-    return {};
-  }));
-  std::size_t done_count = base;
-  const std::size_t all = result.receipts.size();
-  for (std::size_t i = base; i < all; ++i) {
-    const Receipt& r = result.receipts[i];
-    if ((r.outcome == Outcome::hit && r.reason.empty()) || r.remembered)
-      if (options.on_receipt) options.on_receipt(r, ++done_count, all);
-  }
-
-  std::size_t stage_bytes = 0;
-  if (!jobs.empty()) {
-    Stopwatch load_watch;
-    auto lib = nvrtc::Library::load(options.nvrtc_path);
-    load_watch.lap(result.receipts[jobs.front().receipt].times[Phase::nvrtc]);
-    if (!lib) {
-      for (const Job& job : jobs) {
-        Receipt& r = result.receipts[job.receipt];
-        r.outcome = Outcome::failed;
-        r.failed_phase = std::string(failure_phase_name(FailurePhase::nvrtc));
-        r.error = lib.error();
-        r.kept_stale = job.stored.has_value();
-        if (options.on_receipt) options.on_receipt(r, ++done_count, all);
-      }
-    } else {
-      const nvrtc::Library& nv = **lib;
-      compile_and_write(
-          store, result.receipts, stage_bytes, jobs.size(), options.jobs,
-          [&](std::size_t j) {
-            Done d = run_job(jobs[j], nv, files, options, result.receipts[jobs[j].receipt]);
-            return Made{d.receipt, cuda_namespace(d.arch, nv.cuda_version(), nv.version()), std::move(d.entry),
-                        std::move(d.failure)};
-          },
-          [&](std::size_t i) {
-            if (options.on_receipt) options.on_receipt(result.receipts[i], ++done_count, all);
-          });
-    }
-  }
-  for (std::size_t i = base; i < all; ++i) result.totals += result.receipts[i].times;
-  result.bytes_written += stage_bytes;
-  total.lap(wall);
-  result.wall_ms += wall.wall_ms;
-  return {};
+  CudaBackend backend(options, files, std::move(archs));
+  return run_stage(backend, std::move(units), store, stage_options(options, files), result);
 }
 
 }  // namespace kcache::build

@@ -6,17 +6,13 @@
 // Keys: id = compute_cuda_id (name, variant, source, entry, defines, include
 // dirs, arch, NVRTC options); ir = compute_cuda_ir (key schema, NVRTC and
 // CUDA versions, every input's content hash). Inputs come from
-// nvrtc::scan_inputs (NVRTC cannot report what it read).
-//
-// The warm path decides from the store alone: id fields and every recorded
-// input's content hash, as build.cpp's; NVRTC is not loaded (not even
-// dlopen) unless some kernel must be compiled, so it does not see a toolkit
-// upgrade either: the toolchain a stored entry names is believed until a
-// kernel is compiled, when each job compares it with the loaded NVRTC.
-// Misses compile on `jobs` threads and are written through the BatchWriter;
-// an NVRTC error is remembered as a failure record (phase "nvrtc"), reported
-// without compiling while current. When NVRTC cannot be loaded every miss
-// fails with that error (not remembered: it is not the kernel's fault).
+// nvrtc::scan_inputs. The cache rules (warm path, remembered failures, the
+// remotes, the writer) are the engine's (stage.hpp); this stage supplies its
+// units and NVRTC. NVRTC is not loaded (not even dlopen) unless some unit
+// must be prepared, so the warm path believes the toolchain a stored record
+// names; a prepared unit's ir names the loaded NVRTC. When NVRTC cannot be
+// loaded every miss fails with that error (not remembered: it is not the
+// kernel's fault).
 //
 // Thread-safety: blocks the calling thread; call it from one thread.
 #pragma once

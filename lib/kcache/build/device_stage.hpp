@@ -3,22 +3,17 @@
 // each compute kernel's pipeline on one device and store its pipeline-cache
 // blob in the device's namespace (entry recipe: device/pipeline_entry.hpp).
 //
-// A kernel is a hit when the device namespace holds an entry whose key is
-// {the SPIR-V entry's key.id, recipe_hash(recipe)} and whose blob passes
-// check_blob_against_record for this device; nothing then reaches a driver.
-// With a secondary tier (remote caches), each miss is first asked there,
-// on `jobs` threads: a blob that passes the import's check for this device
-// namespace (secondary.hpp) and names this build's recipe is stored as a
-// remote_hit and never reaches a driver; a created blob is offered back.
-// Misses are created in worker processes (pipeline_worker.hpp) on `jobs`
-// threads, so a driver crash fails one kernel; no worker starts when every
-// miss came from a remote. A pipeline the driver refused
-// is remembered as a failure record (phase "pipeline") keyed as its entry
-// would be; while the key is the same (same module, recipe, device
-// namespace), later builds report it without creating it again, unless
-// retry_failed. Kernels whose SPIR-V stage
-// failed get a failed receipt here too ("no SPIR-V module"); kernels of other
-// stages than compute have no pipeline and no receipt.
+// A unit's key is known before any work: {the SPIR-V entry's key.id,
+// recipe_hash(recipe)}, so the engine (stage.hpp) decides hits, remembered
+// failures (phase "pipeline") and remote values by key equality; this stage
+// adds its own check (the blob passes check_blob_against_record for this
+// device and names this recipe) and creates the misses in worker processes
+// (pipeline_worker.hpp) on `jobs` threads, so a driver crash fails one
+// kernel; no worker starts when nothing is left to create. A refusal by the
+// driver is remembered; a lost device, a crashed or stalled worker are not.
+// Kernels whose SPIR-V stage failed get a failed receipt here too ("no
+// SPIR-V module"); kernels of other stages than compute have no pipeline and
+// no receipt.
 //
 // Thread-safety: blocks the calling thread; call it from one thread.
 #pragma once

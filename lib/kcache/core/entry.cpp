@@ -151,6 +151,8 @@ std::string_view validation_name(Validation v) {
   return "?";
 }
 
+bool is_known_origin_kind(std::uint8_t kind) { return kind >= 1 && kind <= 3; }
+
 bool is_known_payload_kind(std::uint8_t kind) { return kind >= 1 && kind <= 4; }
 
 std::string_view payload_kind_name(PayloadKind kind) {
@@ -243,6 +245,15 @@ Result<EntryHead> decode_entry_head(std::span<const std::uint8_t> bytes) {
   r.raw(4 + 2);
   EntryHead h;
   KCACHE_CHECK(read_head(r, h));
+  // The origin follows the payload: skipping it costs nothing (the bytes are
+  // in the map), and the build's warm path needs it (an imported record's
+  // inputs are only its own claim until confirmed here).
+  auto digest = get_hash(r);
+  auto created = r.u64();
+  auto origin = r.u8();
+  if (!digest || !created || !origin) return corrupt("truncated");
+  if (!is_known_origin_kind(*origin)) return corrupt("unknown origin kind");
+  h.origin_kind = static_cast<OriginKind>(*origin);
   return h;
 }
 
@@ -268,7 +279,7 @@ Result<Entry> decode_entry(std::span<const std::uint8_t> bytes) {
   auto origin = r.u8();
   auto detail = r.str(k_max_string);
   if (!digest || !created || !origin || !detail) return corrupt("truncated");
-  if (*origin != 1 && *origin != 2) return corrupt("unknown origin kind");
+  if (!is_known_origin_kind(*origin)) return corrupt("unknown origin kind");
   if (version >= 2) {
     auto validation = r.u8();
     auto note = r.str(k_max_string);

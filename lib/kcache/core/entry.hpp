@@ -23,7 +23,12 @@
 //   payload          u32 + bytes  the artifact
 //   payload_digest   h128         XXH3-128 of payload
 //   created          u64          unix seconds when compiled
-//   origin_kind      u8           1 = built here, 2 = imported
+//   origin_kind      u8           1 = built here, 2 = imported, 3 = imported and
+//                                 confirmed by a build here (an expansion of
+//                                 that checkout's inputs gave its key: the
+//                                 build's warm path believes its inputs);
+//                                 3 needs no new record version: a reader
+//                                 that predates it refuses the kind
 //   origin_detail    str          host/tool that built it, or the bundle imported from
 //   -- version 2 appends:
 //   validation       u8           1 = spirv-val accepted the module; 2 = spirv-val
@@ -93,7 +98,14 @@ enum class PayloadKind : std::uint8_t { spirv = 1, pipeline_cache = 2, cubin = 3
 bool is_known_payload_kind(std::uint8_t kind);
 /// "spirv", "pipeline-cache", "cubin", "ptx".
 std::string_view payload_kind_name(PayloadKind kind);
-enum class OriginKind : std::uint8_t { built = 1, imported = 2 };
+/// Where an entry came from. Persisted, append-only.
+enum class OriginKind : std::uint8_t {
+  built = 1,      ///< compiled here
+  imported = 2,   ///< from a bundle or a remote: its recorded inputs are its own claim
+  confirmed = 3,  ///< imported, then its key given again by a build here from this checkout's inputs
+};
+/// Whether `kind` is one of the OriginKind values (a byte from elsewhere).
+bool is_known_origin_kind(std::uint8_t kind);
 /// How far a stored module was validated (the kernel's `validate` policy,
 /// README "The manifest"): persisted, append-only.
 enum class Validation : std::uint8_t {
@@ -133,6 +145,7 @@ struct EntryHead {
   std::vector<InputFile> inputs;
   PayloadKind payload_kind = PayloadKind::spirv;
   std::size_t payload_bytes = 0;
+  OriginKind origin_kind = OriginKind::built;  ///< read past the payload, unchecked as the rest
   bool operator==(const EntryHead&) const = default;
 };
 

@@ -1,5 +1,7 @@
 #include "kcache/definition/definition.hpp"
 
+#include "kcache/core/key_binding.hpp"
+
 #include "kcache/util/file.hpp"
 #include "kcache/util/hash.hpp"
 #include "kcache/util/path.hpp"
@@ -70,15 +72,15 @@ Result<std::string> include_path(std::string_view dir, std::string_view header) 
 
 namespace {
 
-/// Adds a field to both the hash and the recorded list.
+/// Records fields, then hashes them by the one rule every record's key
+/// follows (core/key_binding.hpp), so a key can be checked against its fields.
 struct FieldRecorder {
-  util::Hasher hasher;
   std::vector<Field> fields;
-  void add(std::string name, std::string value) {
-    hasher.field(name, value);
-    fields.emplace_back(std::move(name), std::move(value));
+  void add(std::string name, std::string value) { fields.emplace_back(std::move(name), std::move(value)); }
+  HashedFields finish() {
+    Hash128 hash = hash_fields(fields);
+    return {hash, std::move(fields)};
   }
-  HashedFields finish() { return {hasher.finish(), std::move(fields)}; }
 };
 
 }  // namespace

@@ -2,6 +2,8 @@
 // Nothing here calls Vulkan.
 #include "kcache/device/pipeline_entry.hpp"
 
+#include "kcache/core/key_binding.hpp"
+
 #include <fmt/format.h>
 
 #include <charconv>
@@ -56,10 +58,7 @@ std::vector<Field> PipelineRecipe::fields() const {
 }
 
 util::Hash128 recipe_hash(const PipelineRecipe& recipe) {
-  util::Hasher h;
-  h.field("vulkan-pipeline-recipe", k_pipeline_scheme);
-  for (const auto& [k, v] : recipe.fields()) h.field(k, v);
-  return h.finish();
+  return hash_fields(recipe.fields(), pipeline_recipe_prefix(k_pipeline_scheme));
 }
 
 Entry make_pipeline_entry(const Entry& spirv_entry, const PipelineRecipe& recipe,

@@ -1,17 +1,19 @@
 // `kcache verify` (contracts in verify.hpp).
 #include "kcache/maintain/verify.hpp"
 
+#include "kcache/core/key_binding.hpp"
+
 #include "kcache/compile/compiler.hpp"
 #include "kcache/core/cuda.hpp"
 #include "kcache/core/timing.hpp"
 #include "kcache/definition/kernel_spec.hpp"
 #include "kcache/device/pipeline_entry.hpp"
 #include "kcache/util/ordered_parallel_map.hpp"
+#include "kcache/util/worker_pool.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <thread>
 
 namespace kcache::maintain {
 namespace {
@@ -87,6 +89,8 @@ ReadEntry read_entry(store::Reader& reader, const Namespace& ns, const std::stri
   if (!got) return {kernel, tl::unexpected(std::move(got).error())};
   if (!*got)
     return {kernel, fail(Category::corruption, "the scan listed it but the same snapshot cannot read it again")};
+  // Fields that do not hash to the key would serve another build under it.
+  if (auto bound = check_key_binding(**got); !bound) return {kernel, tl::unexpected(std::move(bound).error())};
   return {kernel, std::move(**got)};
 }
 
@@ -176,6 +180,8 @@ Result<StoreCheck> check_store(store::Store& store, unsigned jobs) {
       auto failures = reader.scan_failures(ns.name(), [&](Failure&& f, std::size_t) {
         ++out.failures;
         if (auto ok = validate_failure_record(f); !ok) out.problems.push_back({ns.name(), f.kernel, ok.error()});
+        else if (auto bound = check_key_binding(f); !bound)
+          out.problems.push_back({ns.name(), f.kernel, std::move(bound).error().context("failure record")});
         return true;
       });
       if (!failures) out.problems.push_back({ns.name(), "", failures.error()});
@@ -276,7 +282,7 @@ Result<DeviceVerify> verify_device(store::Store& store, const device::DeviceInfo
                     item.wrapped});
   out.sent_to_driver = jobs.size();
   worker::WorkerOptions worker = options.worker;
-  worker.threads = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  worker.threads = util::worker_threads(options.jobs);
   worker.timed = options.timed;
   KCACHE_CHECK(worker::run_pipeline_jobs(
       device, worker::JobMode::verify, jobs, worker, [&](std::size_t j, worker::PipelineOutcome&& o) {

@@ -1,5 +1,7 @@
 #include "kcache/store/layout_internal.hpp"
 
+#include "kcache/core/key_binding.hpp"
+
 #include "kcache/util/bytes.hpp"
 #include "kcache/util/hash.hpp"
 
@@ -168,10 +170,21 @@ PutAction classify_put(const PreparedEntry& entry, std::optional<std::span<const
   // A record that fails its checks is overwritten: the new one is good.
   auto old = decode_stored_entry(entry.key, *existing);
   if (!old) return PutAction::replace;
-  // Same artifact but new input hashes: rewrite, so the next warm run takes
-  // the fast path instead of expanding again.
-  if (old->key == entry.entry_key && old->payload_digest == entry.payload_digest && old->inputs == entry.inputs)
-    return PutAction::keep;
+  // The same build (key, product and fields: core/key_binding.hpp) with the
+  // same inputs and an origin no stronger is kept. New input hashes or a confirmed origin are
+  // rewritten, so the next warm run takes the fast path instead of expanding
+  // again; other fields under the same key (a record changed behind its key)
+  // are replaced by the good one.
+  if (old->key == entry.entry_key && old->payload_digest == entry.payload_digest && old->inputs == entry.inputs) {
+    // An import of what was built or confirmed here must not make it
+    // "imported" again: the warm path would have to confirm it once more.
+    auto incoming = decode_entry(entry.value);
+    const bool weaker_origin =
+        incoming && incoming->origin_kind == OriginKind::imported && old->origin_kind != OriginKind::imported;
+    if (incoming && (incoming->origin_kind == old->origin_kind || weaker_origin) &&
+        !product_difference(*old, *incoming))
+      return PutAction::keep;
+  }
   return PutAction::replace;
 }
 

@@ -1,5 +1,7 @@
 #include "kcache/transfer/transfer.hpp"
 
+#include "kcache/core/key_binding.hpp"
+
 #include "kcache/compile/compiler.hpp"
 #include "kcache/core/cuda.hpp"
 #include "kcache/device/device.hpp"
@@ -116,6 +118,10 @@ namespace {
 
 Result<std::vector<std::uint8_t>> check_payload(const Entry& e, const Namespace& bundle_ns,
                                                 const FingerprintRecord& target, PayloadChecked* flag) {
+  // The record's fields must be the ones its key was made of (the key binds
+  // everything): otherwise it could serve another entry point,
+  // specialization or policy under a key every check calls fresh.
+  KCACHE_CHECK(check_key_binding(e).map_error([](Error err) { return Error{Category::validation_failed, err.message}; }));
   // A cubin or PTX: its bytes must be what its namespace's arch runs
   // (core/cuda.hpp check_cuda_payload); loading it is the device's check.
   if (bundle_ns.backend == k_cuda_backend) {
@@ -181,12 +187,9 @@ Result<void> check_module_present(const Entry& pipeline, const SpirvModules& mod
 }
 
 /// What the conflict rules need of a stored entry (its payload is not kept).
-struct StoredFacts {
-  Key key;
-  util::Hash128 payload_digest;
-  std::uint64_t created = 0;
-  std::vector<InputFile> inputs;  ///< for the dry run's already-present count
-};
+/// A stored entry without its payload (its digest stands for it): what the
+/// conflict rules compare.
+using StoredFacts = Entry;
 using StoredEntries = std::map<std::string, StoredFacts, std::less<>>;
 
 /// The stored entries of `ns_name` named by the bundle's index, from one
@@ -202,36 +205,41 @@ Result<StoredEntries> stored_entries(store::Store& store, const std::string& ns_
         if (e.error().category == Category::corruption || e.error().category == Category::version_mismatch) continue;
         return tl::unexpected(std::move(e).error());
       }
-      if (*e) out.emplace(ie.kernel, StoredFacts{(*e)->key, (*e)->payload_digest, (*e)->created, (*e)->inputs});
+      if (*e) {
+        (*e)->payload = {};
+        out.emplace(ie.kernel, std::move(**e));
+      }
     }
     return {};
   }));
   return out;
 }
 
-/// The conflict rules (docs/design.md "Import policy"): same key with other
-/// module bytes, or another key built before the stored entry.
+/// The conflict rules (docs/design.md "Import policy"): the same key with
+/// another product (module bytes, validation, lowered name) or other fields,
+/// or another key built before the stored entry.
 std::optional<ImportConflict> find_conflict(const Entry& incoming, const StoredFacts& stored) {
   std::optional<ConflictKind> kind;
+  std::optional<std::string> difference;
   if (stored.key == incoming.key) {
-    if (stored.payload_digest != incoming.payload_digest) kind = ConflictKind::same_key_other_bytes;
+    if ((difference = product_difference(stored, incoming))) kind = ConflictKind::same_key_other_bytes;
   } else if (incoming.created < stored.created) {
     kind = ConflictKind::older;
   }
   if (!kind) return std::nullopt;
-  return ImportConflict{incoming.kernel,         *kind,          stored.key,      incoming.key, stored.payload_digest,
-                        incoming.payload_digest, stored.created, incoming.created};
+  return ImportConflict{incoming.kernel,         *kind,          stored.key,       incoming.key,
+                        stored.payload_digest,   incoming.payload_digest,           stored.created,
+                        incoming.created,        difference.value_or(std::string())};
 }
 
 Error conflict_error(const ImportConflict& c) {
   if (c.kind == ConflictKind::same_key_other_bytes)
     return {Category::validation_failed,
-            fmt::format("the store has this kernel with the same key ({}) but other module bytes (stored {}, "
-                        "bundle {}): a bundle that changes the module behind a known key is forged or comes from a "
-                        "non-reproducible build, so it is not taken silently; rebuild it, or pass --replace to take "
-                        "the bundle's module",
-                        c.bundle_key.ir.hex().substr(0, 16), c.stored_payload.hex().substr(0, 16),
-                        c.bundle_payload.hex().substr(0, 16))};
+            fmt::format("the store has this kernel with the same key ({}) but another build of it ({}: stored "
+                        "≠ bundle): a key names exactly one build, so a bundle that changes what stands behind a "
+                        "known key is forged or comes from a non-reproducible build, and is not taken silently; "
+                        "rebuild it, or pass --replace to take the bundle's entry",
+                        c.bundle_key.ir.hex().substr(0, 16), c.difference)};
   return {Category::validation_failed,
           fmt::format("the bundle's entry was built {} ({}), before the stored one built {} ({}): importing it "
                       "would roll the kernel back to an older build; pass --replace to take the older entry",
@@ -243,7 +251,7 @@ ImportAction classify(const Entry& incoming, const StoredEntries& stored) {
   auto it = stored.find(incoming.kernel);
   if (it == stored.end()) return ImportAction::imported;
   const auto& s = it->second;
-  if (s.key == incoming.key && s.payload_digest == incoming.payload_digest && s.inputs == incoming.inputs)
+  if (s.key == incoming.key && !product_difference(s, incoming) && s.inputs == incoming.inputs)
     return ImportAction::already_present;
   return ImportAction::replaced;
 }
@@ -399,6 +407,23 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
   result.already_present = summary->already_present;
   result.written = summary->written + summary->replaced > 0;
   return result;
+}
+
+std::optional<Error> import_verdict(const ImportResult& r, bool replace, std::string_view label) {
+  if (r.empty_bundle || r.refused.empty()) return std::nullopt;
+  const std::size_t conflict_refusals = replace ? 0 : r.conflicts.size();
+  if (conflict_refusals > 0 && r.refused.size() == conflict_refusals)
+    return Error{Category::validation_failed,
+                 fmt::format("{} of {} entries of {} conflict with the store's entries; nothing {} imported. Pass "
+                             "--replace to take the bundle's entries anyway",
+                             r.conflicts.size(), r.header.index.size(), label, r.dry_run ? "would be" : "was")};
+  return Error{Category::corruption,
+               fmt::format("{} of {} entries of {} {}; nothing was imported", r.refused.size(), r.header.index.size(),
+                           label,
+                           conflict_refusals == 0
+                               ? std::string("failed validation")
+                               : fmt::format("failed validation or conflict with the store ({} conflicts)",
+                                             conflict_refusals))};
 }
 
 }  // namespace kcache::transfer

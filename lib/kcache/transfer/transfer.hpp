@@ -108,9 +108,11 @@ struct RefusedEntry {
 /// Why a bundle entry may not replace the stored entry of its name without
 /// ImportOptions::replace (docs/design.md "Import policy").
 enum class ConflictKind {
-  /// Same key, other module bytes. A key names exactly one build, so this is
-  /// a forged bundle or a non-reproducible build; silently taking it would
-  /// let a bundle swap the module behind a kernel every check calls fresh.
+  /// Same key, another product: module bytes, validation verdict, lowered
+  /// name or recorded fields (core/key_binding.hpp product_difference). A
+  /// key names exactly one build, so this is a forged bundle or a
+  /// non-reproducible build; silently taking it would let a bundle swap what
+  /// stands behind a kernel every check calls fresh.
   same_key_other_bytes,
   /// Another key, but built (the entry's signed `created`) before the stored
   /// entry: taking it rolls the kernel back to an older build.
@@ -125,6 +127,8 @@ struct ImportConflict {
   Key stored_key, bundle_key;
   util::Hash128 stored_payload, bundle_payload;          ///< payload digests
   std::uint64_t stored_created = 0, bundle_created = 0;  ///< unix seconds, from the entries
+  /// same_key_other_bytes: the first difference, "payload 1a2b… ≠ 3c4d…".
+  std::string difference;
 };
 
 struct ImportResult {
@@ -201,5 +205,14 @@ Result<std::vector<std::uint8_t>> check_entry_payload(const Entry& e, const Name
 /// Entries that fail validation are not an error: they are listed in
 /// `refused` (all of them, not just the first) and nothing is written.
 Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, const ImportOptions& options);
+
+/// What an import that returned `result` comes to, as the error the command
+/// ends with (its category decides the exit code), or nullopt when it
+/// succeeded (entries imported or already present, or an empty bundle).
+/// Conflicts alone are a policy refusal (validation_failed, as merge's
+/// conflicts); any entry that failed its checks makes the bundle bad
+/// (corruption). `replace`: the options' (conflicts were then taken, not
+/// refused); `label` names the bundle in the message.
+std::optional<Error> import_verdict(const ImportResult& result, bool replace, std::string_view label);
 
 }  // namespace kcache::transfer

@@ -1,0 +1,138 @@
+// The SPIR-V stage (build() in build.hpp): GLSL/HLSL kernels through
+// glslang, spirv-opt and spirv-val into spirv/<target>. Only what is
+// SPIR-V's own is here; the cache rules are the engine's (stage.hpp).
+#include "kcache/build/build.hpp"
+
+#include "kcache/build/explain.hpp"
+#include "kcache/build/stage.hpp"
+#include "kcache/compile/compiler.hpp"
+#include "kcache/util/hash.hpp"
+
+#include <cstring>
+#include <future>
+#include <map>
+#include <mutex>
+
+namespace kcache::build {
+namespace {
+
+using definition::KernelSpec;
+
+/// Where compile() failed. Its glslang lap is taken only once glslang
+/// (parse, link, SPIR-V generation) succeeded, and spirv-val's errors have
+/// their own categories; so a failure after glslang's lap is spirv-opt's.
+FailurePhase failed_phase(const Error& error, const PhaseTimes& times) {
+  if (error.category == Category::validation_failed || error.category == Category::validator_unsupported)
+    return FailurePhase::spirv_val;
+  return times[Phase::glslang].wall_ms > 0 ? FailurePhase::spirv_opt : FailurePhase::glslang;
+}
+
+/// Everything that changes the compiled bytes except the kernel's name: two
+/// variants that expand alike compile once.
+Hash128 compile_key(const definition::HashedFields& id, const Hash128& ir) {
+  util::Hasher h;
+  for (const auto& [k, v] : id.fields)
+    if (k != "name" && !k.starts_with("variant:")) h.field(k, v);
+  h.field("ir", ir);
+  return h.finish();
+}
+
+class SpirvBackend final : public PerUnitBackend {
+ public:
+  SpirvBackend(const BuildOptions& options, definition::FileCache& files) : m_options(options), m_files(files) {}
+
+  std::vector<Field> toolchain(const Unit& unit, const Recorded&) const override {
+    return m_options.toolchain->fields(unit.spec->optimize);
+  }
+
+  tl::expected<Prepared, Failed> prepare(const Unit& unit, PhaseTimes& times) const override {
+    auto def = compile::expand(*unit.spec, m_files, times);
+    if (!def) return tl::unexpected(Failed{def.error(), FailurePhase::expand, false});
+    Stopwatch watch;
+    Prepared p;
+    p.ir = definition::compute_ir(*def, m_options.toolchain->fields(unit.spec->optimize));
+    p.inputs = def->inputs;
+    p.state = std::make_shared<const definition::Definition>(std::move(*def));
+    watch.lap(times[Phase::hash]);
+    return p;
+  }
+
+  std::string explain_missing(store::Reader& reader, const Unit& unit) const override {
+    if (!m_explainer) m_explainer.emplace(reader, m_files, *m_options.toolchain);
+    auto e = m_explainer->explain(*unit.spec);
+    return e ? describe(*e) : "not in " + unit.ns.name() + " (" + e.error().message + ")";
+  }
+
+  Compiled compile_one(const Pending& pending) const override {
+    const auto& def = *static_cast<const definition::Definition*>(pending.prepared->state.get());
+    auto [future, promise] = claim(compile_key(pending.unit->id, pending.key.ir));
+    if (promise) {
+      PhaseTimes mine;
+      auto compiled = compile::compile(*pending.unit->spec, def, mine);
+      *pending.times += mine;
+      if (!compiled) promise->set_value(tl::unexpected(Failed{compiled.error(), failed_phase(compiled.error(), mine), true}));
+      else {
+        Product p;
+        p.payload.resize(compiled->spirv.size() * 4);
+        std::memcpy(p.payload.data(), compiled->spirv.data(), p.payload.size());
+        // The kernel's validate policy: flagged when not (fully) validated.
+        p.validation = compiled->validation;
+        p.validation_note = compiled->validation_note;
+        p.warnings = compiled->warnings;
+        promise->set_value(std::move(p));
+      }
+    }
+    Compiled c = future.get();
+    if (!promise && c) c->shared_compile = true;
+    return c;
+  }
+
+ private:
+  using Shared = std::shared_future<Compiled>;
+  /// Returns the compile of `key` and, when the caller is the first to ask,
+  /// the promise it must fulfil; later callers wait for the first's result.
+  std::pair<Shared, std::shared_ptr<std::promise<Compiled>>> claim(const Hash128& key) const {
+    std::lock_guard lock(m_mutex);
+    if (auto it = m_compiles.find(key); it != m_compiles.end()) return {it->second, nullptr};
+    auto promise = std::make_shared<std::promise<Compiled>>();
+    Shared future = promise->get_future().share();
+    m_compiles.emplace(key, future);
+    return {future, promise};
+  }
+
+  const BuildOptions& m_options;
+  definition::FileCache& m_files;
+  mutable std::optional<Explainer> m_explainer;  ///< used only inside the warm path's read transaction
+  mutable std::mutex m_mutex;
+  mutable std::map<Hash128, Shared> m_compiles;
+};
+
+}  // namespace
+
+StageOptions stage_options(const BuildOptions& options, definition::FileCache& files) {
+  StageOptions s;
+  s.jobs = options.jobs;
+  s.retry_failed = options.retry_failed;
+  s.explain = options.explain;
+  s.origin = options.origin;
+  s.clock = options.clock;
+  s.secondary = options.secondary;
+  s.on_receipt = options.on_receipt;
+  s.files = &files;
+  return s;
+}
+
+Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& store, const BuildOptions& options) {
+  BuildResult result;
+  std::vector<Unit> units;
+  for (const auto& k : manifest.kernels)
+    // CUDA kernels are the CUDA stage's (cuda_stage.hpp), run by build::run.
+    if (k.language != definition::Language::cuda && (!options.shard || in_shard(k.name, *options.shard)))
+      units.push_back({&k, spirv_namespace(k.target), definition::compute_id(k)});
+  definition::FileCache files(manifest.root);
+  SpirvBackend backend(options, files);
+  KCACHE_CHECK(run_stage(backend, std::move(units), store, stage_options(options, files), result));
+  return result;
+}
+
+}  // namespace kcache::build
