@@ -4,6 +4,7 @@
 # bound respected, fresh entries protected), --dry-run (store unchanged).
 # KCACHE_TEST_NOW pins kcache's clock (test-only hook, core/file.hpp).
 source "$(dirname "$0")/lib.bash"
+# KCACHE_TEST_* seams: only the test build obeys them, so this runs $KCACHE_TESTING.
 T0=1700000000
 DAY=86400
 mkdir -p p
@@ -20,16 +21,16 @@ manifest() {
 }
 manifest p/all.toml vulkan1.2 a b c d e f
 manifest p/abc.toml vulkan1.2 a b c
-build_at() { KCACHE_TEST_NOW=$1 expect_exit 0 "$KCACHE" build "$2"; }
+build_at() { KCACHE_TEST_NOW=$1 expect_exit 0 "$KCACHE_TESTING" build "$2"; }
 # listing: "ns:kernel" of every entry, sorted, comma-separated.
 listing() {
-  expect_exit 0 "$KCACHE" inspect --json
+  expect_exit 0 "$KCACHE_TESTING" inspect --json
   json_get "$WORK/out" '",".join(sorted(e["kernel"] for e in j["entries"]))'
 }
 fresh_store() { export KCACHE_STORE="$WORK/store-$1"; }
 gc_at() {  # gc_at NOW ARGS...: runs gc --json, prints the removed kernels
   local now=$1; shift
-  KCACHE_TEST_NOW=$now expect_exit 0 "$KCACHE" gc --json "$@"
+  KCACHE_TEST_NOW=$now expect_exit 0 "$KCACHE_TESTING" gc --json "$@"
   json_get "$WORK/out" '",".join(sorted(e["kernel"] for e in j["planned"]))'
 }
 expect_list() { local got; got=$(listing); [[ $got == "$1" ]] || fail "after: expected '$1', got '$got'"; echo "   after: $got"; }
@@ -53,7 +54,7 @@ expect_list "a,b,c"
 note "--orphans --manifest"
 fresh_store orphans
 build_at $T0 p/all.toml
-expect_exit 2 "$KCACHE" gc --orphans
+expect_exit 2 "$KCACHE_TESTING" gc --orphans
 expect_in err "--manifest"
 [[ $(gc_at $T0 --orphans --manifest p/abc.toml) == "d,e,f" ]] || { cat out; fail "--orphans"; }
 expect_list "a,b,c"
@@ -78,7 +79,7 @@ manifest p/def13.toml vulkan1.3 d e f
 build_at $T0 p/def13.toml
 [[ $(gc_at $T0 --older-than 0s --namespace spirv/vulkan1.3) == "d,e,f" ]] || { cat out; fail "--namespace"; }
 expect_list "a,b,c"
-expect_exit 3 "$KCACHE" gc --older-than 0s --namespace spirv/vulkan9.9
+expect_exit 3 "$KCACHE_TESTING" gc --older-than 0s --namespace spirv/vulkan9.9
 
 note "--max-size evicts least recently used first, and respects the bound"
 fresh_store lru
@@ -95,7 +96,7 @@ PY
   build_at $((T0 + i * 100)) p/one.toml
   i=$((i + 1))
 done
-expect_exit 0 "$KCACHE" inspect --json
+expect_exit 0 "$KCACHE_TESTING" inspect --json
 total=$(json_get out 'sum(e["record_bytes"] for e in j["entries"])')
 bdf=$(json_get out 'sum(e["record_bytes"] for e in j["entries"] if e["kernel"] in "bdf")')
 limit=$((total - bdf))
@@ -108,26 +109,26 @@ expect_in out '"kept_fresh": 6'
 after=$(json_get out 'j["scope_bytes_after"]')
 (( after <= limit )) || fail "--max-size bound: $after > $limit"
 expect_list "a,c,e"
-expect_exit 0 "$KCACHE" inspect --json
+expect_exit 0 "$KCACHE_TESTING" inspect --json
 (( $(json_get out 'sum(e["record_bytes"] for e in j["entries"])') <= limit )) || fail "store over the bound"
 # Space: removing entries frees pages for reuse; compact gives them back.
-expect_exit 0 "$KCACHE" gc --max-size 1 --json
+expect_exit 0 "$KCACHE_TESTING" gc --max-size 1 --json
 [[ $(json_get out 'j["compact_suggested"] or j["file_shrank"]') == True ]] || { cat out; fail "space verdict"; }
-expect_exit 0 "$KCACHE" gc --max-size 0
-expect_exit 0 "$KCACHE" compact --json
+expect_exit 0 "$KCACHE_TESTING" gc --max-size 0
+expect_exit 0 "$KCACHE_TESTING" compact --json
 [[ $(json_get out "j[\"bytes_after\"] < j[\"bytes_before\"]") == True ]] || fail "compact did not shrink"
 
 note "--dry-run changes nothing"
 fresh_store dry
 build_at $T0 p/all.toml
 sum_before=$(sha256sum "$KCACHE_STORE/data.mdb")
-KCACHE_TEST_NOW=$((T0 + DAY)) expect_exit 0 "$KCACHE" gc --older-than 1h --dry-run
+KCACHE_TEST_NOW=$((T0 + DAY)) expect_exit 0 "$KCACHE_TESTING" gc --older-than 1h --dry-run
 expect_in out "would remove spirv/vulkan1.2 a"
 expect_in out "would remove 6 of 6 entries"
 [[ $(sha256sum "$KCACHE_STORE/data.mdb") == "$sum_before" ]] || fail "--dry-run changed data.mdb"
 expect_list "a,b,c,d,e,f"
 
 note "no rule is a usage error"
-expect_exit 2 "$KCACHE" gc
+expect_exit 2 "$KCACHE_TESTING" gc
 expect_in err "say what to remove"
-expect_exit 2 "$KCACHE" gc --older-than 3 parsecs
+expect_exit 2 "$KCACHE_TESTING" gc --older-than 3 parsecs

@@ -5,6 +5,7 @@
 # gives exactly that reason, in text and JSON; build --explain prints the
 # same reason for every kernel that did not hit.
 source "$(dirname "$0")/lib.bash"
+# KCACHE_TEST_* seams: only the test build obeys them, so this runs $KCACHE_TESTING.
 mkdir -p p/inc p/s
 cat > p/inc/h.glsl <<'G'
 uint helper(uint x) { return x * 2u; }
@@ -41,10 +42,10 @@ T
 }
 base() { manifest s/k.comp main 1 256 vulkan1.2 performance 2; }
 base
-expect_exit 0 "$KCACHE" build p/kcache.toml
+expect_exit 0 "$KCACHE_TESTING" build p/kcache.toml
 # why KERNEL: the changed field names, comma-separated, from --json.
 why_fields() {
-  expect_exit 0 "$KCACHE" inspect "$1" --why --manifest p/kcache.toml --json
+  expect_exit 0 "$KCACHE_TESTING" inspect "$1" --why --manifest p/kcache.toml --json
   json_get "$WORK/out" '",".join(c["field"] for c in j["why"]["changes"])'
 }
 why_state() { json_get "$WORK/out" 'j["why"]["state"]'; }
@@ -67,16 +68,16 @@ note "include file"
 cp p/inc/h.glsl p/inc/h.orig
 sed -i 's/x \* 2u/x * 3u/' p/inc/h.glsl
 check k "input:inc/h.glsl" stale
-expect_exit 0 "$KCACHE" inspect k --why --manifest p/kcache.toml
+expect_exit 0 "$KCACHE_TESTING" inspect k --why --manifest p/kcache.toml
 expect_in out "input:inc/h.glsl: stored "
 echo "== inspect --why, include changed:"; cat out
-expect_exit 0 "$KCACHE" build p/kcache.toml --explain --no-record-usage --store "$WORK/scratch"
+expect_exit 0 "$KCACHE_TESTING" build p/kcache.toml --explain --no-record-usage --store "$WORK/scratch"
 mv p/inc/h.orig p/inc/h.glsl
 
 note "define"
 manifest s/k.comp main 7 256 vulkan1.2 performance 2
 check k "define:VALUE" stale
-expect_exit 0 "$KCACHE" inspect k --why --manifest p/kcache.toml
+expect_exit 0 "$KCACHE_TESTING" inspect k --why --manifest p/kcache.toml
 expect_in out "define:VALUE: stored 1 → current 7"
 
 note "variant value (renames the kernel: explained by its nearest stored variant)"
@@ -97,7 +98,7 @@ note "target (another namespace holds the kernel)"
 manifest s/k.comp main 1 256 vulkan1.3 performance 2
 check k "target" missing
 [[ $(json_get out 'j["why"]["compared"]["namespace"]') == spirv/vulkan1.2 ]] || fail "target: compared namespace"
-expect_exit 0 "$KCACHE" inspect k --why --manifest p/kcache.toml
+expect_exit 0 "$KCACHE_TESTING" inspect k --why --manifest p/kcache.toml
 expect_in out "k: not in store (namespace spirv/vulkan1.3)"
 expect_in out "spirv/vulkan1.2 has an entry of this kernel"
 
@@ -109,10 +110,10 @@ base
 note "toolchain: glslang and SPIRV-Tools versions (test hook KCACHE_TEST_TOOLCHAIN_SUFFIX)"
 export KCACHE_TEST_TOOLCHAIN_SUFFIX=glslang:-next
 check k "glslang" stale
-expect_exit 0 "$KCACHE" inspect k --why --manifest p/kcache.toml
+expect_exit 0 "$KCACHE_TESTING" inspect k --why --manifest p/kcache.toml
 echo "== inspect --why, toolchain changed:"; cat out
 # Without a manifest the toolchain alone shows the entry can never hit again.
-expect_exit 0 "$KCACHE" inspect --stale --json
+expect_exit 0 "$KCACHE_TESTING" inspect --stale --json
 [[ $(json_get out 'len(j["entries"])') == 3 ]] || fail "toolchain-stale entries without a manifest"
 export KCACHE_TEST_TOOLCHAIN_SUFFIX=spirv-tools:-next
 check k "spirv-tools" stale
@@ -120,17 +121,17 @@ unset KCACHE_TEST_TOOLCHAIN_SUFFIX
 check k "" fresh
 
 note "never built"
-expect_exit 3 "$KCACHE" inspect nosuch --why --manifest p/kcache.toml
+expect_exit 3 "$KCACHE_TESTING" inspect nosuch --why --manifest p/kcache.toml
 expect_in err "neither in the store nor in"
 
 note "build --explain: one line per kernel that did not hit, with the same reason"
 manifest s/k.comp main 7 256 vulkan1.2 performance 3
-expect_exit 0 "$KCACHE" build p/kcache.toml --explain
+expect_exit 0 "$KCACHE_TESTING" build p/kcache.toml --explain
 expect_in out "rebuilt k: stale: define:VALUE 1 → 7"
 expect_in out "rebuilt v[W=3]: not in spirv/vulkan1.2; nearest stored variant v[W=1] differs in: variant:W 1 → 3"
 [[ $(grep -c '^rebuilt ' out) == 2 ]] || { cat out; fail "expected exactly 2 explain lines"; }
 # inspect --why without a kernel: every kernel that would not hit, one line each.
 manifest s/k.comp main 8 256 vulkan1.2 performance 3
-expect_exit 0 "$KCACHE" inspect --why --manifest p/kcache.toml
+expect_exit 0 "$KCACHE_TESTING" inspect --why --manifest p/kcache.toml
 expect_in out "k: stale: define:VALUE 7 → 8"
 expect_in out "2 of 3 kernels fresh; 1 would be rebuilt"

@@ -1,10 +1,12 @@
 #include "cli.hpp"
+#include "seams.hpp"
 
 #include "kcache/build/cuda_stage.hpp"
 #include "kcache/bundle/bundle.hpp"
 #include "kcache/compile/compiler.hpp"
 #include "kcache/remote/backend.hpp"
 #include "kcache/report/report.hpp"
+#include "kcache/store/default_dir.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -75,6 +77,8 @@ Result<unsigned> jobs_from_env() {
   return static_cast<unsigned>(*jobs);
 }
 
+Result<unsigned> jobs_or_env(unsigned flag) { return flag ? Result<unsigned>(flag) : jobs_from_env(); }
+
 CLI::Validator count_validator(std::string what, std::uint64_t max) {
   return CLI::Validator(
       [what, max](std::string& text) -> std::string {
@@ -131,7 +135,14 @@ void StoreOptions::add_to(CLI::App& cmd) {
   cmd.add_flag("--read-only", read_only, "open the store without writing anything (also for read-only media)");
 }
 
-std::string StoreOptions::path() const { return dir.empty() ? store::default_store_dir().string() : dir; }
+std::string StoreOptions::path() const {
+  if (!dir.empty()) return dir;
+  auto var = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value ? value : "");
+  };
+  return store::default_store_dir({var("KCACHE_STORE"), var("XDG_CACHE_HOME"), var("HOME")}).string();
+}
 
 /// $KCACHE_MAP_SIZE: the LMDB map size in bytes (suffix K, M or G for KiB,
 /// MiB, GiB), 0 = unset. Caps how large a new store may grow; the reliability
@@ -165,29 +176,13 @@ Result<std::unique_ptr<store::Store>> StoreOptions::open(bool need_write) const 
 }
 
 const util::Clock& clock() {
-  static const util::FixedClock* pinned = []() -> const util::FixedClock* {
-    const char* env = std::getenv("KCACHE_TEST_NOW");
-    if (!env || !*env) return nullptr;
-    std::uint64_t seconds = 0;
-    std::string_view text(env);
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-    if (ec != std::errc{} || end != text.data() + text.size()) return nullptr;
-    return new util::FixedClock(seconds);  // lives for the process
-  }();
-  return pinned ? static_cast<const util::Clock&>(*pinned) : util::system_clock();
+  const util::Clock* pinned = seams::pinned_clock();
+  return pinned ? *pinned : util::system_clock();
 }
 
 const compile::Toolchain& toolchain() {
-  static const compile::Toolchain* chosen = []() -> const compile::Toolchain* {
-    const char* env = std::getenv("KCACHE_TEST_TOOLCHAIN_SUFFIX");
-    if (!env || !*env) return &compile::Toolchain::installed();
-    auto versions = compile::linked_versions();
-    std::string_view hook(env);
-    if (hook.starts_with("glslang:")) versions.glslang += hook.substr(8);
-    else if (hook.starts_with("spirv-tools:")) versions.spirv_tools += hook.substr(12);
-    return new compile::Toolchain(std::move(versions));  // lives for the process
-  }();
-  return *chosen;
+  const compile::Toolchain* simulated = seams::simulated_toolchain();
+  return simulated ? *simulated : compile::Toolchain::installed();
 }
 
 Result<worker::WorkerOptions> worker_options() {
@@ -200,8 +195,7 @@ Result<worker::WorkerOptions> worker_options() {
                   "KCACHE_PIPELINE_TIMEOUT='{}' is not a number of seconds; unset it for the default (300)", env);
     options.stall_timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
   }
-  if (const char* env = std::getenv("KCACHE_TEST_CRASH_KERNEL")) options.faults.crash_kernel = env;
-  if (const char* env = std::getenv("KCACHE_TEST_HANG_KERNEL")) options.faults.hang_kernel = env;
+  seams::add_worker_faults(options);
   return options;
 }
 
@@ -214,14 +208,6 @@ std::optional<std::string> nvrtc_path(const std::string& flag) {
 std::string cuda_driver_library() {
   if (const char* env = std::getenv("KCACHE_CUDA_DRIVER"); env && *env) return env;
   return std::string(cuda_device::k_default_library);
-}
-
-Result<std::optional<std::vector<cuda_device::DeviceInfo>>> test_cuda_devices() {
-  const char* env = std::getenv("KCACHE_TEST_CUDA_DEVICE");
-  if (!env || !*env) return std::optional<std::vector<cuda_device::DeviceInfo>>{};
-  auto d = cuda_device::parse_device_description(env);
-  if (!d) return tl::unexpected(std::move(d).error().context("KCACHE_TEST_CUDA_DEVICE"));
-  return std::optional<std::vector<cuda_device::DeviceInfo>>{std::vector{std::move(*d)}};
 }
 
 std::string version_text() {

@@ -56,6 +56,9 @@ inline constexpr unsigned k_max_jobs = 4096;
 /// empty; invalid_argument naming the value when it is not a whole number
 /// from 1 to k_max_jobs.
 Result<unsigned> jobs_from_env();
+/// A command's -j: `flag` when given (not 0), else jobs_from_env(). The
+/// library turns it into threads by the one rule, util::worker_threads.
+Result<unsigned> jobs_or_env(unsigned flag);
 /// The NVRTC library to load: `flag` (--nvrtc) when given, else
 /// $KCACHE_NVRTC when set, else nullopt (the default names).
 std::optional<std::string> nvrtc_path(const std::string& flag);
@@ -80,23 +83,16 @@ void bound_thread_counts(CLI::App& app);
 /// (scripts/gen_cli_docs.py), so this is their one source.
 std::string top_level_footer();
 
-/// What the library takes as parameters and the CLI alone reads from the
-/// environment (the library never does):
-///   KCACHE_TEST_NOW=SECONDS            pins the clock (tests of ages and last use)
-///   KCACHE_TEST_TOOLCHAIN_SUFFIX=glslang:S | spirv-tools:S
-///                                      appends S to that version (a simulated upgrade)
-///   KCACHE_TEST_CRASH_KERNEL / KCACHE_TEST_HANG_KERNEL=NAME
-///                                      the pipeline worker aborts / hangs on that kernel
-///   KCACHE_PIPELINE_TIMEOUT=SECONDS    how long a silent worker lives (default 300)
-///   KCACHE_TEST_NO_ZERO_FILL=1         operator new stops zero-filling (allocator.hpp)
-///   KCACHE_TEST_TAMPER_SECOND=GLOB     build --check-reproducible flips a bit of the
-///                                      second compile of matching kernels
-/// The clock every command stamps with.
+/// What the library takes as parameters and the CLI alone reads (the library
+/// never reads the environment). Test builds (kcache-testing) may pin or
+/// break some of them through seams.hpp.
+/// The clock every command stamps with: the system clock, or a test's.
 const util::Clock& clock();
-/// The toolchain keys are computed for.
+/// The toolchain keys are computed for: the installed one, or a test's.
 const compile::Toolchain& toolchain();
-/// Worker options (stall limit, fault injection); invalid_argument for a
-/// malformed KCACHE_PIPELINE_TIMEOUT.
+/// Worker options: KCACHE_PIPELINE_TIMEOUT=SECONDS, how long a silent worker
+/// lives (default 300), and a test build's fault injection; invalid_argument
+/// for a malformed KCACHE_PIPELINE_TIMEOUT.
 Result<worker::WorkerOptions> worker_options();
 
 /// Options every store-using subcommand shares.
@@ -141,11 +137,6 @@ void register_pipeline_worker(CLI::App& app, Action& action);
 /// The CUDA driver library to load: $KCACHE_CUDA_DRIVER when set and not
 /// empty, else libcuda.so.1 (cuda_device::k_default_library).
 std::string cuda_driver_library();
-/// The CUDA devices tests describe instead of a driver:
-/// KCACHE_TEST_CUDA_DEVICE="NAME;MAJOR.MINOR;CUDA_VERSION" (one device,
-/// ordinal 0; cuda_device::parse_device_description). nullopt when unset;
-/// invalid_argument for a malformed value.
-Result<std::optional<std::vector<cuda_device::DeviceInfo>>> test_cuda_devices();
 
 /// The --version text: kcache and every library version that matters.
 std::string version_text();

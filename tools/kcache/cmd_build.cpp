@@ -1,6 +1,7 @@
 // kcache build: compile a manifest's kernels into the store.
 #include "cli.hpp"
 #include "remote_cli.hpp"
+#include "seams.hpp"
 
 #include "kcache/build/reproducible.hpp"
 #include "kcache/build/run.hpp"
@@ -60,7 +61,7 @@ Result<std::optional<device::DeviceInfo>> select_device(const BuildArgs& args) {
 /// The run's options from the command line and the environment.
 Result<build::RunOptions> run_options(const BuildArgs& args) {
   build::RunOptions options;
-  options.build.jobs = args.jobs ? args.jobs : KCACHE_TRY(jobs_from_env());
+  options.build.jobs = KCACHE_TRY(jobs_or_env(args.jobs));
   if (!args.shard.empty()) options.build.shard = KCACHE_TRY(build::parse_shard(args.shard));
   options.build.explain = args.explain;
   options.build.retry_failed = args.retry_failed;
@@ -76,13 +77,11 @@ Result<build::RunOptions> run_options(const BuildArgs& args) {
 }
 
 /// `build --check-reproducible`: every kernel compiled twice under two heap
-/// states, no store touched. Test seams (cli.hpp): KCACHE_TEST_NO_ZERO_FILL
-/// (read by tune_allocator) turns the allocator's fix off,
-/// KCACHE_TEST_TAMPER_SECOND=GLOB flips a bit of the second compile of
-/// matching kernels.
+/// states, no store touched. A test build may tamper with the second compile
+/// (seams::tamper_second), to show the check can fail.
 int run_check_reproducible(const BuildArgs& args, const manifest::Manifest& manifest) {
   build::ReproducibleOptions options;
-  auto jobs = args.jobs ? Result<unsigned>(args.jobs) : jobs_from_env();
+  auto jobs = jobs_or_env(args.jobs);
   if (!jobs) return report_error(jobs.error());
   options.jobs = *jobs;
   if (!args.shard.empty()) {
@@ -91,11 +90,7 @@ int run_check_reproducible(const BuildArgs& args, const manifest::Manifest& mani
     options.shard = *shard;
   }
   options.toolchain = &toolchain();
-  if (const char* env = std::getenv("KCACHE_TEST_TAMPER_SECOND"); env && *env)
-    options.tamper_second = [glob = std::string(env)](const definition::KernelSpec& spec,
-                                                       std::vector<std::uint32_t>& words) {
-      if (util::match_glob(glob, spec.name) && !words.empty()) words.back() ^= 1u;
-    };
+  options.tamper_second = seams::tamper_second();
   if (stderr_is_terminal() && !args.json)
     options.on_progress = [](std::size_t done, std::size_t total) {
       fmt::print(stderr, "\r\033[K[{}/{}] compiled twice", done, total);

@@ -1,5 +1,6 @@
 // kcache devices: list the Vulkan devices and their fingerprints, then the CUDA devices.
 #include "cli.hpp"
+#include "seams.hpp"
 
 #include "kcache/device/device.hpp"
 #include "kcache/report/device_report.hpp"
@@ -18,11 +19,11 @@ struct DevicesArgs {
 int run_devices(const DevicesArgs& args) {
   // CUDA devices: from the driver, or from the test seam's description.
   cuda_device::Survey cuda;
-  auto described = test_cuda_devices();
+  auto described = seams::described_cuda_devices();
   if (!described) return report_error(described.error());
   if (*described) {
-    cuda.library = "KCACHE_TEST_CUDA_DEVICE";
-    cuda.devices = std::move(**described);
+    cuda.library = std::move((*described)->source);
+    cuda.devices = std::move((*described)->devices);
     cuda.cuda_version = cuda.devices.front().cuda_version;
   } else {
     cuda = cuda_device::survey(cuda_driver_library());

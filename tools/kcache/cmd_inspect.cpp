@@ -1,5 +1,6 @@
 // kcache inspect: what a store holds, and why an entry is stale or missing.
 #include "cli.hpp"
+#include "seams.hpp"
 
 #include "kcache/maintain/inspect.hpp"
 #include "kcache/manifest/manifest.hpp"
@@ -36,10 +37,10 @@ Result<std::optional<manifest::Manifest>> load_for(const InspectArgs& args) {
 /// The CUDA devices cuda namespaces are matched with, as `kcache devices`
 /// lists them: the test seam's description, else the driver's survey;
 /// device_unavailable saying why when there is none. The outer error is a
-/// malformed KCACHE_TEST_CUDA_DEVICE (a usage error, as in import).
+/// malformed test description (a usage error, as in import).
 Result<Result<std::vector<cuda_device::DeviceInfo>>> local_cuda_devices() {
-  auto described = KCACHE_TRY(test_cuda_devices());
-  if (described) return Result<std::vector<cuda_device::DeviceInfo>>(std::move(*described));
+  auto described = KCACHE_TRY(seams::described_cuda_devices());
+  if (described) return Result<std::vector<cuda_device::DeviceInfo>>(std::move(described->devices));
   auto survey = cuda_device::survey(cuda_driver_library());
   if (!survey.available())
     return Result<std::vector<cuda_device::DeviceInfo>>(fail(Category::device_unavailable, "{}", survey.absent));
@@ -67,7 +68,7 @@ int run_inspect(const InspectArgs& args) {
     return k_exit_ok;
   }
   if (args.why) {
-    auto jobs = args.jobs ? Result<unsigned>(args.jobs) : jobs_from_env();
+    auto jobs = jobs_or_env(args.jobs);
     if (!jobs) return report_error(jobs.error());
     auto all = maintain::explain_manifest(**store, *m, toolchain(), *jobs);
     if (!all) return report_error(all.error());

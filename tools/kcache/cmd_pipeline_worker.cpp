@@ -2,6 +2,7 @@
 // worker process (lib/kcache/worker/pipeline_worker.hpp). kcache starts it
 // itself; it is not for users, so it does not appear in --help.
 #include "cli.hpp"
+#include "seams.hpp"
 
 #include "kcache/worker/pipeline_worker.hpp"
 
@@ -15,8 +16,7 @@ void register_pipeline_worker(CLI::App& app, Action& action) {
   cmd->add_option("--device", args->fingerprint, "the device's fingerprint id")->required();
   cmd->add_option("--threads", args->threads, "pipeline-creation threads")->check(CLI::PositiveNumber);
   cmd->add_flag("--timed", args->timed, "verify by timing with and without the blob");
-  cmd->add_option("--crash-kernel", args->faults.crash_kernel, "test fault: abort when this kernel begins");
-  cmd->add_option("--hang-kernel", args->faults.hang_kernel, "test fault: hang when this kernel begins");
+  seams::add_worker_fault_options(*cmd, *args);  // a test build's --crash-kernel / --hang-kernel
   cmd->callback([args, &action] { action = [args] { return worker::serve_pipeline_worker(*args); }; });
 }
 

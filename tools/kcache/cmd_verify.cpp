@@ -38,12 +38,9 @@ int run_verify_cuda(const VerifyArgs& args) {
   auto context = cuda_device::Context::open(*driver, dev->ordinal);
   if (!context) return report_error(context.error());
   maintain::CudaVerifyOptions options;
-  options.jobs = args.jobs;
-  if (!args.jobs) {
-    auto jobs = jobs_from_env();
-    if (!jobs) return report_error(jobs.error());
-    options.jobs = *jobs;
-  }
+  auto jobs = jobs_or_env(args.jobs);
+  if (!jobs) return report_error(jobs.error());
+  options.jobs = *jobs;
   const cuda_device::Context& ctx = **context;
   auto verified = maintain::verify_cuda_device(
       **store, *dev,
@@ -61,7 +58,7 @@ int run_verify(const VerifyArgs& args) {
   if (!args.device_given) {
     auto store = args.store.open(false);
     if (!store) return report_error(store.error());
-    auto jobs = args.jobs ? Result<unsigned>(args.jobs) : jobs_from_env();
+    auto jobs = jobs_or_env(args.jobs);
     if (!jobs) return report_error(jobs.error());
     auto check = maintain::check_store(**store, *jobs);
     if (!check) return report_error(check.error());
@@ -77,12 +74,9 @@ int run_verify(const VerifyArgs& args) {
   auto store = args.store.open(false);
   if (!store) return report_error(store.error());
   maintain::VerifyOptions options;
-  options.jobs = args.jobs;
-  if (!args.jobs) {
-    auto jobs = jobs_from_env();
-    if (!jobs) return report_error(jobs.error());
-    options.jobs = *jobs;
-  }
+  auto jobs = jobs_or_env(args.jobs);
+  if (!jobs) return report_error(jobs.error());
+  options.jobs = *jobs;
   options.timed = args.timed;
   auto worker = worker_options();
   if (!worker) return report_error(worker.error());

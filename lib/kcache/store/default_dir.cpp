@@ -1,3 +1,5 @@
+#include "kcache/store/default_dir.hpp"
+
 #include "kcache/store/store.hpp"
 
 #include <lmdb.h>
@@ -5,16 +7,6 @@
 #include <cstdlib>
 
 namespace kcache::store {
-namespace {
-
-// An empty variable is treated as unset: `KCACHE_STORE= kcache ...` should
-// not silently mean "the current directory".
-const char* env_value(const char* name) {
-  const char* value = std::getenv(name);
-  return value && *value ? value : nullptr;
-}
-
-}  // namespace
 
 std::string lmdb_version() {
   int major = 0, minor = 0, patch = 0;
@@ -22,13 +14,24 @@ std::string lmdb_version() {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
-std::filesystem::path default_store_dir() {
-  if (const char* dir = env_value("KCACHE_STORE")) return dir;
-  // The XDG spec says a relative XDG_CACHE_HOME is invalid and to be ignored.
-  if (const char* xdg = env_value("XDG_CACHE_HOME"); xdg && std::filesystem::path(xdg).is_absolute())
-    return std::filesystem::path(xdg) / "kcache";
-  if (const char* home = env_value("HOME")) return std::filesystem::path(home) / ".cache" / "kcache";
+std::filesystem::path default_store_dir(const StoreDirVariables& vars) {
+  if (!vars.kcache_store.empty()) return vars.kcache_store;
+  if (!vars.xdg_cache_home.empty() && std::filesystem::path(vars.xdg_cache_home).is_absolute())
+    return std::filesystem::path(vars.xdg_cache_home) / "kcache";
+  if (!vars.home.empty()) return std::filesystem::path(vars.home) / ".cache" / "kcache";
   return ".kcache";
+}
+
+// The one read of the environment left in the library: libkcache's C ABI
+// promises kcache_store_open(NULL) the CLI's default store (kcache.h), and
+// the runtime calls this. The CLI reads the variables itself and calls the
+// overload above.
+std::filesystem::path default_store_dir() {
+  auto var = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value ? value : "");
+  };
+  return default_store_dir(StoreDirVariables{var("KCACHE_STORE"), var("XDG_CACHE_HOME"), var("HOME")});
 }
 
 }  // namespace kcache::store

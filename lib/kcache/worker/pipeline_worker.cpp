@@ -10,6 +10,7 @@
 
 #include "kcache/compile/compiler.hpp"
 #include "kcache/core/timing.hpp"
+#include "kcache/util/worker_pool.hpp"
 #include "kcache/worker/protocol.hpp"
 
 #include <fcntl.h>
@@ -94,8 +95,7 @@ Result<Worker> spawn_worker(const device::DeviceInfo& device, const WorkerOption
   if (args.empty()) args = {"/proc/self/exe", std::string(k_worker_subcommand)};
   args.insert(args.end(), {"--device", device.fingerprint(), "--threads", std::to_string(threads)});
   if (options.timed && mode == JobMode::verify) args.emplace_back("--timed");
-  if (!options.faults.crash_kernel.empty()) args.insert(args.end(), {"--crash-kernel", options.faults.crash_kernel});
-  if (!options.faults.hang_kernel.empty()) args.insert(args.end(), {"--hang-kernel", options.faults.hang_kernel});
+  args.insert(args.end(), options.faults.begin(), options.faults.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -459,28 +459,24 @@ int serve_pipeline_worker(const WorkerArgs& args) {
     }
   });
 
-  std::vector<std::jthread> threads;
-  for (unsigned t = 0; t < std::max(1u, args.threads); ++t) {
-    threads.emplace_back([&] {
-      for (;;) {
-        protocol::Job job;
-        {
-          std::unique_lock lock(mutex);
-          wake.wait(lock, [&] { return !queue.empty() || closing; });
-          if (queue.empty()) return;
-          job = std::move(queue.front());
-          queue.pop_front();
-        }
-        sender.send(protocol::begin_frame(job.index));
-        // Fault injection (WorkerOptions::faults): a driver crash or hang on one kernel.
-        if (!args.faults.crash_kernel.empty() && job.kernel == args.faults.crash_kernel) std::abort();
-        if (!args.faults.hang_kernel.empty() && job.kernel == args.faults.hang_kernel)
-          for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-        sender.send(protocol::result_frame(serve_job(dev, job)));
+  // Each of the threads takes jobs until the queue is closed and empty; a
+  // thread the OS refuses leaves the jobs to the others (parallel_for).
+  const unsigned n = std::max(1u, args.threads);
+  util::parallel_for(n, n, [&](std::size_t) {
+    for (;;) {
+      protocol::Job job;
+      {
+        std::unique_lock lock(mutex);
+        wake.wait(lock, [&] { return !queue.empty() || closing; });
+        if (queue.empty()) return;
+        job = std::move(queue.front());
+        queue.pop_front();
       }
-    });
-  }
-  threads.clear();  // joins: every queued job answered
+      sender.send(protocol::begin_frame(job.index));
+      if (args.before_create) args.before_create(job.kernel);  // a test's injected fault, if any
+      sender.send(protocol::result_frame(serve_job(dev, job)));
+    }
+  });  // returns once every queued job is answered
   // The reader may still be blocked in read(): the parent closes the socket
   // once every answer is in, which ends it.
   reader.join();

@@ -14,8 +14,9 @@
 //   - a worker that dies twice without finishing anything fails what is left
 //     with its last message (no endless restarts).
 // A worker's stderr (driver chatter) is captured; its tail is quoted when it
-// dies. Fault injection for tests is passed in (WorkerOptions::faults), never
-// read from the environment here.
+// dies. Fault injection for tests is passed in (WorkerOptions::faults, the
+// worker's WorkerArgs::before_create); the library holds no fault of its own,
+// so a release build cannot be made to crash on purpose.
 //
 // Thread-safety: run_pipeline_jobs blocks the calling thread and calls
 // `done` on it; it may be called from one thread at a time per process
@@ -62,12 +63,6 @@ struct PipelineOutcome {
   bool crashed = false;            ///< the worker died or stalled on this job
 };
 
-/// Test faults the worker injects on purpose (its --crash-kernel / --hang-kernel).
-struct FaultInjection {
-  std::string crash_kernel;
-  std::string hang_kernel;
-};
-
 struct WorkerOptions {
   /// The worker's argv before its own arguments; empty means
   /// {"/proc/self/exe", k_worker_subcommand} (the running kcache).
@@ -79,9 +74,11 @@ struct WorkerOptions {
   /// A worker that sends nothing for this long while a job is in flight is
   /// killed and treated as crashed.
   std::chrono::milliseconds stall_timeout{std::chrono::minutes(5)};
-  /// Fault injection: the worker aborts (a driver crash) or hangs (a driver
-  /// deadlock) when it begins the kernel of this name. Empty: none.
-  FaultInjection faults;
+  /// Fault injection: arguments appended to every worker's command line,
+  /// which only a test build's worker subcommand understands (its
+  /// --crash-kernel NAME / --hang-kernel NAME fill WorkerArgs::before_create).
+  /// Empty (always, in a release build): none.
+  std::vector<std::string> faults;
 };
 
 /// Creates (build) or re-creates from their blobs (verify) the pipelines of
@@ -101,7 +98,10 @@ struct WorkerArgs {
   std::string fingerprint;  ///< the device's short fingerprint id (exact)
   unsigned threads = 1;
   bool timed = false;
-  FaultInjection faults;
+  /// Called on a creating thread with the job's kernel name after its BEGIN is
+  /// sent and before the driver is asked: a test build injects a driver crash
+  /// (abort) or hang here. Empty: nothing.
+  std::function<void(const std::string& kernel)> before_create;
 };
 int serve_pipeline_worker(const WorkerArgs& args);
 
