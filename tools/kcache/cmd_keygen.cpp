@@ -2,14 +2,9 @@
 #include "cli.hpp"
 
 #include "kcache/bundle/bundle.hpp"
+#include "kcache/bundle/key_files.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 
 namespace kcache::cli {
 namespace {
@@ -19,42 +14,13 @@ struct KeygenArgs {
   bool force = false;
 };
 
-/// Writes `text` to a new file with `mode` (refusing to overwrite unless
-/// `force`); removes it again if the write fails.
-Result<void> write_key_file(const std::string& path, const std::string& text, mode_t mode, bool force) {
-  if (force) ::unlink(path.c_str());
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) {
-    if (errno == EEXIST)
-      return fail(Category::invalid_argument, "{} exists; choose another -o NAME or add --force", path);
-    return fail(Category::io_error, "cannot create {}: {}", path, std::strerror(errno));
-  }
-  bool ok = ::fchmod(fd, mode) == 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-            ::fsync(fd) == 0;
-  int err = errno;
-  ok = (::close(fd) == 0) && ok;
-  if (!ok) {
-    ::unlink(path.c_str());
-    return fail(Category::io_error, "cannot write {}: {}", path, std::strerror(err));
-  }
-  return {};
-}
-
 int run_keygen(const KeygenArgs& args) {
   auto pair = bundle::generate_keypair();
   if (!pair) return report_error(pair.error());
-  std::string secret = args.name + ".key", pub = args.name + ".pub";
-  if (!args.force)
-    for (const auto& p : {secret, pub})
-      if (::access(p.c_str(), F_OK) == 0)
-        return report_error(
-            {Category::invalid_argument, fmt::format("{} exists; choose another -o NAME or add --force", p)});
-  if (auto w = write_key_file(secret, bundle::encode_secret_key(*pair), 0600, args.force); !w)
-    return report_error(w.error());
-  if (auto w = write_key_file(pub, bundle::encode_public_key(pair->public_key), 0644, args.force); !w) {
-    ::unlink(secret.c_str());
-    return report_error(w.error());
-  }
+  // Atomic per file: --force replaces an old pair only once the new one is
+  // written whole, so a failed keygen never loses the key CI signs with.
+  if (auto w = bundle::write_key_pair(args.name, *pair, args.force); !w) return report_error(w.error());
+  const std::string secret = args.name + ".key", pub = args.name + ".pub";
   fmt::print(
       "key id {}\n{}  secret key (mode 0600): keep it private, e.g. a CI secret; `kcache export --sign {}`\n"
       "{}  public key: give it to importers; `kcache import --trust {}`\n",
@@ -74,7 +40,8 @@ void register_keygen(CLI::App& app, Action& action) {
       "machines import with `kcache import --trust NAME.pub`, which refuses unsigned bundles,\n"
       "other keys and bad signatures before decompressing anything.");
   cmd->add_option("-o,--output", args->name, "NAME: writes NAME.key and NAME.pub")->required();
-  cmd->add_flag("--force", args->force, "overwrite existing NAME.key / NAME.pub");
+  cmd->add_flag("--force", args->force,
+                "replace existing NAME.key / NAME.pub (each only once its new file is written whole)");
   cmd->callback([args, &action] { action = [args] { return run_keygen(*args); }; });
 }
 

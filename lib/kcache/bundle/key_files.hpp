@@ -1,4 +1,5 @@
-// Loading signing keys from key files (FORMAT.md "Key files").
+// Signing keys in key files (FORMAT.md "Key files"): loading them, and
+// writing a new pair.
 // Thread-safety: reentrant.
 #pragma once
 
@@ -19,5 +20,14 @@ Result<std::vector<PublicKey>> load_public_keys(const std::vector<std::filesyste
 /// read, as ssh does, since anyone who reads it can sign bundles, and one
 /// that is not a regular file of at most 1 MiB.
 Result<KeyPair> load_secret_key(const std::filesystem::path& path);
+
+/// Writes `pair` as NAME.key (the secret key, mode 0600) and NAME.pub (the
+/// public key, 0644), `name` being NAME with its folder. Both are written
+/// whole under temporary names first (util::AtomicFile), then renamed over
+/// their targets, so an existing key file is only ever replaced by a complete
+/// new one: a failed write (full disk) leaves the old pair as it was. Without
+/// `replace`, invalid_argument naming the first that exists (checked before
+/// anything is written); io_error / not_found naming the file otherwise.
+Result<void> write_key_pair(const std::filesystem::path& name, const KeyPair& pair, bool replace);
 
 }  // namespace kcache::bundle
