@@ -13,6 +13,7 @@
 #include "kcache/bundle/bundle_internal.hpp"
 #include "kcache/util/ordered_parallel_map.hpp"
 #include "kcache/util/text.hpp"
+#include "kcache/util/worker_pool.hpp"
 
 #include <zstd.h>
 
@@ -693,8 +694,8 @@ Result<BundleReader> BundleReader::start(std::unique_ptr<Impl> impl) {
   // validators: the checks are the larger half of the work (BLAKE2b,
   // decode), so on 2 cores two checkers keep both busy where one left the
   // reading thread waiting. At most k_max_check_workers either way.
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned wanted = impl->limits.threads ? impl->limits.threads - 1 : (cores > 1 ? cores : 0);
+  const unsigned threads = util::worker_threads(impl->limits.threads);  // the one -j rule
+  const unsigned wanted = impl->limits.threads ? threads - 1 : (threads > 1 ? threads : 0);
   impl->workers = std::min(wanted, k_max_check_workers);
   return BundleReader(std::move(impl));
 }

@@ -1,6 +1,7 @@
 #include "kcache/maintain/inspect.hpp"
 
 #include "kcache/device/device.hpp"
+#include "kcache/util/worker_pool.hpp"
 
 #include <fmt/format.h>
 
@@ -9,8 +10,6 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <system_error>
-#include <thread>
 
 namespace kcache::maintain {
 
@@ -207,25 +206,10 @@ Result<std::vector<build::Explanation>> explain_manifest(store::Store& store, co
       if (!first_error) first_error = std::move(read).error();
     }
   };
-  unsigned wanted = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
-  unsigned thread_count = static_cast<unsigned>(std::min<std::size_t>(wanted, kernels.size()));
-  if (thread_count <= 1) {
-    work();
-  } else {
-    std::vector<std::jthread> threads;
-    for (unsigned t = 0; t < thread_count; ++t) {
-      try {
-        threads.emplace_back(work);
-      } catch (const std::system_error& e) {
-        // The OS refused a thread (a process limit): the started ones stop.
-        stop = true;
-        std::lock_guard lock(mutex);
-        if (!first_error) first_error = Error{Category::io_error, fmt::format("cannot start thread {} of {} ({}): "
-                                                                              "lower -j", t + 1, thread_count, e.what())};
-        break;
-      }
-    }
-  }
+  // One call of `work` per thread (each drains `next`); a thread the OS
+  // refuses leaves its share to the others (parallel_for).
+  const std::size_t threads = std::min<std::size_t>(util::worker_threads(jobs), kernels.size());
+  util::parallel_for(threads, static_cast<unsigned>(threads), [&](std::size_t) { work(); });
   if (first_error) return tl::unexpected(std::move(*first_error));
   return all;
 }

@@ -1,14 +1,13 @@
 #include "kcache/maintain/verify_cuda.hpp"
 
 #include "kcache/core/cuda.hpp"
+#include "kcache/util/worker_pool.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <map>
-#include <thread>
 
 namespace kcache::maintain {
 namespace {
@@ -87,35 +86,22 @@ Result<CudaVerify> verify_cuda_device(store::Store& store, const cuda_device::De
                 "the store holds no cuda namespace: build CUDA kernels (manifest language = \"cuda\") or import a "
                 "cuda bundle first");
 
-  // Load on `jobs` threads; each row is written by one thread only.
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned threads =
-      static_cast<unsigned>(std::clamp<std::size_t>(options.jobs ? options.jobs : cores, 1, std::max<std::size_t>(1, std::min<std::size_t>(64, work.size()))));
-  std::atomic<std::size_t> next{0};
-  auto run = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < work.size();) {
-      CudaVerifyRow& row = out.rows[work[i].row];
-      const std::string functions[] = {row.symbol};
-      auto loaded = load(work[i].payload, row.kind, functions);
-      if (loaded) {
-        row.status = CudaLoadStatus::loaded;
-        row.load_ms = loaded->load_ms;
-        row.resolve_ms = loaded->resolve_ms;
-      } else {
-        row.status = CudaLoadStatus::failed;
-        row.message = loaded.error().message;
-        row.category = loaded.error().category;
-      }
+  // Load on `jobs` threads (the one -j rule); each row is written by one
+  // thread only.
+  util::parallel_for(work.size(), util::worker_threads(options.jobs), [&](std::size_t i) {
+    CudaVerifyRow& row = out.rows[work[i].row];
+    const std::string functions[] = {row.symbol};
+    auto loaded = load(work[i].payload, row.kind, functions);
+    if (loaded) {
+      row.status = CudaLoadStatus::loaded;
+      row.load_ms = loaded->load_ms;
+      row.resolve_ms = loaded->resolve_ms;
+    } else {
+      row.status = CudaLoadStatus::failed;
+      row.message = loaded.error().message;
+      row.category = loaded.error().category;
     }
-  };
-  std::vector<std::thread> pool;
-  try {
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(run);
-  } catch (const std::system_error&) {
-    // Fewer threads than asked: the ones started and this one do the work.
-  }
-  run();
-  for (auto& t : pool) t.join();
+  });
 
   // Cubin against PTX for the same kernel: the highest-arch loaded row of each kind.
   std::map<std::string, std::pair<const CudaVerifyRow*, const CudaVerifyRow*>> by_kernel;  // cubin, ptx
