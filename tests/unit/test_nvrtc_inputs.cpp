@@ -13,6 +13,7 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -187,6 +188,20 @@ TEST_CASE("the scan's bounds: nesting depth and hostile bytes") {
   }
 }
 
+TEST_CASE("the scan stays linear on hostile files (one long line of what makes lexers rescan)") {
+  auto dir = project("linear");
+  for (std::string unit : {"/**/", "R\"", "R\"abc", "__has_include(\"a.cuh\")", "\"x", "'", "%:", "?\?/", "1'"}) {
+    CAPTURE(unit);
+    std::string text;
+    while (text.size() < (4u << 20)) text += unit;
+    write(dir / "src/k.cu", text + "\n__has_include(<open\n");
+    definition::FileCache files(dir);
+    const auto start = std::chrono::steady_clock::now();
+    (void)nvrtc::scan_inputs(spec_for("src/k.cu"), files);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));  // quadratic would take hours
+  }
+}
+
 #ifdef KCACHE_TEST_NVRTC
 namespace {
 
@@ -253,8 +268,14 @@ TEST_CASE("without inputs, compile() scans the project itself, with the same ref
   definition::FileCache files(dir);
   auto req = request(dir, files);
   req.inputs.clear();
+  req.include_dirs = {dir / "inc/"};  // a folder written with its slash is the same folder
   auto out = lib->compile(req);
   REQUIRE_MESSAGE(out, (out ? "" : out.error().message));
+  auto outside = req;
+  outside.include_dirs = {dir.parent_path()};
+  auto refused_dir = lib->compile(outside);
+  REQUIRE_FALSE(refused_dir);
+  CHECK(has(refused_dir.error().message, "is not inside the project folder"));
   REQUIRE(::mkfifo((dir / "inc/pipe.cuh").c_str(), 0600) == 0);
   req.source = "#include <pipe.cuh>\n" + req.source;
   auto refused = lib->compile(req);

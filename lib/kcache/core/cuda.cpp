@@ -217,9 +217,10 @@ Result<void> cubin_defines(std::span<const std::uint8_t> b, std::string_view sym
       const std::size_t e = static_cast<std::size_t>(at);
       const std::uint64_t name = read_le(b, e, 4);
       // The name must end (NUL) inside the string table; compared in place.
+      // (The NUL first: a name of another length is rejected in O(1).)
       if (name >= names.size() || names.size() - name <= symbol.size()) continue;
-      if (names.compare(static_cast<std::size_t>(name), symbol.size(), symbol) != 0 ||
-          names[static_cast<std::size_t>(name) + symbol.size()] != '\0')
+      if (names[static_cast<std::size_t>(name) + symbol.size()] != '\0' ||
+          names.compare(static_cast<std::size_t>(name), symbol.size(), symbol) != 0)
         continue;
       const std::uint8_t info = b[e + 4], other = b[e + 5];
       const std::uint64_t shndx = read_le(b, e + 6, 2);

@@ -84,12 +84,15 @@ struct Found {
 };
 
 class Lexer {
+  static constexpr std::size_t k_max_text = 200;   ///< of a directive, in messages
+  static constexpr std::size_t k_max_name = 4096;  ///< of a header name (paths are at most 1024)
+
  public:
   explicit Lexer(std::string_view raw) : m_logical(splice(raw)), s(m_logical.text) {}
 
   std::vector<Found> run() {
     bool line_start = true;
-    while (i < s.size()) {
+    while (i < s.size() && !m_stop) {
       const char c = s[i];
       const char next = i + 1 < s.size() ? s[i + 1] : '\0';
       if (c == '\n') {
@@ -103,7 +106,9 @@ class Lexer {
         const std::size_t end = comment_end(i);
         // A directive may follow a comment that spans lines: it is the first
         // token of what remains of the line.
-        if (s.find('\n', i) < end) line_start = true;
+        if (std::find(s.begin() + static_cast<std::ptrdiff_t>(i), s.begin() + static_cast<std::ptrdiff_t>(end), '\n') !=
+            s.begin() + static_cast<std::ptrdiff_t>(end))
+          line_start = true;
         i = end;
       } else if (line_start && (c == '#' || (c == '%' && next == ':'))) {
         line_start = false;
@@ -144,11 +149,13 @@ class Lexer {
     while (i < s.size() && s[i] != quote && s[i] != '\n') i += (s[i] == '\\' && i + 1 < s.size() && s[i + 1] != '\n') ? 2 : 1;
     if (i < s.size() && s[i] == quote) ++i;
   }
-  /// At the '"' of R"delim( ... )delim".
+  /// At the '"' of R"delim( ... )delim" (a delimiter of at most 16 bytes).
   void skip_raw() {
-    const std::size_t open = s.find('(', i + 1);
-    if (open == std::string::npos || open - i - 1 > 16 ||
-        s.find_first_of(" )\\\t\v\f\n\"", i + 1) < open) {  // no raw string: NVRTC errors; lex it as a plain one
+    const std::size_t limit = std::min(s.size(), i + 18);
+    std::size_t open = i + 1;
+    while (open < limit && s[open] != '(' && std::string_view(" )\\\t\v\f\n\"").find(s[open]) == std::string_view::npos)
+      ++open;
+    if (open >= limit || s[open] != '(') {  // no raw string: NVRTC errors; lex it as a plain one
       skip_quoted('"');
       return;
     }
@@ -209,25 +216,34 @@ class Lexer {
     Found f;
     f.line = m_logical.line_of(start);
     f.keyword = std::move(keyword);
-    std::size_t text_end = end_of_line(i);
+    // Every scan here is bounded: a hostile line of many `__has_include("`
+    // must not make the lexer quadratic.
+    std::size_t text_end = start;
+    while (text_end < s.size() && text_end < start + k_max_text && s[text_end] != '\n') ++text_end;
     if (i < s.size() && (s[i] == '"' || s[i] == '<')) {
       const char close = s[i] == '"' ? '"' : '>';
-      const auto e = s.find_first_of(std::string{close, '\n'}, i + 1);
-      if (e != std::string::npos && s[e] == close) {
+      std::size_t e = i + 1;
+      const std::size_t limit = std::min(s.size(), i + 1 + k_max_name);
+      while (e < limit && s[e] != close && s[e] != '\n') ++e;
+      if (e < limit && s[e] == close) {  // else unterminated or longer than any path kcache accepts: computed
         f.form = s[i] == '"' ? Form::quoted : Form::angled;
         f.name = s.substr(i + 1, e - i - 1);
         i = e + 1;
         text_end = i;
       }
     }
-    f.text = s.substr(start, std::min<std::size_t>(text_end - start, 200));
+    f.text = s.substr(start, std::min<std::size_t>(text_end - start, k_max_text));
     std::replace(f.text.begin(), f.text.end(), '\n', ' ');
+    // scan_includes fails at a computed name or a *_next: nothing after it
+    // matters, and stopping keeps a hostile file of them linear.
+    m_stop = f.form == Form::computed || f.keyword.ends_with("_next");
     m_found.push_back(std::move(f));
   }
 
   Logical m_logical;
   const std::string& s;
   std::size_t i = 0;
+  bool m_stop = false;
   std::vector<Found> m_found;
 };
 

@@ -155,6 +155,7 @@ namespace {
 /// `path` relative to `root`, '/'-separated; nullopt when it is not inside.
 std::optional<std::string> inside(const std::filesystem::path& root, const std::filesystem::path& path) {
   auto rel = path.lexically_normal().lexically_relative(root.lexically_normal()).generic_string();
+  while (rel.size() > 1 && rel.back() == '/') rel.pop_back();  // "inc/" (a folder written with its slash)
   if (rel.empty()) return std::nullopt;
   if (rel == ".") return std::string(".");
   if (!util::is_contained_relative_path(rel)) return std::nullopt;
