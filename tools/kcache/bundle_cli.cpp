@@ -25,8 +25,8 @@ Result<bundle::BundleStream> output_stream(const std::string& arg) {
 
 void ignore_sigpipe() { std::signal(SIGPIPE, SIG_IGN); }
 
-Result<bundle::WriteOptions> write_options(int level, const std::string& sign_file,
-                                           std::optional<bundle::KeyPair>& key, int format_version) {
+Result<bundle::WriteOptions> write_options(int level, const std::string& sign_file, std::optional<bundle::KeyPair>& key,
+                                           int format_version) {
   bundle::WriteOptions options;
   if (format_version != 0) {
     if (format_version < bundle::k_min_format_version || format_version > bundle::k_max_format_version)

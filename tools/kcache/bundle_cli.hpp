@@ -28,8 +28,8 @@ void ignore_sigpipe();
 /// newest) and --sign KEYFILE; the key is kept in `key` (the options borrow
 /// it). invalid_argument for a level outside 1..19, a format version this
 /// kcache cannot write or a bad key file.
-Result<bundle::WriteOptions> write_options(int level, const std::string& sign_file,
-                                           std::optional<bundle::KeyPair>& key, int format_version = 0);
+Result<bundle::WriteOptions> write_options(int level, const std::string& sign_file, std::optional<bundle::KeyPair>& key,
+                                           int format_version = 0);
 
 /// Help text of --format-version (export and merge).
 inline constexpr const char* k_format_version_help =

@@ -37,7 +37,8 @@ int run_emit(const EmitArgs& args) {
 
 void register_emit(CLI::App& app, Action& action) {
   auto args = std::make_shared<EmitArgs>();
-  auto* cmd = app.add_subcommand("emit", "Write a store namespace's kernels as C/C++ sources to compile into a program.");
+  auto* cmd =
+      app.add_subcommand("emit", "Write a store namespace's kernels as C/C++ sources to compile into a program.");
   cmd->description(
       "Write one SPIR-V namespace of the store as a header + source pair (NAME.hpp/.cpp with\n"
       "--lang cpp, NAME.h/.c with --lang c): per kernel its SPIR-V as a uint32_t array, name,\n"

@@ -152,7 +152,8 @@ void register_import(CLI::App& app, Action& action) {
   args->store.add_to(*cmd);
   cmd->add_option("--fingerprint", args->fingerprint,
                   "require this target: a target env (spirv, e.g. vulkan1.2) or a device fingerprint id (vulkan)");
-  cmd->add_option("--device", args->device, "vulkan bundles: check against this device (index, name or fingerprint id); cuda bundles: the "
+  cmd->add_option("--device", args->device,
+                  "vulkan bundles: check against this device (index, name or fingerprint id); cuda bundles: the "
                   "CUDA device (cuda:N, N or a name) must run the bundle's arch and CUDA version")
       ->each([args](const std::string&) { args->device_given = true; });
   cmd->add_option("--trust", args->trust,

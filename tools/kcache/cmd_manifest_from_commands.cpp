@@ -35,8 +35,8 @@ int run_from_commands(const FromCommandsArgs& args) {
   else if (args.output != "-") options.root = fs::absolute(args.output).parent_path().lexically_normal();
   else options.root = here;
   if (args.output != "-" && !args.force && fs::exists(args.output, ec))
-    return report_error(Error{Category::invalid_argument,
-                              fmt::format("{} exists — pass --force to replace it", args.output)});
+    return report_error(
+        Error{Category::invalid_argument, fmt::format("{} exists — pass --force to replace it", args.output)});
 
   const bool from_stdin = args.input == "-";
   auto text = util::read_file(from_stdin ? fs::path("/dev/stdin") : fs::path(args.input),
@@ -52,9 +52,9 @@ int run_from_commands(const FromCommandsArgs& args) {
     if (!written) return report_error(written.error());
   }
   // The manifest owns stdout when it goes there; the report then goes to stderr.
-  fmt::print(args.output == "-" ? stderr : stdout, "{}",
-             args.json ? report::from_commands_json(*result, args.output)
-                       : report::from_commands_text(*result, args.output));
+  fmt::print(
+      args.output == "-" ? stderr : stdout, "{}",
+      args.json ? report::from_commands_json(*result, args.output) : report::from_commands_text(*result, args.output));
   return k_exit_ok;
 }
 
@@ -62,7 +62,8 @@ int run_from_commands(const FromCommandsArgs& args) {
 
 void register_manifest_from_commands(CLI::App& manifest, Action& action) {
   auto args = std::make_shared<FromCommandsArgs>();
-  auto* cmd = manifest.add_subcommand("from-commands", "Write a kcache.toml from glslc / glslangValidator command lines.");
+  auto* cmd =
+      manifest.add_subcommand("from-commands", "Write a kcache.toml from glslc / glslangValidator command lines.");
   cmd->description(
       "Read compile commands — one per line as a generator's log or --dry-run prints them\n"
       "(shell quoting; '#' comments), or a compile_commands.json array (\"command\" or\n"
@@ -81,7 +82,8 @@ void register_manifest_from_commands(CLI::App& manifest, Action& action) {
       "  ./gen_shaders.sh --dry-run | kcache manifest from-commands - -o kcache.toml\n"
       "  kcache manifest from-commands build/compile_commands.json -o shaders/kcache.toml");
   cmd->add_option("commands", args->input, "file of compile commands (text or JSON), or - for stdin")->required();
-  cmd->add_option("-o,--output", args->output, "manifest to write (atomically), or - for stdout")->capture_default_str();
+  cmd->add_option("-o,--output", args->output, "manifest to write (atomically), or - for stdout")
+      ->capture_default_str();
   cmd->add_option("--root", args->root,
                   "the manifest's folder: paths are written relative to it and must lie inside it "
                   "(default: the folder of -o, or the current directory)");

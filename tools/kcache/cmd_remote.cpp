@@ -19,15 +19,15 @@
 namespace kcache::cli {
 
 void RemoteArgs::add_to(CLI::App& cmd) {
-  auto* remote = cmd.add_option(
-                 "--remote", urls,
-                 "a remote cache asked on a local miss before compiling, and given every compiled kernel\n"
-                 "(repeatable, asked in order; default: the URLs in $KCACHE_REMOTE, else the store's own,\n"
-                 "`kcache remote add`; with --backend vulkan pipelines too):\n"
-                 "  redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]  http(s)://HOST[:PORT]/PATH/  file:///PATH\n"
-                 "options after '?', '&'-separated: read-only, timeout-ms=N (default 2000), prefix=TEXT,\n"
-                 "max-failures=N (default 3: a remote failing that often in a row is skipped for the run).\n"
-                 "A remote never fails a build: failures are warnings, counted, and the kernel is compiled");
+  auto* remote =
+      cmd.add_option("--remote", urls,
+                     "a remote cache asked on a local miss before compiling, and given every compiled kernel\n"
+                     "(repeatable, asked in order; default: the URLs in $KCACHE_REMOTE, else the store's own,\n"
+                     "`kcache remote add`; with --backend vulkan pipelines too):\n"
+                     "  redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]  http(s)://HOST[:PORT]/PATH/  file:///PATH\n"
+                     "options after '?', '&'-separated: read-only, timeout-ms=N (default 2000), prefix=TEXT,\n"
+                     "max-failures=N (default 3: a remote failing that often in a row is skipped for the run).\n"
+                     "A remote never fails a build: failures are warnings, counted, and the kernel is compiled");
   cmd.add_flag("--no-remote", none, "ask no remote cache in this run (not $KCACHE_REMOTE, not the store's)")
       ->excludes(remote);
   cmd.add_flag("--remote-read-only", read_only, "read from the remotes but write nothing back to them");
@@ -110,9 +110,9 @@ int run_add(const SettingArgs& args) {
   if (!replaced) remotes->push_back({text, *url});
   if (auto written = remote::write_remote_setting(args.store.path(), *remotes); !written)
     return report_error(written.error());
-  fmt::print("{}", report::terminal_text(fmt::format("{} remote {} of store {} ({} in all)\n",
-                                                      replaced ? "updated" : "added", url->shown(),
-                                                      args.store.path(), remotes->size())));
+  fmt::print("{}",
+             report::terminal_text(fmt::format("{} remote {} of store {} ({} in all)\n", replaced ? "updated" : "added",
+                                               url->shown(), args.store.path(), remotes->size())));
   return k_exit_ok;
 }
 
@@ -135,21 +135,22 @@ int run_remove(const SettingArgs& args) {
   auto before = remotes->size();
   std::erase_if(*remotes, [&](const remote::SettingRemote& r) { return remote::same_remote(r.url, *url); });
   if (remotes->size() == before)
-    return report_error(Error{Category::not_found,
-                              fmt::format("store {} has no remote {} (`kcache remote list` shows its remotes)",
-                                          args.store.path(), url->shown())});
+    return report_error(
+        Error{Category::not_found, fmt::format("store {} has no remote {} (`kcache remote list` shows its remotes)",
+                                               args.store.path(), url->shown())});
   if (auto written = remote::write_remote_setting(args.store.path(), *remotes); !written)
     return report_error(written.error());
   fmt::print("{}", report::terminal_text(fmt::format("removed remote {} from store {} ({} left)\n", url->shown(),
-                                                      args.store.path(), remotes->size())));
+                                                     args.store.path(), remotes->size())));
   return k_exit_ok;
 }
 
 /// The store options of the setting subcommands: --store only (--read-only
 /// would make no sense for add/remove, and list never writes).
 void add_store_option(CLI::App& cmd, SettingArgs& args) {
-  cmd.add_option("--store", args.store.dir, "the store whose remotes these are (default: $KCACHE_STORE, else "
-                                            "$XDG_CACHE_HOME/kcache, else ~/.cache/kcache)")
+  cmd.add_option("--store", args.store.dir,
+                 "the store whose remotes these are (default: $KCACHE_STORE, else "
+                 "$XDG_CACHE_HOME/kcache, else ~/.cache/kcache)")
       ->check(CLI::Validator(
           [](std::string& text) {
             return text.empty() ? std::string("needs a folder (leave --store out for the default store)")
