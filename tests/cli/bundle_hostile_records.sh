@@ -8,8 +8,7 @@
 # device is refused instead of read for ever.
 source "$(dirname "$0")/lib.bash"
 TOOL="$KCACHE_SOURCE_DIR/tests/cli/bundle_tool.py"
-copy_example proj
-"$KCACHE" build proj/kcache.toml --store A -j2 >/dev/null
+example_store A proj  # the example built into A (the fixture cli.example_store)
 "$KCACHE" export --store A --namespace spirv/vulkan1.2 --format-version 1 -o good.kcb >/dev/null  # bundle_tool.py edits format 1
 "$KCACHE" export --store A --namespace spirv/vulkan1.1 -o v11.kcb >/dev/null
 "$KCACHE" import v11.kcb --store S >/dev/null

@@ -3,8 +3,7 @@
 # data.mdb bytes, so the same last transaction and contents).
 source "$(dirname "$0")/lib.bash"
 TOOL="$KCACHE_SOURCE_DIR/tests/cli/bundle_tool.py"
-copy_example proj
-"$KCACHE" build proj/kcache.toml --store A -j2 >/dev/null
+example_store A proj  # the example built into A (the fixture cli.example_store)
 # Format 1: bundle_tool.py rewrites format-1 bundles (format 2's refusals of
 # hostile bytes are tests/unit/test_bundle_transform.cpp and the fuzz target).
 "$KCACHE" export --store A --namespace spirv/vulkan1.2 --format-version 1 -o good.kcb >/dev/null

@@ -4,8 +4,7 @@
 # finds everything already present; inspect FILE.kcb shows the bundle.
 source "$(dirname "$0")/lib.bash"
 HERE="$KCACHE_SOURCE_DIR/tests/cli"
-copy_example proj
-"$KCACHE" build proj/kcache.toml --store A -j2 >/dev/null
+example_store A proj  # the example built into A (the fixture cli.example_store)
 
 note "no selector on a store of three namespaces: say which exist"
 expect_exit 2 "$KCACHE" export --store A -o all.kcb

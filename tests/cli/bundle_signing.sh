@@ -3,8 +3,7 @@
 # unsigned ones, other keys and tampered ones (exit 6, store unchanged).
 source "$(dirname "$0")/lib.bash"
 TOOL="$KCACHE_SOURCE_DIR/tests/cli/bundle_tool.py"
-copy_example proj
-"$KCACHE" build proj/kcache.toml --store A -j2 >/dev/null
+example_store A proj  # the example built into A (the fixture cli.example_store)
 
 expect_exit 0 "$KCACHE" keygen -o ci
 expect_in out "key id "

@@ -8,7 +8,7 @@ source "$(dirname "$0")/lib.bash"
 : "${KCACHE_BUILD_DIR:?}"
 TAMPER="$KCACHE_BUILD_DIR/tests/kcache_test_tamper"
 [[ -x $TAMPER ]] || fail "$TAMPER is not built (ninja kcache_test_tamper)"
-copy_example proj
+example_store "$KCACHE_STORE" proj  # the example's SPIR-V built (the fixture cli.example_store)
 victim='reduce[OP=KC_OP_SUM,T=float]'
 
 expect_exit 0 "$KCACHE" devices --json

@@ -20,8 +20,7 @@ no_signal() {
   [[ $got -eq $want ]] || { cat "$WORK/out" "$WORK/err"; fail "expected exit $want, got $got from: $*"; }
 }
 
-copy_example proj
-expect_exit 0 "$KCACHE" build proj/kcache.toml --store good
+example_store good proj  # the example built into good (the fixture cli.example_store)
 "$KCACHE" inspect --store good --json > inspect.json
 # The example's main namespace (it has other targets too): every kernel named here is in it.
 ns=spirv/vulkan1.2

@@ -36,3 +36,21 @@ counts() { json_get "$1" '" ".join(str(j["counts"][k]) for k in ["hit","compiled
 
 # copy_example DIR: the example project copied to DIR.
 copy_example() { mkdir -p "$1"; cp -r "$KCACHE_SOURCE_DIR/bundles/example/." "$1/"; }
+
+# example_store STORE [PROJECT]: STORE (a new folder) becomes a copy of the
+# store into which cli.example_store built the example project, and PROJECT,
+# when given, the example project as copy_example copies it: a build of
+# PROJECT into STORE is all hits. For tests that need the example built but
+# do not test that build, so that it is compiled once per ctest run instead
+# of once per test. A test that calls this requires the ctest fixture
+# example_store (tests/CMakeLists.txt adds it), so `ctest -R` runs
+# cli.example_store first.
+example_store() {
+  local from="$KCACHE_TEST_TMP/cli/example_store"
+  [[ -f $from/store/data.mdb && -f $from/built ]] \
+    || fail "no example store in $from (the ctest fixture cli.example_store builds it)"
+  mkdir -p "$1"
+  # Not lock.mdb: LMDB makes a fresh one; the copy would hold the builder's reader slots.
+  find "$from/store" -mindepth 1 -maxdepth 1 ! -name lock.mdb -exec cp -r {} "$1/" \;
+  [[ -z ${2:-} ]] || copy_example "$2"
+}

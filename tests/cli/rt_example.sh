@@ -8,9 +8,8 @@
 source "$(dirname "$0")/lib.bash"
 : "${KCACHE_BUILD_DIR:?set by ctest}"
 EXAMPLE=$KCACHE_BUILD_DIR/tools/kcache-example/kcache-example
-copy_example "$WORK/project"
+example_store "$KCACHE_STORE" "$WORK/project"  # the example built (the fixture cli.example_store)
 
-expect_exit 0 "$KCACHE" build "$WORK/project/kcache.toml" -j2
 expect_exit 0 "$EXAMPLE" --device llvmpipe
 expect_in "$WORK/out" "total: 76 kernels, 0 blobs served"
 expect_in "$WORK/out" "kernels without a blob: e.g. the store has no pipeline-cache blob"
