@@ -34,6 +34,6 @@ for field in vendorID deviceID pipelineCacheUUID driverVersion headerVersion; do
   # A vulkan build does not take the foreign blob for a hit: it rebuilds it.
   expect_exit 0 "$KCACHE" build proj/kcache.toml --backend vulkan --device llvmpipe --json --explain
   reason=$(json_get out "[k.get('reason', '') for k in j['kernels'] if k['kernel'] == '$victim' and k['namespace'] == '$ns'][0]")
-  [[ $reason == "stored blob refused: "*"$field"* ]] || fail "$field: rebuild reason: $reason"
+  [[ $reason == "stored entry refused: "*"$field"* ]] || fail "$field: rebuild reason: $reason"
   expect_exit 0 "$KCACHE" verify
 done

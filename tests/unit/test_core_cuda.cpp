@@ -4,6 +4,8 @@
 // function symbol comes from the record alone.
 #include "kcache/core/cuda.hpp"
 
+#include "cuda_test_entries.hpp"
+
 #include <doctest/doctest.h>
 
 using namespace kcache;
@@ -147,58 +149,9 @@ TEST_CASE("cubin and PTX payload kinds survive a record round trip and unknown k
 
 namespace {
 
-struct Sym {
-  std::string name;
-  std::uint8_t info = 0x12;   // STB_GLOBAL | STT_FUNC
-  std::uint8_t other = 0x10;  // STO_CUDA_ENTRY
-  std::uint16_t shndx = 3;
-};
-
-void put_le(std::vector<std::uint8_t>& b, std::size_t at, std::uint64_t v, std::size_t width) {
-  for (std::size_t k = 0; k < width; ++k) b[at + k] = static_cast<std::uint8_t>(v >> (8 * k));
-}
-
-/// A minimal cubin-shaped ELF64: header, a symbol table and its string
-/// table, section headers at the end ([0] null, [1] .symtab, [2] .strtab).
-std::vector<std::uint8_t> mini_cubin(const std::vector<Sym>& symbols) {
-  std::string strtab(1, '\0');
-  std::vector<std::uint8_t> symtab(24, 0);  // symbol 0: null
-  for (const auto& s : symbols) {
-    std::vector<std::uint8_t> e(24, 0);
-    put_le(e, 0, strtab.size(), 4);
-    e[4] = s.info, e[5] = s.other;
-    put_le(e, 6, s.shndx, 2);
-    symtab.insert(symtab.end(), e.begin(), e.end());
-    strtab += s.name;
-    strtab += '\0';
-  }
-  std::vector<std::uint8_t> b(64, 0);
-  b[0] = 0x7f, b[1] = 'E', b[2] = 'L', b[3] = 'F', b[4] = 2, b[5] = 1, b[6] = 1, b[8] = 8;
-  put_le(b, 18, k_elf_machine_cuda, 2);
-  put_le(b, 48, 90 << 8, 4);
-  const std::size_t sym_off = b.size();
-  b.insert(b.end(), symtab.begin(), symtab.end());
-  const std::size_t str_off = b.size();
-  b.insert(b.end(), strtab.begin(), strtab.end());
-  const std::size_t shoff = b.size();
-  b.resize(shoff + 3 * 64, 0);
-  put_le(b, 0x28, shoff, 8);
-  put_le(b, 0x3a, 64, 2);
-  put_le(b, 0x3c, 3, 2);
-  put_le(b, 0x3e, 2, 2);
-  auto section = [&](std::size_t i, std::uint32_t type, std::size_t off, std::size_t size, std::uint32_t link,
-                     std::size_t entsize) {
-    const std::size_t h = shoff + i * 64;
-    put_le(b, h + 4, type, 4);
-    put_le(b, h + 0x18, off, 8);
-    put_le(b, h + 0x20, size, 8);
-    put_le(b, h + 0x28, link, 4);
-    put_le(b, h + 0x38, entsize, 8);
-  };
-  section(1, 2, sym_off, symtab.size(), 2, 24);
-  section(2, 3, str_off, strtab.size(), 0, 0);
-  return b;
-}
+using Sym = test::ElfSymbol;
+using test::mini_cubin;
+using test::put_le;
 
 std::vector<std::uint8_t> text(std::string_view s) { return {s.begin(), s.end()}; }
 

@@ -5,6 +5,7 @@
 // met it). CUDA namespaces are checked too (records, cubin / PTX headers),
 // not refused as an unknown backend.
 #include "kcache/compile/compiler.hpp"
+#include "kcache/core/key_binding.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/maintain/verify.hpp"
 #include "kcache/store/layout_internal.hpp"
@@ -42,8 +43,9 @@ std::vector<std::uint32_t> compile_source(const std::string& text) {
 Entry entry_with(const std::string& kernel, const std::vector<std::uint32_t>& words) {
   Entry e;
   e.kernel = kernel;
-  e.key = {util::hash_string(kernel), util::hash_string(kernel + "/ir")};
   e.id_fields = {{"name", kernel}, {"source", "k.comp"}};
+  e.ir_fields = {{"expanded_source", e.kernel}};
+  e.key = bound_key(e);  // bound to its fields, as every built record's
   e.payload.resize(words.size() * 4);
   std::memcpy(e.payload.data(), words.data(), e.payload.size());
   seal_payload(e);

@@ -5,6 +5,7 @@
 #include "kcache/remote/tier.hpp"
 
 #include "kcache/compile/compiler.hpp"
+#include "kcache/core/key_binding.hpp"
 #include "kcache/remote/value.hpp"
 #include "kcache/util/hash.hpp"
 #include "test_support.hpp"
@@ -63,8 +64,9 @@ Entry compiled_entry() {
   REQUIRE(c);
   Entry e;
   e.kernel = "k";
-  e.key = {util::hash_string("id"), util::hash_string("ir")};
   e.id_fields = {{"name", "k"}, {"source", "k.comp"}};
+  e.ir_fields = {{"expanded_source", e.kernel}};
+  e.key = bound_key(e);  // bound to its fields, as every built record's
   e.inputs = def->inputs;
   e.payload.resize(c->spirv.size() * 4);
   std::memcpy(e.payload.data(), c->spirv.data(), e.payload.size());

@@ -109,7 +109,7 @@ TEST_CASE("kcache_lookup_cuda: accessors for a cubin and for PTX") {
   CHECK(kcache_kernel_payload_kind(k) == KCACHE_PAYLOAD_CUBIN);
   size_t bytes = 0;
   const uint8_t* p = kcache_kernel_payload(k, &bytes);
-  CHECK(std::vector<std::uint8_t>(p, p + bytes) == fake_cubin(90));
+  CHECK(std::vector<std::uint8_t>(p, p + bytes) == fake_cubin(90, "saxpy"));
   CHECK(std::string(kcache_kernel_function_symbol(k)) == "saxpy");
   CHECK(std::string(kcache_kernel_name(k)) == "saxpy");
   CHECK(std::string(kcache_kernel_key_id(k)).size() == 32);
@@ -119,9 +119,9 @@ TEST_CASE("kcache_lookup_cuda: accessors for a cubin and for PTX") {
   CHECK(kcache_kernel_payload_kind(k) == KCACHE_PAYLOAD_PTX);
   CHECK(std::string(kcache_kernel_target(k)) == "compute_80");
   p = kcache_kernel_payload(k, &bytes);
-  CHECK(bytes == fake_ptx(80).size());
+  CHECK(bytes == fake_ptx(80, "matmul<float>").size());
   CHECK(p[bytes] == 0);  // a C string for cuModuleLoadData
-  const auto ptx = fake_ptx(80);
+  const auto ptx = fake_ptx(80, "matmul<float>");
   CHECK(std::string(reinterpret_cast<const char*>(p)) == std::string(ptx.begin(), ptx.end()));
   // A name expression resolves through its lowered (mangled) name.
   CHECK(std::string(kcache_kernel_function_symbol(k)) == "_Z6matmulIfEvPKT_");
@@ -176,7 +176,7 @@ TEST_CASE("runtime C++ API: lookup_cuda, the CUDA accessors and cuda_kernels wra
   REQUIRE_MESSAGE(k86.has_value(), (k86 ? std::string() : k86.error().message));
   CHECK(k86->target() == "sm_86");
   CHECK(k86->payload_kind() == KCACHE_PAYLOAD_CUBIN);
-  CHECK(std::vector<std::uint8_t>(k86->payload().begin(), k86->payload().end()) == fake_cubin(86));
+  CHECK(std::vector<std::uint8_t>(k86->payload().begin(), k86->payload().end()) == fake_cubin(86, "saxpy"));
   CHECK(std::string(k86->function_symbol()) == "saxpy");
   auto k90 = store->lookup_cuda("saxpy", 9, 0);
   REQUIRE(k90.has_value());
@@ -185,7 +185,7 @@ TEST_CASE("runtime C++ API: lookup_cuda, the CUDA accessors and cuda_kernels wra
   auto ptx = store->lookup_cuda("matmul[T=float]", 9, 0);
   REQUIRE(ptx.has_value());
   CHECK(ptx->payload_kind() == KCACHE_PAYLOAD_PTX);
-  CHECK(ptx->payload().size() == fake_ptx(80).size());
+  CHECK(ptx->payload().size() == fake_ptx(80, "matmul<float>").size());
   CHECK(ptx->payload().data()[ptx->payload().size()] == 0);  // cuModuleLoadData takes data() as is
   CHECK(std::string(ptx->function_symbol()) == "_Z6matmulIfEvPKT_");
   CHECK(ptx->id_field("entry") == std::optional<std::string_view>("matmul<float>"));

@@ -64,6 +64,7 @@ class CudaBackend final : public PerUnitBackend {
     const std::filesystem::path root = std::filesystem::absolute(m_files.root()).lexically_normal();
     nvrtc::Request req;
     req.source = sources.front()->content;
+    req.inputs = sources;  // NVRTC compiles exactly the bytes the key hashed
     req.source_path = root / spec.source;
     req.root = root;
     req.arch = arch(*pending.unit);
@@ -77,8 +78,10 @@ class CudaBackend final : public PerUnitBackend {
     if (!out) return tl::unexpected(Failed{out.error(), FailurePhase::nvrtc, true});
     // NVRTC's own output, checked as an import checks a cubin or PTX: a
     // payload that fails is not stored (the previous entry is kept).
-    if (auto checked = check_cuda_payload(out->kind, req.arch, out->payload); !checked)
-      return tl::unexpected(Failed{checked.error(), FailurePhase::nvrtc, false});
+    auto checked = check_cuda_payload(out->kind, req.arch, out->payload).and_then([&] {
+      return check_cuda_symbol(out->kind, out->payload, out->lowered_name);
+    });
+    if (!checked) return tl::unexpected(Failed{checked.error(), FailurePhase::nvrtc, false});
     Product p;
     p.kind = out->kind;
     p.payload = std::move(out->payload);

@@ -111,7 +111,9 @@ Result<void> check_entries(store::Reader& reader, const Namespace& ns, const std
       auto ok = [&]() -> Result<void> {
         if (!e.entry) return tl::unexpected(e.entry.error());
         if (ns.backend == k_cuda_backend)
-          return check_cuda_payload(e.entry->payload_kind, ns.fingerprint, e.entry->payload);
+          return check_cuda_payload(e.entry->payload_kind, ns.fingerprint, e.entry->payload).and_then([&] {
+            return check_cuda_symbol(e.entry->payload_kind, e.entry->payload, cuda_function_symbol(*e.entry));
+          });
         return check_vulkan_entry(reader, *e.entry, ns);
       }();
       if (!ok) out.problems.push_back({ns.name(), kernel, ok.error()});

@@ -125,7 +125,9 @@ Result<std::vector<std::uint8_t>> check_payload(const Entry& e, const Namespace&
   // A cubin or PTX: its bytes must be what its namespace's arch runs
   // (core/cuda.hpp check_cuda_payload); loading it is the device's check.
   if (bundle_ns.backend == k_cuda_backend) {
+    // Its lowered name is what the runtime resolves: a kernel entry of these bytes.
     KCACHE_CHECK(check_cuda_payload(e.payload_kind, bundle_ns.fingerprint, e.payload)
+                     .and_then([&] { return check_cuda_symbol(e.payload_kind, e.payload, cuda_function_symbol(e)); })
                      .map_error([](Error err) { return Error{Category::validation_failed, err.message}; }));
     return std::vector<std::uint8_t>{};
   }
