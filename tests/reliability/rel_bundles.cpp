@@ -10,6 +10,7 @@
 #include "reliability_support.hpp"
 #include "test_bundle_support.hpp"
 
+#include "kcache/core/key_binding.hpp"
 #include "kcache/transfer/transfer.hpp"
 
 #include <sys/mman.h>
@@ -58,10 +59,10 @@ struct Target {
       Entry e = make_entry(i);
       e.kernel = fmt::format("{}_{}[T=f32,N={}]", prefix, i / 8, i);
       e.id_fields = {{"name", e.kernel}};
-      e.key.id = util::hash_string(e.kernel);
       e.payload = reliability::spirv_module(600 + 97 * (i % 13), e.kernel);
       seal_payload(e);
-      e.key.ir = util::hash_bytes(e.payload);
+      e.ir_fields = {{"expanded_source", util::hash_bytes(e.payload).hex()}};
+      e.key = bound_key(e);  // bound to its fields, as every built record's
       out.push_back(std::move(e));
     }
     return out;

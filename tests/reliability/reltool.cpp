@@ -22,6 +22,7 @@
 // error category (4 store, 6 corruption).
 #include "reliability_support.hpp"
 
+#include "kcache/core/key_binding.hpp"
 #include "kcache/store/store.hpp"
 
 #include <fcntl.h>
@@ -66,8 +67,9 @@ std::vector<Entry> batch_entries(const std::string& name, int size) {
   for (int k = 0; k < size; ++k) {
     Entry e;
     e.kernel = name + "#" + std::to_string(k);
-    e.key.id = util::hash_string("id " + e.kernel);
-    e.key.ir = util::hash_string("ir " + e.kernel);
+    e.id_fields = {{"name", e.kernel}};
+    e.ir_fields = {{"expanded_source", util::hash_string("ir " + e.kernel).hex()}};
+    e.key = bound_key(e);  // bound to its fields: verify checks it
     e.payload = reliability::spirv_module(512 + 64 * static_cast<std::size_t>(k), e.kernel);
     seal_payload(e);
     e.created = 1;

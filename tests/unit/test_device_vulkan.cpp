@@ -366,11 +366,14 @@ TEST_CASE("device: build_pipeline from 4 threads at once") {
   }
 }
 
-TEST_CASE("device: KCACHE_VULKAN_LOADER naming a missing library means no device") {
+TEST_CASE("device: use_vulkan_loader naming a missing library means no device") {
   REQUIRE(list_devices());  // the real loader is already in use in this process
   const DeviceInfo info = lavapipe();
   {
+    // The module reads no environment: this variable alone changes nothing.
     ScopedEnv env("KCACHE_VULKAN_LOADER", "/nonexistent/libvulkan.so.1");
+    CHECK(list_devices());
+    use_vulkan_loader("/nonexistent/libvulkan.so.1");
     auto r = list_devices();
     REQUIRE(!r);
     CHECK(r.error().category == Category::device_unavailable);
@@ -382,6 +385,7 @@ TEST_CASE("device: KCACHE_VULKAN_LOADER naming a missing library means no device
     auto d = Device::open(info);
     REQUIRE(!d);
     CHECK(d.error().category == Category::device_unavailable);
+    use_vulkan_loader("");
   }
   CHECK(list_devices());
   // Vulkan is loaded in this process: too late to change the drivers' caches.
@@ -392,6 +396,7 @@ TEST_CASE("device: no loader in a fresh process") {
   // The child half: this test binary run again with the loader hidden, before
   // anything in its process has touched Vulkan. It reports through a file.
   if (const char* report = std::getenv("KCACHE_DEVICE_TEST_CHILD")) {
+    use_vulkan_loader("/nonexistent");
     const bool fresh = disable_driver_disk_caches();  // nothing loaded yet: takes effect
     auto r = list_devices();
     std::ofstream(report) << (fresh ? "fresh " : "not-fresh ")
@@ -402,7 +407,7 @@ TEST_CASE("device: no loader in a fresh process") {
   test::TempDir dir;
   const auto self = std::filesystem::read_symlink("/proc/self/exe");
   const auto report = dir.path() / "child.txt";
-  const std::string cmd = "KCACHE_DEVICE_TEST_CHILD='" + report.string() + "' KCACHE_VULKAN_LOADER=/nonexistent '" +
+  const std::string cmd = "KCACHE_DEVICE_TEST_CHILD='" + report.string() + "' '" +
                           self.string() + "' -tc='device: no loader in a fresh process' > '" +
                           (dir.path() / "child.log").string() + "' 2>&1";
   REQUIRE(std::system(cmd.c_str()) == 0);

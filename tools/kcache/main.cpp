@@ -3,15 +3,20 @@
 #include "allocator.hpp"
 #include "cli.hpp"
 
+#include "kcache/device/device.hpp"
 #include "kcache/report/report.hpp"
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <exception>
 
 int main(int argc, char** argv) {
   using namespace kcache::cli;
   tune_allocator();
+  // The library reads no environment: the CLI names the loader its users
+  // chose (tests name a missing one to simulate a machine without Vulkan).
+  if (const char* loader = std::getenv("KCACHE_VULKAN_LOADER")) kcache::device::use_vulkan_loader(loader);
   CLI::App app{
       "kcache — prebuild GPU kernels offline and ship them.\n\n"
       "A CI step runs `kcache build` over a kernel manifest (kcache.toml): each kernel is\n"

@@ -4,10 +4,10 @@
 //
 // Loading. The Vulkan loader is dlopen'ed at run time, never linked, so kcache
 // runs on machines without one and says so (Category::device_unavailable).
-// The library tried is libvulkan.so.1 (then libvulkan.so); the environment
-// variable KCACHE_VULKAN_LOADER, when set and non-empty, names the only library
-// to try instead (tests set it to a missing path to simulate a machine without
-// a loader). It is read on every call that needs the loader. The first library
+// The library tried is libvulkan.so.1 (then libvulkan.so); use_vulkan_loader
+// names the only library to try instead (the CLI passes its
+// KCACHE_VULKAN_LOADER; tests name a missing path to simulate a machine
+// without a loader). The module reads no environment variable. The first library
 // that loads stays loaded, with one VkInstance, for the life of the process:
 // volk's instance-level function pointers are process-wide and Vulkan ties
 // them to one instance, so every Device shares that instance.
@@ -111,6 +111,12 @@ std::string driver_version_text(std::uint32_t vendor_id, std::uint32_t driver_ve
 /// in this module and before other threads start (it uses setenv). Returns
 /// false when Vulkan is already loaded here (drivers may have read them).
 bool disable_driver_disk_caches();
+
+/// Names the Vulkan loader library every later call loads (empty: the
+/// default names). Process-wide: once a loader is loaded, naming another
+/// makes the calls that need one fail with device_unavailable saying which
+/// library this process already uses. Thread-safe.
+void use_vulkan_loader(std::string path);
 
 /// Every Vulkan physical device, in the loader's order. device_unavailable
 /// (with how to install one) when there is no loader or no device.

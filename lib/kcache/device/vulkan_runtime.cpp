@@ -1,6 +1,6 @@
 // Loading Vulkan at run time and enumerating devices (see device.hpp,
 // "Loading"). volk provides the function pointers; we do the dlopen ourselves
-// so KCACHE_VULKAN_LOADER can pick the library and a failure can say why.
+// so use_vulkan_loader can pick the library and a failure can say why.
 #include "kcache/device/vulkan_internal.hpp"
 
 #include <dlfcn.h>
@@ -22,16 +22,18 @@ constexpr std::string_view k_driver_hint =
 
 std::mutex g_mutex;
 Runtime* g_runtime = nullptr;  // guarded by g_mutex; never freed (see Runtime)
+std::string g_loader;          // guarded by g_mutex: use_vulkan_loader's; empty = the default names
 
 struct Loaded {
   void* handle = nullptr;
   std::string path;
 };
 
+/// Loads the named loader, else the default names. Called with g_mutex held.
 Result<Loaded> load_library() {
-  const char* env = std::getenv("KCACHE_VULKAN_LOADER");
+  const std::string& named = g_loader;
   std::vector<std::string> candidates;
-  if (env && *env) candidates.push_back(env);
+  if (!named.empty()) candidates.push_back(named);
   else candidates = {"libvulkan.so.1", "libvulkan.so"};
   std::string errors;
   for (const auto& path : candidates) {
@@ -39,10 +41,10 @@ Result<Loaded> load_library() {
     const char* why = dlerror();
     errors += fmt::format("{}{}", errors.empty() ? "" : "; ", why ? why : path.c_str());
   }
-  if (env && *env)
+  if (!named.empty())
     return fail(Category::device_unavailable,
-                "no Vulkan loader: cannot load '{}' named by KCACHE_VULKAN_LOADER ({}); unset it or {}", env, errors,
-                k_install_hint);
+                "no Vulkan loader: cannot load '{}' named by KCACHE_VULKAN_LOADER ({}); unset it or {}", named,
+                errors, k_install_hint);
   return fail(Category::device_unavailable, "no Vulkan loader ({}); {}", errors, k_install_hint);
 }
 
@@ -166,10 +168,10 @@ PhysicalDevice query(const Runtime& rt, VkPhysicalDevice handle, std::uint32_t i
 Result<const Runtime*> runtime() {
   std::lock_guard lock(g_mutex);
   if (g_runtime) {
-    // The loader is process-wide; still honour a KCACHE_VULKAN_LOADER that
-    // names another library, so "no loader" can be simulated at any time.
-    const char* env = std::getenv("KCACHE_VULKAN_LOADER");
-    if (!env || !*env || g_runtime->library == env) return g_runtime;
+    // The loader is process-wide; still honour a loader named since that is
+    // another library, so "no loader" can be simulated at any time.
+    const std::string& env = g_loader;
+    if (env.empty() || g_runtime->library == env) return g_runtime;
     auto loaded = KCACHE_TRY(load_library());
     const bool same = loaded.handle == g_runtime->handle;
     dlclose(loaded.handle);  // drops only the reference taken just now
@@ -314,6 +316,11 @@ std::string result_name(VkResult result) {
 }  // namespace kcache::device::detail
 
 namespace kcache::device {
+
+void use_vulkan_loader(std::string path) {
+  std::lock_guard lock(detail::g_mutex);
+  detail::g_loader = std::move(path);
+}
 
 bool disable_driver_disk_caches() {
   setenv("__GL_SHADER_DISK_CACHE", "0", /*overwrite=*/0);

@@ -4,9 +4,12 @@
 #include "kcache/runtime/kcache.h"
 
 #include "kcache/runtime/catalog.hpp"
+#include "kcache/store/default_dir.hpp"
 
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <string>
 
 // The opaque handles of kcache.h.
@@ -126,11 +129,28 @@ const char* kcache_status_name(kcache_status status) {
 
 const char* kcache_last_error(void) { return t_last_error.c_str(); }
 
+namespace {
+
+/// kcache.h's promise for a NULL or empty `dir`: the CLI's default store,
+/// from the same variables the CLI reads. The C ABI is an application's
+/// entry point and resolves its documented default here; the modules below it
+/// read no environment.
+std::filesystem::path default_store_from_environment() {
+  auto var = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value ? value : "");
+  };
+  return kcache::store::default_store_dir({var("KCACHE_STORE"), var("XDG_CACHE_HOME"), var("HOME")});
+}
+
+}  // namespace
+
 kcache_status kcache_store_open(const char* dir, kcache_store** out) {
   return guarded([&] {
     if (!out) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "out must not be NULL");
     *out = nullptr;
-    auto catalog = kcache::runtime::detail::Catalog::open(dir ? dir : "");
+    auto catalog = kcache::runtime::detail::Catalog::open(dir && *dir ? std::filesystem::path(dir)
+                                                                       : default_store_from_environment());
     if (!catalog) return failed(catalog.error());
     *out = new kcache_store{std::move(*catalog)};
     return KCACHE_OK;

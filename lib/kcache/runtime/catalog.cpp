@@ -173,7 +173,7 @@ device::DeviceInfo device_from_properties(const DeviceProperties& p) {
 Catalog::Catalog(std::unique_ptr<store::Store> store) : m_store(std::move(store)) {}
 
 Result<std::unique_ptr<Catalog>> Catalog::open(const std::filesystem::path& dir) {
-  const auto path = dir.empty() ? store::default_store_dir() : dir;
+  const auto& path = dir;
   store::OpenOptions options;
   options.read_only = true;
   auto s = store::open_lmdb_store(path, options);

@@ -111,7 +111,7 @@ device::DeviceInfo device_from_properties(const DeviceProperties& props);
 
 class Catalog {
  public:
-  /// Opens the store in `dir` (empty = store::default_store_dir()) read-only.
+  /// Opens the store in `dir` read-only.
   /// not_found when there is none; other errors as store::open_lmdb_store.
   static Result<std::unique_ptr<Catalog>> open(const std::filesystem::path& dir);
   /// Over an already open store (tests: memory store).

@@ -4,7 +4,6 @@
 
 #include <lmdb.h>
 
-#include <cstdlib>
 
 namespace kcache::store {
 
@@ -20,18 +19,6 @@ std::filesystem::path default_store_dir(const StoreDirVariables& vars) {
     return std::filesystem::path(vars.xdg_cache_home) / "kcache";
   if (!vars.home.empty()) return std::filesystem::path(vars.home) / ".cache" / "kcache";
   return ".kcache";
-}
-
-// The one read of the environment left in the library: libkcache's C ABI
-// promises kcache_store_open(NULL) the CLI's default store (kcache.h), and
-// the runtime calls this. The CLI reads the variables itself and calls the
-// overload above.
-std::filesystem::path default_store_dir() {
-  auto var = [](const char* name) {
-    const char* value = std::getenv(name);
-    return std::string(value ? value : "");
-  };
-  return default_store_dir(StoreDirVariables{var("KCACHE_STORE"), var("XDG_CACHE_HOME"), var("HOME")});
 }
 
 }  // namespace kcache::store

@@ -8,7 +8,7 @@
 
 namespace kcache::store {
 
-/// The environment variables default_store_dir() consults, as the caller
+/// The environment variables default_store_dir consults, as the caller
 /// read them; empty means unset (an empty variable counts as unset).
 struct StoreDirVariables {
   std::string kcache_store;    ///< $KCACHE_STORE

@@ -330,10 +330,5 @@ std::string lmdb_version();
 /// must outlive the store.
 std::unique_ptr<Store> make_memory_store(const util::Clock& clock = util::system_clock());
 
-/// Where the store lives when --store is not given: $KCACHE_STORE, else
-/// $XDG_CACHE_HOME/kcache, else $HOME/.cache/kcache, else ./.kcache. Empty
-/// variables count as unset, and a relative $XDG_CACHE_HOME is ignored (as
-/// the XDG spec says).
-std::filesystem::path default_store_dir();
 
 }  // namespace kcache::store
