@@ -76,7 +76,7 @@ using CudaLoader = std::function<Result<cuda_device::ModuleLoad>(std::span<const
                                                                  std::span<const std::string> functions)>;
 
 struct CudaVerifyOptions {
-  unsigned jobs = 0;  ///< loading threads; 0 = number of cores (at most 64)
+  unsigned jobs = 0;  ///< loading threads; 0 = number of cores (util::worker_threads)
 };
 
 /// Verifies every cuda namespace of `store` on `device` (file comment).
