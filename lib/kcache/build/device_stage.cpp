@@ -97,8 +97,8 @@ std::vector<device::SpecValue> spec_values(const KernelSpec& spec) {
 }
 
 Result<void> build_device_stage(const manifest::Manifest& manifest, store::Store& store,
-                                const device::DeviceInfo& device, const DeviceBuildOptions& options,
-                                BuildResult& result) {
+                                const device::DeviceInfo& device, const BuildOptions& options,
+                                const DeviceBuildOptions& device_options, BuildResult& result) {
   std::map<std::string_view, const KernelSpec*> specs;
   for (const auto& k : manifest.kernels) specs.emplace(k.name, &k);
 
@@ -132,16 +132,10 @@ Result<void> build_device_stage(const manifest::Manifest& manifest, store::Store
     return {};
   }));
 
-  StageOptions stage;
-  stage.jobs = options.jobs;
-  stage.retry_failed = options.retry_failed;
-  stage.origin = options.origin;
-  stage.clock = options.clock;
-  stage.secondary = options.secondary;
-  stage.on_receipt = options.on_receipt;
   definition::FileCache files(manifest.root);
-  stage.files = &files;
-  PipelineBackend backend(device, options, std::move(items));
+  StageOptions stage = stage_options(options, files);
+  stage.origin = device_options.origin;
+  PipelineBackend backend(device, device_options, std::move(items));
   return run_stage(backend, std::move(units), store, stage, result);
 }
 

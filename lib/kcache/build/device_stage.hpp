@@ -27,33 +27,27 @@
 
 namespace kcache::build {
 
+/// What the device stage takes beyond the build's options.
 struct DeviceBuildOptions {
-  unsigned jobs = 0;   ///< pipeline-creation threads in the worker; 0 = number of cores
-  std::string origin;  ///< recorded in built entries ("built by kcache 0.1.0 on host")
+  /// Recorded in built entries instead of BuildOptions::origin: the card is
+  /// provenance ("built by kcache 0.1.0 on host, device X (deviceUUID …)").
+  std::string origin;
   /// Worker command, stall limit and fault injection (worker/pipeline_worker.hpp).
   worker::WorkerOptions worker;
-  /// Create pipelines whose failure record is still current instead of
-  /// reporting the remembered failure (`build --retry-failed`).
-  bool retry_failed = false;
-  /// Stamps the built entries' created time; never null.
-  const util::Clock* clock = &util::system_clock();
-  /// Called on the calling thread as each kernel's device stage finishes.
-  std::function<void(const Receipt&, std::size_t done, std::size_t total)> on_receipt;
-  /// Asked for every pipeline the store lacks before a worker is started
-  /// (key: the device namespace + the entry's key, so a blob is only served
-  /// to its own compatibility class), told of every created one; null = none.
-  /// Borrowed for the call.
-  SecondaryTier* secondary = nullptr;
 };
 
 /// Runs the device stage for the kernels of `result` (the SPIR-V stage's
 /// receipts, shard applied) and appends one receipt per compute kernel, in
 /// namespace `device.ns`, to `result` (counts, totals and wall time
-/// included). Per-kernel failures are receipts; the Result fails only when
-/// the store cannot be read or no worker process can be started.
+/// included). `options` as the build's: jobs (pipeline-creation threads in
+/// the workers), retry_failed, clock, on_receipt and the secondary tier,
+/// asked by the device namespace and the full key, so a blob is only served
+/// to its own compatibility class. Per-kernel failures are receipts; the
+/// Result fails only when the store cannot be read or no worker process can
+/// be started.
 Result<void> build_device_stage(const manifest::Manifest& manifest, store::Store& store,
-                                const device::DeviceInfo& device, const DeviceBuildOptions& options,
-                                BuildResult& result);
+                                const device::DeviceInfo& device, const BuildOptions& options,
+                                const DeviceBuildOptions& device_options, BuildResult& result);
 
 /// The specialization values handed to the driver for a manifest kernel:
 /// each constant's 32 bits, sign-extended for a negative "int" so that it

@@ -41,17 +41,12 @@ Result<RunResult> run(const manifest::Manifest& manifest, store::Store& store, c
   out.result = KCACHE_TRY(build(manifest, store, options.build));
   if (options.device) {
     DeviceBuildOptions dev;
-    dev.jobs = options.build.jobs;
     // The card is provenance: its namespace is its GPU model and driver, so
     // the entry says which card of that class built it.
     dev.origin = fmt::format("{}, device {} (deviceUUID {})", options.build.origin, options.device->name,
                              device::uuid_text(options.device->device_uuid));
-    dev.on_receipt = options.build.on_receipt;
-    dev.clock = options.build.clock;
     dev.worker = options.worker;
-    dev.retry_failed = options.build.retry_failed;
-    dev.secondary = options.build.secondary;
-    KCACHE_CHECK(build_device_stage(manifest, store, *options.device, dev, out.result));
+    KCACHE_CHECK(build_device_stage(manifest, store, *options.device, options.build, dev, out.result));
   }
   // After the device stage, whose receipts are the SPIR-V stage's.
   KCACHE_CHECK(build_cuda_stage(manifest, store, options.build, out.result));
