@@ -5,8 +5,8 @@
 // constants). Prints one line per kernel with its key; exit 1 on any failure.
 #include "app_kernels.hpp"
 
-#include <kcache/runtime/runtime.hpp>
 #include <vulkan/vulkan.h>
+#include <kcache/runtime/runtime.hpp>
 
 #include <cstdio>
 #include <vector>
@@ -75,8 +75,8 @@ int main() {
     }
     std::vector<VkDescriptorSetLayoutBinding> bindings;
     for (const auto& b : k->bindings())
-      bindings.push_back({b.binding, static_cast<VkDescriptorType>(b.descriptor_type), b.count,
-                          VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
+      bindings.push_back(
+          {b.binding, static_cast<VkDescriptorType>(b.descriptor_type), b.count, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
     VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     dl.bindingCount = static_cast<uint32_t>(bindings.size());
     dl.pBindings = bindings.data();

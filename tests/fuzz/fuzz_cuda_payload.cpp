@@ -16,8 +16,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  static constexpr std::array<std::string_view, 6> archs = {"sm_80", "sm_90", "sm_90a", "compute_90", "compute_80",
-                                                            "sm_100f"};
+  static constexpr std::array<std::string_view, 6> archs = {"sm_80",      "sm_90",      "sm_90a",
+                                                            "compute_90", "compute_80", "sm_100f"};
   const std::string_view arch = archs[data[0] % archs.size()];
   const auto kind = (data[0] & 0x80) ? kcache::PayloadKind::ptx : kcache::PayloadKind::cubin;
   std::span<const std::uint8_t> payload(data + 1, size - 1);

@@ -45,9 +45,8 @@ std::string cuda(const std::string& value) {
 
 std::vector<StageCase> stage_cases() {
   std::vector<StageCase> out;
-  out.push_back({"spirv", "spirv/vulkan1.2", "k.comp", "inc.glsl",
-                 "[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\n", glsl,
-                 "#version 450\nlayout(local_size_x = 1) in;\nvoid main() { no_such_function(); }\n",
+  out.push_back({"spirv", "spirv/vulkan1.2", "k.comp", "inc.glsl", "[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\n",
+                 glsl, "#version 450\nlayout(local_size_x = 1) in;\nvoid main() { no_such_function(); }\n",
                  "expanded_source"});
 #ifdef KCACHE_TEST_NVRTC
   out.push_back({"cuda", "cuda/sm_80", "k.cu", "inc.cuh",
@@ -62,8 +61,7 @@ std::vector<StageCase> stage_cases() {
 /// does after its own (lib/kcache/remote).
 class MemoryTier final : public SecondaryTier {
  public:
-  std::optional<Entry> fetch(const Namespace& ns, std::string_view, const Key& key,
-                             const EntryCheck& check) override {
+  std::optional<Entry> fetch(const Namespace& ns, std::string_view, const Key& key, const EntryCheck& check) override {
     ++fetches;
     std::lock_guard lock(m_mutex);
     auto it = values.find(slot(ns.name(), key));

@@ -341,9 +341,8 @@ TEST_CASE("fuzz seed corpus: bundle_reader seeds are read or refused as their na
   std::array<std::uint8_t, 32> seed;
   seed.fill(0x11);
   const auto seed_key = bundle::keypair_from_seed(seed);
-  const std::set<std::string> valid = {"valid_unsigned",    "valid_signed",      "valid_empty",
-                                       "valid_v1_unsigned", "valid_v1_signed",   "valid_v3_unsigned",
-                                       "valid_v3_signed"};
+  const std::set<std::string> valid = {"valid_unsigned",  "valid_signed",      "valid_empty",    "valid_v1_unsigned",
+                                       "valid_v1_signed", "valid_v3_unsigned", "valid_v3_signed"};
   // Each damaged seed and the refusal it must meet (the flipped signature
   // byte is inside the head, so the head digest already refuses it).
   const std::map<std::string, Category> broken = {

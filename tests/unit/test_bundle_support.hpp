@@ -5,8 +5,8 @@
 #pragma once
 
 #include "kcache/bundle/bundle.hpp"
-#include "kcache/core/key_binding.hpp"
 #include "kcache/bundle/bundle_internal.hpp"
+#include "kcache/core/key_binding.hpp"
 #include "test_support.hpp"
 
 #include <malloc.h>

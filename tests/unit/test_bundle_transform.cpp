@@ -114,8 +114,7 @@ TEST_CASE("record transform: a version-2 bundle cannot hold the delta form") {
   auto r = restored(e, delta, 2);
   REQUIRE(!r.has_value());
   CHECK(r.error().category == Category::corruption);
-  CHECK_MESSAGE(r.error().message.find("unknown form 2 for format version 2") != std::string::npos,
-                r.error().message);
+  CHECK_MESSAGE(r.error().message.find("unknown form 2 for format version 2") != std::string::npos, r.error().message);
   // A changed difference rebuilds other bytes: the rebuilt record no longer
   // equals the original (the caller's index digest then refuses it).
   auto changed = delta;

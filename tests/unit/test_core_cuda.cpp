@@ -35,9 +35,9 @@ TEST_CASE("cuda architecture names parse into major, minor, kind and suffix") {
 }
 
 TEST_CASE("anything that is not an architecture name is refused") {
-  for (std::string_view bad : {"", "sm_", "sm_9", "sm_090", "sm_1000", "sm_90b", "sm_90aa", "sm90", "SM_90",
-                               "compute_", "compute_9", "lto_90", "sm_9x", "sm_90 ", " sm_90", "sm_-9",
-                               "compute_90/../x", "sm_a", "vulkan1.2"}) {
+  for (std::string_view bad :
+       {"", "sm_", "sm_9", "sm_090", "sm_1000", "sm_90b", "sm_90aa", "sm90", "SM_90", "compute_", "compute_9", "lto_90",
+        "sm_9x", "sm_90 ", " sm_90", "sm_-9", "compute_90/../x", "sm_a", "vulkan1.2"}) {
     CAPTURE(bad);
     CHECK_FALSE(is_cuda_arch(bad));
   }
@@ -197,9 +197,9 @@ TEST_CASE("check_cuda_symbol: hostile ELF bytes are refused without reading outs
   CHECK(refused(PayloadKind::cubin, with(0x3c, 0xffff, 2), "k", "section headers"));
   CHECK(refused(PayloadKind::cubin, with(0x3c, 0, 2), "k", "section headers"));
   CHECK(refused(PayloadKind::cubin, with(0x3a, 40, 2), "k", "section headers"));
-  CHECK(refused(PayloadKind::cubin, with(shoff + 64 + 0x18, ~0ull - 8, 8), "k", "symbol table"));  // symtab offset
-  CHECK(refused(PayloadKind::cubin, with(shoff + 64 + 0x20, 1ull << 62, 8), "k", "symbol table"));  // symtab size
-  CHECK(refused(PayloadKind::cubin, with(shoff + 64 + 0x38, 16, 8), "k", "symbol table"));          // entsize
+  CHECK(refused(PayloadKind::cubin, with(shoff + 64 + 0x18, ~0ull - 8, 8), "k", "symbol table"));    // symtab offset
+  CHECK(refused(PayloadKind::cubin, with(shoff + 64 + 0x20, 1ull << 62, 8), "k", "symbol table"));   // symtab size
+  CHECK(refused(PayloadKind::cubin, with(shoff + 64 + 0x38, 16, 8), "k", "symbol table"));           // entsize
   CHECK(refused(PayloadKind::cubin, with(shoff + 64 + 0x28, 7, 4), "k", "no string table"));         // sh_link
   CHECK(refused(PayloadKind::cubin, with(shoff + 128 + 0x20, 1ull << 40, 8), "k", "symbol names"));  // strtab size
   CHECK(refused(PayloadKind::cubin, with(shoff + 128 + 4, 1, 4), "k", "symbol names"));  // strtab of another type

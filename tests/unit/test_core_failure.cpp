@@ -86,8 +86,8 @@ TEST_CASE("failure record: damaged bytes are refused by name") {
     CHECK(r.error().message.find("digest") != std::string::npos);
   }
   SUBCASE("an entry record is not a failure record") {
-    auto r = decode_failure(std::vector<std::uint8_t>{'K', 'C', 'E', 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                                      0, 0, 0, 0, 0, 0});
+    auto r = decode_failure(
+        std::vector<std::uint8_t>{'K', 'C', 'E', 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error().message.find("bad magic") != std::string::npos);
   }

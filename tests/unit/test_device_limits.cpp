@@ -18,23 +18,22 @@ constexpr std::uint32_t word(std::uint32_t count, std::uint32_t op) { return cou
 /// `builtin`, the WorkgroupSize built-in (spec constant 0 for x, default 64)
 /// overrides LocalSize.
 std::vector<std::uint32_t> module(bool builtin) {
-  std::vector<std::uint32_t> m = {0x07230203, 0x00010000, 0, 100, 0,
-                                  word(2, 17), 1,                                     // OpCapability Shader
-                                  word(3, 14), 0, 1,                                  // OpMemoryModel
-                                  word(5, 15), 5, 1, 0x6e69616d, 0,                   // OpEntryPoint GLCompute %1 "main"
-                                  word(6, 16), 1, 17, 64, 1, 1,                       // OpExecutionMode %1 LocalSize 64 1 1
-                                  word(4, 71), 10, 1, 7,                              // OpDecorate %10 SpecId 7
-                                  word(4, 21), 2, 32, 0,                              // %2 = OpTypeInt 32 0
-                                  word(4, 50), 2, 10, 4096,                           // %10 = OpSpecConstant %2 4096
-                                  word(4, 28), 3, 2, 10,                              // %3 = OpTypeArray %2 %10
-                                  word(4, 32), 4, 4, 3,                               // %4 = OpTypePointer Workgroup %3
-                                  word(4, 59), 4, 5, 4};                              // %5 = OpVariable %4 Workgroup
+  std::vector<std::uint32_t> m = {0x07230203,  0x00010000, 0,  100,        0, word(2, 17), 1,  // OpCapability Shader
+                                  word(3, 14), 0,          1,                                  // OpMemoryModel
+                                  word(5, 15), 5,          1,  0x6e69616d, 0,     // OpEntryPoint GLCompute %1 "main"
+                                  word(6, 16), 1,          17, 64,         1, 1,  // OpExecutionMode %1 LocalSize 64 1 1
+                                  word(4, 71), 10,         1,  7,                 // OpDecorate %10 SpecId 7
+                                  word(4, 21), 2,          32, 0,                 // %2 = OpTypeInt 32 0
+                                  word(4, 50), 2,          10, 4096,              // %10 = OpSpecConstant %2 4096
+                                  word(4, 28), 3,          2,  10,                // %3 = OpTypeArray %2 %10
+                                  word(4, 32), 4,          4,  3,                 // %4 = OpTypePointer Workgroup %3
+                                  word(4, 59), 4,          5,  4};                // %5 = OpVariable %4 Workgroup
   if (builtin) {
     std::vector<std::uint32_t> more = {word(4, 71), 20, 11, 25,           // OpDecorate %20 BuiltIn WorkgroupSize
-                                       word(4, 71), 21, 1, 0,             // OpDecorate %21 SpecId 0
-                                       word(4, 23), 22, 2, 3,             // %22 = OpTypeVector %2 3
-                                       word(4, 50), 2, 21, 64,            // %21 = OpSpecConstant %2 64
-                                       word(4, 43), 2, 23, 1,             // %23 = OpConstant %2 1
+                                       word(4, 71), 21, 1,  0,            // OpDecorate %21 SpecId 0
+                                       word(4, 23), 22, 2,  3,            // %22 = OpTypeVector %2 3
+                                       word(4, 50), 2,  21, 64,           // %21 = OpSpecConstant %2 64
+                                       word(4, 43), 2,  23, 1,            // %23 = OpConstant %2 1
                                        word(6, 51), 22, 20, 21, 23, 23};  // %20 = OpSpecConstantComposite
     m.insert(m.end(), more.begin(), more.end());
   }

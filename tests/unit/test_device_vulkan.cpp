@@ -407,9 +407,9 @@ TEST_CASE("device: no loader in a fresh process") {
   test::TempDir dir;
   const auto self = std::filesystem::read_symlink("/proc/self/exe");
   const auto report = dir.path() / "child.txt";
-  const std::string cmd = "KCACHE_DEVICE_TEST_CHILD='" + report.string() + "' '" +
-                          self.string() + "' -tc='device: no loader in a fresh process' > '" +
-                          (dir.path() / "child.log").string() + "' 2>&1";
+  const std::string cmd = "KCACHE_DEVICE_TEST_CHILD='" + report.string() + "' '" + self.string() +
+                          "' -tc='device: no loader in a fresh process' > '" + (dir.path() / "child.log").string() +
+                          "' 2>&1";
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::ifstream in(report);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

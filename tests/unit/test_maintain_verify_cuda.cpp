@@ -29,7 +29,7 @@ cuda_device::DeviceInfo h200() {
 struct FakeLoader {
   std::mutex m;
   std::vector<std::pair<PayloadKind, std::string>> calls;  // kind, function
-  std::set<std::string> refuse;                             // functions whose load fails
+  std::set<std::string> refuse;                            // functions whose load fails
   maintain::CudaLoader loader() {
     return [this](std::span<const std::uint8_t>, PayloadKind kind,
                   std::span<const std::string> functions) -> Result<cuda_device::ModuleLoad> {
@@ -54,8 +54,8 @@ TEST_CASE("verify cuda: loads what the device runs, skips what it cannot, compar
   auto s = store::make_memory_store();
   put(*s, "sm_90", "13.0", {cuda_entry("saxpy", "sm_90"), cuda_entry("reduce", "sm_90", "reduce_sum")});
   put(*s, "compute_90", "13.0", {cuda_entry("saxpy", "compute_90")});
-  put(*s, "sm_80", "12.4", {cuda_entry("saxpy", "sm_80")});        // other major: not run
-  put(*s, "sm_90a", "13.1", {cuda_entry("saxpy", "sm_90a")});      // driver too old: not run
+  put(*s, "sm_80", "12.4", {cuda_entry("saxpy", "sm_80")});    // other major: not run
+  put(*s, "sm_90a", "13.1", {cuda_entry("saxpy", "sm_90a")});  // driver too old: not run
   FakeLoader fake;
   maintain::CudaVerifyOptions options;
   options.jobs = 3;

@@ -51,7 +51,8 @@ TILE = [8, 16]
 TEST_CASE("a cuda kernel needs a valid, non-empty arch list") {
   CHECK(error_of("[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nlanguage = \"cuda\"\n").find("m.toml:1:") !=
         std::string::npos);
-  auto msg = error_of("[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nlanguage = \"cuda\"\narch = [\"sm_90\", \"sm90\"]\n");
+  auto msg =
+      error_of("[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nlanguage = \"cuda\"\narch = [\"sm_90\", \"sm90\"]\n");
   CHECK(msg.find("m.toml:5:") != std::string::npos);
   CHECK(msg.find("'sm90': not a CUDA architecture") != std::string::npos);
   CHECK(error_of("[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nlanguage = \"cuda\"\narch = []\n").find("empty") !=
@@ -64,14 +65,16 @@ TEST_CASE("NVRTC options that change the output kind, where files go or what is 
   for (std::string opt : {"-arch=sm_80", "--gpu-architecture=sm_80", "-rdc=true", "-dc", "-dlto", "-I/usr/include",
                           "-DX=1", "--define-macro=X", "-o", "--pch", "-include", "use_fast_math"}) {
     CAPTURE(opt);
-    auto msg = error_of("[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nlanguage = \"cuda\"\narch = [\"sm_90\"]\n"
-                        "nvrtc_options = [\"" +
-                        opt + "\"]\n");
+    auto msg = error_of(
+        "[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nlanguage = \"cuda\"\narch = [\"sm_90\"]\n"
+        "nvrtc_options = [\"" +
+        opt + "\"]\n");
     CHECK(msg.find("m.toml:6: nvrtc_options '" + opt + "'") != std::string::npos);
   }
   // Harmless ones pass, among them look-alikes of refused ones.
-  auto m = parse("[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nlanguage = \"cuda\"\narch = [\"sm_90\"]\n"
-                 "nvrtc_options = [\"-use_fast_math\", \"-lineinfo\", \"-default-device\", \"-dopt=on\"]\n");
+  auto m = parse(
+      "[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nlanguage = \"cuda\"\narch = [\"sm_90\"]\n"
+      "nvrtc_options = [\"-use_fast_math\", \"-lineinfo\", \"-default-device\", \"-dopt=on\"]\n");
   CHECK_MESSAGE(m, (m ? "" : m.error().message));
 }
 
@@ -87,8 +90,9 @@ TEST_CASE("GLSL-only keys are refused on a cuda kernel, cuda-only keys on a GLSL
   msg = error_of("[[kernel]]\nname = \"g\"\nsource = \"g.comp\"\nentry = \"f<int>\"\n");
   CHECK(msg.find("name expressions are for CUDA kernels") != std::string::npos);
   // [defaults] may hold both kinds for a mixed manifest.
-  auto m = parse("[defaults]\narch = [\"sm_90\"]\ntarget = \"vulkan1.3\"\n[[kernel]]\nname = \"g\"\nsource = "
-                 "\"g.comp\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nlanguage = \"cuda\"\n");
+  auto m = parse(
+      "[defaults]\narch = [\"sm_90\"]\ntarget = \"vulkan1.3\"\n[[kernel]]\nname = \"g\"\nsource = "
+      "\"g.comp\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nlanguage = \"cuda\"\n");
   REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
   CHECK(m->kernels[0].arch.empty());
   CHECK(m->kernels[1].arch == std::vector<std::string>{"sm_90"});

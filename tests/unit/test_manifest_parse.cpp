@@ -127,12 +127,12 @@ TEST_CASE("hostile manifests: paths out of the folder, multi-line values, huge v
 }
 
 TEST_CASE("other non-ASCII text is fine, and escapes spell the refused code points") {
-  auto m = parse("# \u2014 \u2192 \u4e2d\u6587 \U0001f600 comment\n[[kernel]]\nname = \"a\"  # \u2014\n"
-                 "source = \"a.comp\"\ndefines = { NOTE = \"caf\\u00e9 \u4e2d\", ML = \"\"\"\n\\u00a7 \u3000\"\"\" }\n");
+  auto m = parse(
+      "# \u2014 \u2192 \u4e2d\u6587 \U0001f600 comment\n[[kernel]]\nname = \"a\"  # \u2014\n"
+      "source = \"a.comp\"\ndefines = { NOTE = \"caf\\u00e9 \u4e2d\", ML = \"\"\"\n\\u00a7 \u3000\"\"\" }\n");
   REQUIRE_MESSAGE(m, m.error().message);
   REQUIRE(m->kernels.size() == 1);
-  CHECK(m->kernels[0].defines == std::vector<kcache::Field>{{"ML", "\u00a7 \u3000"},
-                                                                        {"NOTE", "caf\u00e9 \u4e2d"}});
+  CHECK(m->kernels[0].defines == std::vector<kcache::Field>{{"ML", "\u00a7 \u3000"}, {"NOTE", "caf\u00e9 \u4e2d"}});
 }
 
 TEST_CASE("a variant product over k_max_kernels is refused before expansion") {
@@ -154,8 +154,9 @@ TEST_CASE("a variant product over k_max_kernels is refused before expansion") {
   }
   auto m2 = parse(two);
   REQUIRE_FALSE(m2);
-  CHECK_MESSAGE(m2.error().message.find("kernel 'b' expands to 32769 variants after 32769 kernels before it; a manifest may hold at "
-                                           "most 65536 kernels") != std::string::npos,
+  CHECK_MESSAGE(m2.error().message.find(
+                    "kernel 'b' expands to 32769 variants after 32769 kernels before it; a manifest may hold at "
+                    "most 65536 kernels") != std::string::npos,
                 m2.error().message);
   // Exactly at the limit is accepted.
   std::string at = "[[kernel]]\nname = \"a\"\nsource = \"a.comp\"\n[kernel.variants]\n";
@@ -193,11 +194,18 @@ TEST_CASE("a missing source file is named with where it was looked for") {
 // with a message that names the manifest.
 
 TEST_CASE("fuzz seed corpus: manifest_parser seeds are accepted or refused as their names say") {
-  const std::set<std::string> all = {"valid_minimal.toml", "valid_all_keys.toml",   "valid_example.toml",
-                                     "broken_syntax.toml", "broken_duplicate.toml", "broken_unknown_key.toml",
-                                     "broken_values.toml", "broken_empty_source.toml",
-                                     "broken_non_ascii_outside_string.toml", "broken_toml_value_lookahead.toml",
-                                     "valid_preamble_keys.toml", "broken_preamble_keys.toml"};
+  const std::set<std::string> all = {"valid_minimal.toml",
+                                     "valid_all_keys.toml",
+                                     "valid_example.toml",
+                                     "broken_syntax.toml",
+                                     "broken_duplicate.toml",
+                                     "broken_unknown_key.toml",
+                                     "broken_values.toml",
+                                     "broken_empty_source.toml",
+                                     "broken_non_ascii_outside_string.toml",
+                                     "broken_toml_value_lookahead.toml",
+                                     "valid_preamble_keys.toml",
+                                     "broken_preamble_keys.toml"};
   auto seeds = kcache::test::read_seeds("manifest_parser", all);
   for (const auto& [name, bytes] : seeds) {
     CAPTURE(name);

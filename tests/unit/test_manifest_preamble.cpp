@@ -55,8 +55,8 @@ strip = false
 )M");
   REQUIRE(m);
   const auto& a = m->kernels[0];
-  CHECK(a.extensions == std::vector<std::string>{"GL_EXT_shader_16bit_storage",
-                                                 "GL_EXT_shader_explicit_arithmetic_types_int8"});
+  CHECK(a.extensions ==
+        std::vector<std::string>{"GL_EXT_shader_16bit_storage", "GL_EXT_shader_explicit_arithmetic_types_int8"});
   CHECK(a.preamble == "#define A 1\n\tconst uint B = 2u;");
   CHECK(a.preamble_file.empty());
   CHECK(a.strip);  // optimize = performance: stripped, as glslc -O
@@ -72,8 +72,9 @@ strip = false
 }
 
 TEST_CASE("strip defaults to glslc's: true when optimising, false for optimize = none") {
-  auto m = parse("[[kernel]]\nname = \"a\"\nsource = \"a.comp\"\noptimize = \"none\"\n"
-                 "[[kernel]]\nname = \"b\"\nsource = \"b.comp\"\noptimize = \"size\"\n");
+  auto m = parse(
+      "[[kernel]]\nname = \"a\"\nsource = \"a.comp\"\noptimize = \"none\"\n"
+      "[[kernel]]\nname = \"b\"\nsource = \"b.comp\"\noptimize = \"size\"\n");
   REQUIRE(m);
   CHECK_FALSE(m->kernels[0].strip);
   CHECK(m->kernels[1].strip);
@@ -132,7 +133,8 @@ defines = { "TWICE(x)" = "((x)*2)" }
         std::vector<kcache::Field>{{"MAX2(a, b)", "max(a, b)"}, {"NOARGS()", "1"}, {"TWICE(x)", "((x)*2)"}});
   for (const char* bad : {"F(", "F(x", "F (x)", "F(x,)", "F(x, x)", "F(1)", "(x)", "F(x)y"}) {
     CAPTURE(bad);
-    auto msg = error_of(fmt::format("[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\ndefines = {{ \"{}\" = 1 }}\n", bad));
+    auto msg =
+        error_of(fmt::format("[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\ndefines = {{ \"{}\" = 1 }}\n", bad));
     CHECK(msg.find("m.toml:4:") != std::string::npos);
     CHECK(msg.find("not a valid macro name") != std::string::npos);
   }
@@ -143,13 +145,15 @@ defines = { "TWICE(x)" = "((x)*2)" }
 TEST_CASE("control characters in define names and values are refused, naming file:line and key") {
   // A newline in a value used to be pasted into glslang's preamble verbatim:
   // a manifest could inject any directive into every kernel.
-  auto value = error_of("[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\n"
-                        "defines = { A = \"1\\n#error injected\" }\n");
+  auto value = error_of(
+      "[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\n"
+      "defines = { A = \"1\\n#error injected\" }\n");
   CHECK(value.find("m.toml:4:") != std::string::npos);
   CHECK(value.find("define 'A'") != std::string::npos);
   CHECK(value.find("control character") != std::string::npos);
-  auto name = error_of("[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\n"
-                       "defines = { \"A\\n#error x\" = 1 }\n");
+  auto name = error_of(
+      "[[kernel]]\nname = \"k\"\nsource = \"k.comp\"\n"
+      "defines = { \"A\\n#error x\" = 1 }\n");
   CHECK(name.find("m.toml:4:") != std::string::npos);
   CHECK(name.find("control character in its name") != std::string::npos);
   for (const char* v : {"1\\t2", "\\u007f", "\\r"}) {

@@ -119,8 +119,9 @@ TEST_CASE("refusals name the line and the option") {
   CHECK(message_of("glslc -o a.spv --bogus a.comp").find("'--bogus' is not one kcache understands") !=
         std::string::npos);
   CHECK(message_of("glslc a.comp").find("no -o OUTPUT") != std::string::npos);
-  CHECK(message_of("glslc -o a.spv a.comp\nglslc -o a.spv b.comp").find("log.txt:2: output 'a.spv' is also written "
-                                                                        "at line 1") != std::string::npos);
+  CHECK(message_of("glslc -o a.spv a.comp\nglslc -o a.spv b.comp")
+            .find("log.txt:2: output 'a.spv' is also written "
+                  "at line 1") != std::string::npos);
   CHECK(message_of("glslc -o a.spv /elsewhere/a.comp").find("outside the manifest's folder") != std::string::npos);
   CHECK(message_of("glslc -fauto-bind-uniforms -o a.spv a.comp").find("-fauto-bind-uniforms") != std::string::npos);
   CHECK(message_of("glslc -fauto-map-locations -o a.spv a.vert").find("auto-mapped locations") != std::string::npos);

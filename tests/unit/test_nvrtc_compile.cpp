@@ -23,9 +23,7 @@ fs::path project(const std::string& name) {
   return dir;
 }
 
-void write(const fs::path& p, const std::string& text) {
-  std::ofstream(p, std::ios::binary) << text;
-}
+void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
 definition::KernelSpec spec_for(const std::string& source) {
   definition::KernelSpec s;
@@ -118,7 +116,8 @@ TEST_CASE("NVRTC compiles a cubin per architecture whose ELF names that architec
   CHECK(lib->version().find('.') != std::string::npos);
   auto dir = project("cubin");
   write(dir / "inc/scale.cuh", "#define SCALE 2.0f\n");
-  write(dir / "src/k.cu", "#include <scale.cuh>\nextern \"C\" __global__ void k(float* x) { x[threadIdx.x] *= SCALE; }\n");
+  write(dir / "src/k.cu",
+        "#include <scale.cuh>\nextern \"C\" __global__ void k(float* x) { x[threadIdx.x] *= SCALE; }\n");
   for (std::string arch : {"sm_80", "sm_90"}) {
     auto out = lib->compile(request(dir, arch, "k"));
     REQUIRE_MESSAGE(out, (out ? "" : out.error().message));

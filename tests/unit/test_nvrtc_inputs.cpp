@@ -74,15 +74,15 @@ TEST_CASE("every spelling of #include NVRTC honours makes the header an input") 
   for (const char* h : {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"})
     write(dir / "inc" / (std::string(h) + ".cuh"), "// header\n");
   const std::string text =
-      "%:include <a.cuh>\n"                  // digraph introducer
-      "#/**/include <b.cuh>\n"               // a comment between # and include
-      "# /* x\n y */ include <c.cuh>\n"      // a block comment continuing the directive
-      "#inc\\\nlude <d.cuh>\n"               // a splice inside the directive name
-      "#include \\\n  <e.cuh>\n"             // a splice before the name
-      "#include \\  \n<f.cuh>\n"             // spaces after the backslash: NVRTC splices too
-      "?\?=include <g.cuh>\n"                 // a trigraph (NVRTC honours it under -std=c++14)
+      "%:include <a.cuh>\n"                            // digraph introducer
+      "#/**/include <b.cuh>\n"                         // a comment between # and include
+      "# /* x\n y */ include <c.cuh>\n"                // a block comment continuing the directive
+      "#inc\\\nlude <d.cuh>\n"                         // a splice inside the directive name
+      "#include \\\n  <e.cuh>\n"                       // a splice before the name
+      "#include \\  \n<f.cuh>\n"                       // spaces after the backslash: NVRTC splices too
+      "?\?=include <g.cuh>\n"                          // a trigraph (NVRTC honours it under -std=c++14)
       "int y; /* spans\n lines */ #include <h.cuh>\n"  // NVRTC takes this for a directive
-      "#if __has_include(<i.cuh>)\n#endif\n" // __has_include names an input too
+      "#if __has_include(<i.cuh>)\n#endif\n"           // __has_include names an input too
       "#import <j.cuh>\n";
   auto paths = inputs_of(dir, text);
   CHECK(paths == std::vector<std::string>{"src/k.cu", "inc/a.cuh", "inc/b.cuh", "inc/c.cuh", "inc/d.cuh", "inc/e.cuh",
@@ -176,8 +176,9 @@ TEST_CASE("the scan's bounds: nesting depth and hostile bytes") {
   auto e = error_of(dir, "#include <h0.cuh>\n");
   CHECK(has(e.message, "nest deeper than"));
   // Unterminated comments, literals and raw strings end the file quietly.
-  for (std::string text : {"/* never closed\n#include MACRO\n", "R\"abc(\n#include MACRO\n", "\"open\n#include <x.cuh>\n",
-                           "#include \"unterminated\n", "#include <unterminated\n", "#", "%:", "?\?=", "\\", "'"}) {
+  for (std::string text :
+       {"/* never closed\n#include MACRO\n", "R\"abc(\n#include MACRO\n", "\"open\n#include <x.cuh>\n",
+        "#include \"unterminated\n", "#include <unterminated\n", "#", "%:", "?\?=", "\\", "'"}) {
     CAPTURE(text);
     write(dir / "src/k.cu", text);
     definition::FileCache files(dir);

@@ -15,7 +15,8 @@ std::string encode_all(const std::string& s) {
 }  // namespace
 
 TEST_CASE("remote URLs: every form and option") {
-  auto r = parse_remote_url("redis://ci:p%40ss@cache.internal:6380/3?read-only&timeout-ms=500&prefix=proj/a&max-failures=7");
+  auto r =
+      parse_remote_url("redis://ci:p%40ss@cache.internal:6380/3?read-only&timeout-ms=500&prefix=proj/a&max-failures=7");
   REQUIRE(r);
   CHECK(r->scheme == Scheme::redis);
   CHECK(r->user == "ci");
@@ -50,12 +51,33 @@ TEST_CASE("remote URLs: every form and option") {
 }
 
 TEST_CASE("remote URLs from elsewhere are refused with a reason, the password never shown") {
-  for (const char* bad :
-       {"", "ftp://h/", "redis://", "redis://h:0", "redis://h:65536", "redis://h:12x", "redis://h/db", "redis://h/70000",
-        "http://h/a/../b/", "http://h/a//b/", "http://h/a b/", "http://h/%2e%2e/", "file://relative", "file:///a/../b",
-        "redis://h?nope", "redis://h?timeout-ms=0", "redis://h?timeout-ms=600001", "redis://h?max-failures=0",
-        "redis://h?prefix=../x", "redis://h?prefix=/abs", "redis://h?read-only=1", "http://h\x1b[31m/",
-        "redis://u:pa%0ass@h", "redis://u:pa%zzss@h", "http://[::1/", "http://h#frag", "redis://h:"}) {
+  for (const char* bad : {"",
+                          "ftp://h/",
+                          "redis://",
+                          "redis://h:0",
+                          "redis://h:65536",
+                          "redis://h:12x",
+                          "redis://h/db",
+                          "redis://h/70000",
+                          "http://h/a/../b/",
+                          "http://h/a//b/",
+                          "http://h/a b/",
+                          "http://h/%2e%2e/",
+                          "file://relative",
+                          "file:///a/../b",
+                          "redis://h?nope",
+                          "redis://h?timeout-ms=0",
+                          "redis://h?timeout-ms=600001",
+                          "redis://h?max-failures=0",
+                          "redis://h?prefix=../x",
+                          "redis://h?prefix=/abs",
+                          "redis://h?read-only=1",
+                          "http://h\x1b[31m/",
+                          "redis://u:pa%0ass@h",
+                          "redis://u:pa%zzss@h",
+                          "http://[::1/",
+                          "http://h#frag",
+                          "redis://h:"}) {
     auto r = parse_remote_url(bad);
     INFO(bad);
     CHECK_FALSE(r);

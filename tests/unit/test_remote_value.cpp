@@ -116,8 +116,8 @@ TEST_CASE("golden: value version 1 decodes and is encoded byte for byte") {
   auto now = encode_value("spirv/vulkan1.2", encode_entry(sample()), &signer, 1);
   REQUIRE(now);
   if (const char* w = std::getenv("KCACHE_WRITE_GOLDEN"); w && std::string(w) == "1")
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(now->data()),
-                                                static_cast<std::streamsize>(now->size()));
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(now->data()), static_cast<std::streamsize>(now->size()));
   auto golden = util::read_file(path);
   REQUIRE(golden);
   std::vector<std::uint8_t> bytes(golden->begin(), golden->end());
@@ -294,8 +294,8 @@ TEST_CASE("golden: value version 2 decodes, verifies and holds the record") {
   if (const char* w = std::getenv("KCACHE_WRITE_GOLDEN"); w && std::string(w) == "1") {
     auto now = encode_value("spirv/vulkan1.2", record, &signer);
     REQUIRE(now);
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(now->data()),
-                                                static_cast<std::streamsize>(now->size()));
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(now->data()), static_cast<std::streamsize>(now->size()));
   }
   auto golden = util::read_file(path);
   REQUIRE(golden);

@@ -53,7 +53,7 @@ TEST_CASE("kcache_lookup_cuda: the best cubin that runs, else PTX, else a refusa
   CHECK(f.arch("saxpy", 9, 0) == "sm_90");
   CHECK(f.arch("saxpy", 8, 0) == "sm_80");
   CHECK(f.arch("saxpy", 8, 6) == "sm_86");
-  CHECK(f.arch("saxpy", 8, 9) == "sm_86");       // sm_86 runs on 8.9; sm_90 does not
+  CHECK(f.arch("saxpy", 8, 9) == "sm_86");        // sm_86 runs on 8.9; sm_90 does not
   CHECK(f.arch("saxpy", 10, 0) == "compute_80");  // no cubin for 10.x: the PTX, JIT-compiled
   CHECK(f.arch("only80", 9, 0).starts_with("error: "));
   CHECK(contains(f.arch("only80", 9, 0), "stored for sm_80"));
@@ -72,8 +72,8 @@ std::string pick(const std::vector<std::string>& archs, int major, int minor) {
   kcache_store* s = nullptr;
   REQUIRE_MESSAGE(kcache_store_open(path.c_str(), &s) == KCACHE_OK, kcache_last_error());
   kcache_kernel* k = nullptr;
-  std::string out = kcache_lookup_cuda(s, "k", major, minor, &k) == KCACHE_OK ? kcache_kernel_target(k)
-                                                                               : std::string("error");
+  std::string out =
+      kcache_lookup_cuda(s, "k", major, minor, &k) == KCACHE_OK ? kcache_kernel_target(k) : std::string("error");
   kcache_kernel_free(k);
   kcache_store_close(s);
   return out;

@@ -13,10 +13,9 @@ namespace {
 const uint32_t k_module[] = {0x07230203u, 0x00010500u, 0x0008000bu, 10, 0, 1, 2, 3};
 const kcache_embedded_spec k_spec[] = {{0, "int", "64"}};
 const kcache_embedded_kernel k_kernels[] = {
-    {"a[T=f]", "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210", "", "main", k_module, 8,
-     k_spec, 1},
-    {"b", "11111111111111111111111111111111", "22222222222222222222222222222222", "", "entry", k_module, 8, nullptr,
-     0},
+    {"a[T=f]", "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210", "", "main", k_module, 8, k_spec,
+     1},
+    {"b", "11111111111111111111111111111111", "22222222222222222222222222222222", "", "entry", k_module, 8, nullptr, 0},
 };
 
 }  // namespace

@@ -76,8 +76,7 @@ std::vector<std::string> failure_names(Store& store, const Namespace& ns) {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("store: failure records are kept apart from entries, per namespace", F, MemoryFactory,
-                   LmdbFactory) {
+TEST_CASE_TEMPLATE("store: failure records are kept apart from entries, per namespace", F, MemoryFactory, LmdbFactory) {
   test::TempDir dir;
   auto store = F::make(dir);
   std::vector<Failure> failures{make_failure("b"), make_failure("a")};
@@ -126,14 +125,13 @@ TEST_CASE_TEMPLATE("store: putting a kernel's entry deletes its failure record",
   CHECK(*store->last_transaction_id() != *before);
 }
 
-TEST_CASE_TEMPLATE("store: remove_failures removes by key and keeps rewritten records", F, MemoryFactory,
-                   LmdbFactory) {
+TEST_CASE_TEMPLATE("store: remove_failures removes by key and keeps rewritten records", F, MemoryFactory, LmdbFactory) {
   test::TempDir dir;
   auto store = F::make(dir);
   std::vector<Failure> failures{make_failure("a"), make_failure("b")};
   REQUIRE(store->put_failures(k_ns, failures).has_value());
-  std::vector<RemoveItem> items{{"a", make_failure("a").key}, {"b", make_failure("b", "ir-other").key},
-                                {"c", make_failure("c").key}};
+  std::vector<RemoveItem> items{
+      {"a", make_failure("a").key}, {"b", make_failure("b", "ir-other").key}, {"c", make_failure("c").key}};
   auto done = store->remove_failures(k_ns.name(), items);
   REQUIRE_MESSAGE(done.has_value(), done.error().message);
   CHECK(done->removed == 1);

@@ -515,7 +515,7 @@ TEST_CASE("lmdb lifecycle: a version-1 store reads without usage and is upgraded
   CHECK(schema_of(dir) == "1");
   {
     auto store = open_ok(dir);
-    CHECK(schema_of(dir) == "3");  // the current layout (layout_internal.hpp)
+    CHECK(schema_of(dir) == "3");                 // the current layout (layout_internal.hpp)
     CHECK_FALSE(usage(*store, "a").has_value());  // nothing invented for old entries
     record_ok(*store, {util::system_clock().now(), {{k_ns.name(), "a"}}, make_run(util::system_clock().now())});
     CHECK(usage(*store, "a")->written == 0);  // unknown: callers fall back to created

@@ -78,7 +78,8 @@ struct LmdbFixture {
   }
   std::vector<RunRecord> runs() {
     std::vector<RunRecord> out;
-    auto r = store->read([&](Reader& reader) { return reader.runs([&](RunRecord&& run) { return out.push_back(run), true; }); });
+    auto r = store->read(
+        [&](Reader& reader) { return reader.runs([&](RunRecord&& run) { return out.push_back(run), true; }); });
     REQUIRE_MESSAGE(r.has_value(), r.error().message);
     return out;
   }
@@ -164,7 +165,7 @@ TEST_CASE("pending run log: a run with nothing else to write costs no transactio
   f.record(t + 1, {{k_ns.name(), "a"}}, make_run(t + 1));
   CHECK(f.txn_id() == before);  // no LMDB transaction committed
   REQUIRE(fs::exists(f.pending()));
-  CHECK(f.runs() == std::vector{make_run(t), make_run(t + 1)});  // shown at once
+  CHECK(f.runs() == std::vector{make_run(t), make_run(t + 1)});       // shown at once
   CHECK(f.open()->read([](Reader&) -> Result<void> { return {}; }));  // another handle opens fine
 
   // A run that writes usage records folds the pending ones first.

@@ -3,9 +3,9 @@
 // known accepts it, off checks structure only; invalid modules are refused
 // unless off.
 #include "kcache/compile/compiler.hpp"
+#include "kcache/core/key_binding.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/transfer/transfer.hpp"
-#include "kcache/core/key_binding.hpp"
 
 #include "test_support.hpp"
 

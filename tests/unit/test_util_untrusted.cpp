@@ -13,8 +13,8 @@ TEST_CASE("is_contained_relative_path accepts only normalised paths inside their
   CHECK(is_contained_relative_path("shaders/blur.comp"));
   CHECK(is_contained_relative_path("a"));
   CHECK(is_contained_relative_path("dir.with.dots/..hidden"));
-  for (const char* bad : {"", "/etc/shadow", "~/x", "../x", "a/../../x", "a/..", "./a", "a/./b", "a//b", "a/",
-                          "..", "."})
+  for (const char* bad :
+       {"", "/etc/shadow", "~/x", "../x", "a/../../x", "a/..", "./a", "a/./b", "a//b", "a/", "..", "."})
     CHECK_MESSAGE(!is_contained_relative_path(bad), bad);
   CHECK(!is_contained_relative_path("a\nb"));
   CHECK(!is_contained_relative_path("a\0b"s));
@@ -27,9 +27,9 @@ TEST_CASE("is_printable_utf8 refuses control characters and invalid UTF-8") {
   CHECK(is_printable_utf8("blur[T=float,WIDTH=4]"));
   CHECK(is_printable_utf8("ядро-ü-€-😀"));
   CHECK(is_printable_utf8(""));
-  for (std::string bad : {"a\x1b[31mred"s, "a\rb"s, "a\0b"s, "\x7f"s, "\xc2\x9b"s /* C1 CSI */, "\xff"s,
-                          "\xc0\xaf"s /* overlong '/' */, "\xed\xa0\x80"s /* surrogate */, "\xe2\x82"s /* cut */,
-                          "\xf4\x90\x80\x80"s /* > U+10FFFF */})
+  for (std::string bad :
+       {"a\x1b[31mred"s, "a\rb"s, "a\0b"s, "\x7f"s, "\xc2\x9b"s /* C1 CSI */, "\xff"s, "\xc0\xaf"s /* overlong '/' */,
+        "\xed\xa0\x80"s /* surrogate */, "\xe2\x82"s /* cut */, "\xf4\x90\x80\x80"s /* > U+10FFFF */})
     CHECK_MESSAGE(!is_printable_utf8(bad), escape_untrusted(bad));
 }
 

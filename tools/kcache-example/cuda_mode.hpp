@@ -5,7 +5,7 @@
 
 struct CudaArgs {
   std::string store;
-  std::string startup = "cubin";  ///< nvrtc, ptx or cubin
+  std::string startup = "cubin";   ///< nvrtc, ptx or cubin
   std::string manifest_dir = ".";  ///< the manifest's folder (nvrtc: sources are relative to it)
   int device = 0;                  ///< CUDA device ordinal
   bool launch = false;             ///< run saxpy once and check the result

@@ -374,8 +374,8 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
       const bool has_blob = k->blob_status() == KCACHE_BLOB_SERVED;
       served += has_blob;
       const auto creating = std::chrono::steady_clock::now();
-      const Creation c = create(gpu.device, *k, warm && has_blob ? k->pipeline_cache() : std::span<const std::uint8_t>{},
-                                false, &layouts);
+      const Creation c = create(
+          gpu.device, *k, warm && has_blob ? k->pipeline_cache() : std::span<const std::uint8_t>{}, false, &layouts);
       create_us += static_cast<std::uint64_t>(c.ms * 1000);
       other_us += static_cast<std::uint64_t>((ms_since(creating) - c.ms) * 1000);
       if (c.made == Made::failed) {
@@ -395,9 +395,9 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
   // One line, key=value, for scripts (scripts/bench_gpu parses it): wall_ms
   // from store open to the last pipeline; device_ms before it (process start
   // to VkDevice, the application's cost with or without kcache); the *_sum_ms
-// are summed over threads: lookups, vkCreateComputePipelines, and the other
-// objects (shader module, layouts, pipeline cache); list_ms is store open and
-// the kernel list.
+  // are summed over threads: lookups, vkCreateComputePipelines, and the other
+  // objects (shader module, layouts, pipeline cache); list_ms is store open and
+  // the kernel list.
   std::printf(
       "startup mode=%s threads=%u pipelines=%zu failed=%zu blobs_served=%zu wall_ms=%.3f device_ms=%.3f "
       "create_sum_ms=%.3f lookup_sum_ms=%.3f objects_sum_ms=%.3f list_ms=%.3f\n",

@@ -1,6 +1,5 @@
 #include "kcache/build/batch_writer.hpp"
 
-
 namespace kcache::build {
 
 void BatchWriter::add(const Namespace& ns, std::size_t receipt, Entry entry) {

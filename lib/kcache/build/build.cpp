@@ -78,9 +78,8 @@ std::optional<Error> unstored_error(const BuildResult& result) {
       first = &*r->error;
       break;
     }
-  std::size_t kept =
-      result.count(Outcome::hit) + result.count(Outcome::compiled) + result.count(Outcome::stale_replaced) +
-      result.count(Outcome::remote_hit);
+  std::size_t kept = result.count(Outcome::hit) + result.count(Outcome::compiled) +
+                     result.count(Outcome::stale_replaced) + result.count(Outcome::remote_hit);
   return Error{first ? first->category : Category::store_full,
                fmt::format("{} of {} kernels compiled but could not be stored: {} ({}); the other {} kernels are "
                            "in the store (stored or found fresh); make room (a larger KCACHE_MAP_SIZE, free disk, "

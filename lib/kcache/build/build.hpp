@@ -41,15 +41,15 @@ struct Receipt {
   Outcome outcome = Outcome::hit;
   Key key;
   PhaseTimes times;
-  std::size_t bytes = 0;        ///< payload size written or found
-  std::string reason;           ///< why it was not a hit: "new", "input changed: include/x.glsl", ...
-  std::optional<Error> error;   ///< for failed and refused_write
-  std::string warnings;         ///< compiler warnings
-  bool kept_stale = false;      ///< failed, and the previous entry was kept
+  std::size_t bytes = 0;       ///< payload size written or found
+  std::string reason;          ///< why it was not a hit: "new", "input changed: include/x.glsl", ...
+  std::optional<Error> error;  ///< for failed and refused_write
+  std::string warnings;        ///< compiler warnings
+  bool kept_stale = false;     ///< failed, and the previous entry was kept
   /// failed, and reported from the store's current failure record without
   /// compiling (docs/design.md "Remembered failures"); --retry-failed compiles.
   bool remembered = false;
-  std::string failed_phase;    ///< failed: "glslang", "spirv-opt", "spirv-val", "pipeline", "expand"
+  std::string failed_phase;     ///< failed: "glslang", "spirv-opt", "spirv-val", "pipeline", "expand"
   std::uint64_t failed_at = 0;  ///< remembered: when the failure was recorded (unix seconds)
   bool shared_compile = false;  ///< reused another kernel's identical compile
 

@@ -109,7 +109,8 @@ Result<void> build_device_stage(const manifest::Manifest& manifest, store::Store
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
     for (const Receipt& s : result.receipts) {
       auto it = specs.find(s.kernel);
-      if (it == specs.end() || it->second->stage != definition::Stage::compute || s.ns.rfind("spirv/", 0) != 0) continue;
+      if (it == specs.end() || it->second->stage != definition::Stage::compute || s.ns.rfind("spirv/", 0) != 0)
+        continue;
       const KernelSpec& spec = *it->second;
       Unit& unit = units.emplace_back(Unit{&spec, device.ns, {}});
       if (s.outcome == Outcome::failed || s.outcome == Outcome::refused_write) {

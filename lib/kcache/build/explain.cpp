@@ -92,8 +92,7 @@ std::vector<Change> essential_changes(std::vector<Change> changes) {
 
 namespace {
 
-std::vector<Change> recorded_toolchain_changes(const std::vector<Field>& id_fields,
-                                               const std::vector<Field>& ir_fields,
+std::vector<Change> recorded_toolchain_changes(const std::vector<Field>& id_fields, const std::vector<Field>& ir_fields,
                                                const compile::Toolchain& toolchain) {
   auto level = definition::Optimize::performance;
   if (const std::string* recorded = find_field(id_fields, "optimize"))
@@ -116,9 +115,7 @@ std::vector<Change> toolchain_changes(const Failure& stored, const compile::Tool
   return recorded_toolchain_changes(stored.id_fields, stored.ir_fields, toolchain);
 }
 
-bool remembered_failure(const Explanation& e) {
-  return e.state != Freshness::fresh && e.failure && e.failure->current;
-}
+bool remembered_failure(const Explanation& e) { return e.state != Freshness::fresh && e.failure && e.failure->current; }
 
 std::string describe(const Explanation& e, std::size_t max) {
   if (remembered_failure(e)) {

@@ -28,8 +28,8 @@ Recorded recorded(const Entry& e) { return {e.key, true, e.id_fields, e.ir_field
 Recorded recorded(const EntryHead& h) { return {h.key, true, h.id_fields, h.ir_fields, h.inputs}; }
 Recorded recorded(const Failure& f) { return {f.key, f.ir_known, f.id_fields, f.ir_fields, f.inputs}; }
 
-Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain,
-                        const Recorded& stored, definition::FileCache& files) {
+Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain, const Recorded& stored,
+                        definition::FileCache& files) {
   Assessment a;
   a.state = Freshness::fresh;
   if (stored.key.id != id.hash) a.changes = definition::diff_fields(stored.id_fields, id.fields);

@@ -51,8 +51,8 @@ Recorded recorded(const Failure& failure);
 /// content hash. fresh means a hit (for a failure record: the failure is
 /// still current); stale means "expand to be sure" (an input changed) or
 /// definitely stale (an option or the toolchain changed).
-Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain,
-                        const Recorded& stored, definition::FileCache& files);
+Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain, const Recorded& stored,
+                        definition::FileCache& files);
 inline Assessment check_direct(const definition::HashedFields& id, const std::vector<Field>& toolchain,
                                const Entry& stored, definition::FileCache& files) {
   return check_direct(id, toolchain, recorded(stored), files);

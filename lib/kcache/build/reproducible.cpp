@@ -46,8 +46,8 @@ void check_one(const KernelSpec& spec, definition::FileCache& files, const Repro
     out.state = same_failure ? Reproducibility::failed : Reproducibility::differs;
     out.error = !a ? a.error() : b.error();
     if (!same_failure)
-      out.error->message = fmt::format("compile {} failed, compile {} did not: {}", !a ? 1 : 2, !a ? 2 : 1,
-                                       out.error->message);
+      out.error->message =
+          fmt::format("compile {} failed, compile {} did not: {}", !a ? 1 : 2, !a ? 2 : 1, out.error->message);
     return;
   }
   auto x = bytes_of(a->spirv), y = bytes_of(b->spirv);

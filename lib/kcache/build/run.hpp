@@ -1,6 +1,6 @@
 // One whole `kcache build`: the SPIR-V stage, the device stage when a device
-// is given, the CUDA stage when the manifest has CUDA kernels (cuda_stage.hpp), the run record, and the files the build read (for a depfile).
-// The CLI calls this and renders what it returns; nothing here prints.
+// is given, the CUDA stage when the manifest has CUDA kernels (cuda_stage.hpp), the run record, and the files the build
+// read (for a depfile). The CLI calls this and renders what it returns; nothing here prints.
 //
 // Thread-safety: blocks the calling thread; call it from one thread.
 #pragma once

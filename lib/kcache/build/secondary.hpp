@@ -25,14 +25,14 @@ namespace kcache::build {
 /// What one secondary store (one remote) did during a run, for the summary,
 /// --json and the run log. Counts are per request, not per kernel.
 struct SecondaryStats {
-  std::string name;            ///< the remote as shown to users (no password)
-  bool writable = false;       ///< compiled kernels are written back to it
-  bool authenticated = false;  ///< values were accepted only when signed by a trusted key
-  std::size_t hits = 0;        ///< values found, checked and handed to the build
-  std::size_t misses = 0;      ///< the remote has no value for the key
-  std::size_t refused = 0;     ///< values found but damaged, foreign or untrusted
-  std::size_t errors = 0;      ///< failed requests (connection, timeout, server error)
-  std::size_t writes = 0;      ///< values written back
+  std::string name;                 ///< the remote as shown to users (no password)
+  bool writable = false;            ///< compiled kernels are written back to it
+  bool authenticated = false;       ///< values were accepted only when signed by a trusted key
+  std::size_t hits = 0;             ///< values found, checked and handed to the build
+  std::size_t misses = 0;           ///< the remote has no value for the key
+  std::size_t refused = 0;          ///< values found but damaged, foreign or untrusted
+  std::size_t errors = 0;           ///< failed requests (connection, timeout, server error)
+  std::size_t writes = 0;           ///< values written back
   std::uint64_t bytes_read = 0;     ///< value bytes received
   std::uint64_t bytes_written = 0;  ///< value bytes sent
   /// Set when the remote was given up for the rest of the run after

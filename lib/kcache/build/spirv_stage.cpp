@@ -70,7 +70,8 @@ class SpirvBackend final : public PerUnitBackend {
       PhaseTimes mine;
       auto compiled = compile::compile(*pending.unit->spec, def, mine);
       *pending.times += mine;
-      if (!compiled) promise->set_value(tl::unexpected(Failed{compiled.error(), failed_phase(compiled.error(), mine), true}));
+      if (!compiled)
+        promise->set_value(tl::unexpected(Failed{compiled.error(), failed_phase(compiled.error(), mine), true}));
       else {
         Product p;
         p.payload.resize(compiled->spirv.size() * 4);

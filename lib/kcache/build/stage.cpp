@@ -20,8 +20,8 @@ namespace {
 
 /// A unit the warm path could not settle.
 struct Job {
-  std::size_t unit = 0;     ///< into the units
-  std::size_t receipt = 0;  ///< into result.receipts
+  std::size_t unit = 0;            ///< into the units
+  std::size_t receipt = 0;         ///< into result.receipts
   std::optional<Entry> stored;     ///< its previous entry: stale, or not yet confirmed here
   std::optional<Failure> failure;  ///< a failure record whose inputs changed
   Prepared prepared;
@@ -169,7 +169,7 @@ void produce_and_write(store::Store& store, std::vector<Receipt>& receipts, std:
 }  // namespace
 
 Result<void> PerUnitBackend::compile(std::span<const Pending> pending, unsigned threads,
-                              const std::function<void(std::size_t, Compiled)>& done) const {
+                                     const std::function<void(std::size_t, Compiled)>& done) const {
   std::mutex mutex;
   util::parallel_for(pending.size(), threads, [&](std::size_t k) {
     Compiled c = compile_one(pending[k]);
@@ -369,8 +369,7 @@ Result<void> run_stage(const Backend& backend, std::vector<Unit> units, store::S
           if (!compiled) {
             fail_receipt(r, compiled.error(), job.stored.has_value());
             std::optional<Failure> failure;
-            if (compiled.error().remember)
-              failure = make_failure(unit, r.key, job.prepared, compiled.error(), options);
+            if (compiled.error().remember) failure = make_failure(unit, r.key, job.prepared, compiled.error(), options);
             emit(Made{job.receipt, unit.ns, std::nullopt, std::move(failure)});
             return;
           }

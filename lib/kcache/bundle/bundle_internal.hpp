@@ -107,9 +107,8 @@ inline constexpr std::size_t k_transform_prefix = 14;
 /// `out`, which holds exactly record.size() + k_transform_prefix bytes.
 /// `format_version` 3 codes a SPIR-V module's operands as differences (form
 /// 2, "delta"); 2 writes form 1 ("split").
-void transform_record(std::span<const std::uint8_t> record, const IndexEntry& e,
-                      std::span<const std::uint8_t> payload, std::span<std::uint8_t> out,
-                      std::uint16_t format_version);
+void transform_record(std::span<const std::uint8_t> record, const IndexEntry& e, std::span<const std::uint8_t> payload,
+                      std::span<std::uint8_t> out, std::uint16_t format_version);
 
 /// Inverse of transform_record from untrusted bytes of a bundle of
 /// `format_version`: rebuilds into `record` (exactly e.record_size bytes)
@@ -128,7 +127,8 @@ std::vector<std::uint8_t> compress_header_body(std::span<const std::uint8_t> bod
 /// content size declared and at most limits.max_header_bytes (checked
 /// before allocating), window within limits.window_log_max. corruption
 /// otherwise.
-Result<std::vector<std::uint8_t>> decompress_header_body(std::span<const std::uint8_t> stored, const ReadLimits& limits);
+Result<std::vector<std::uint8_t>> decompress_header_body(std::span<const std::uint8_t> stored,
+                                                         const ReadLimits& limits);
 
 /// Appends the trailer for `bytes` (everything before it) to `bytes`.
 void append_trailer(std::vector<std::uint8_t>& bytes);

@@ -130,9 +130,8 @@ tl::unexpected<Error> bad(std::string_view what) {
 
 }  // namespace
 
-void transform_record(std::span<const std::uint8_t> record, const IndexEntry& e,
-                      std::span<const std::uint8_t> payload, std::span<std::uint8_t> out,
-                      std::uint16_t format_version) {
+void transform_record(std::span<const std::uint8_t> record, const IndexEntry& e, std::span<const std::uint8_t> payload,
+                      std::span<std::uint8_t> out, std::uint16_t format_version) {
   std::fill(out.begin(), out.begin() + k_transform_prefix, 0);
   auto payload_at = find_payload(record, payload);
   if (!payload_at) {
@@ -223,7 +222,7 @@ void transform_record(std::span<const std::uint8_t> record, const IndexEntry& e,
 }
 
 Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& e, std::span<std::uint8_t> record,
-                           std::uint16_t format_version) {
+                            std::uint16_t format_version) {
   const std::size_t size = record.size();
   if (in.size() != size + k_transform_prefix || size != e.record_size) return bad("size differs from the index");
   const std::uint8_t* p = in.data();
@@ -247,8 +246,8 @@ Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& 
   if (size < k_hash_size || poff + psize > size) return bad("the payload lies outside the record");
   const std::uint64_t tail = poff + psize;
   if ((elide & k_elide_key) ? key_at + k_key_size > poff : key_at != 0) return bad("bad key offset");
-  const std::uint64_t digests_need = ((elide & k_elide_payload_digest) ? k_hash_size : 0) +
-                                     ((elide & k_elide_record_digest) ? k_hash_size : 0);
+  const std::uint64_t digests_need =
+      ((elide & k_elide_payload_digest) ? k_hash_size : 0) + ((elide & k_elide_record_digest) ? k_hash_size : 0);
   if (tail + digests_need > size) return bad("the digests lie outside the record");
   const std::uint64_t words = psize / 4;
   if (n_heads > words) return bad("more instruction words than payload words");
@@ -257,7 +256,9 @@ Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& 
   std::uint8_t* r = record.data();
   std::memcpy(r, meta, poff);
   std::memcpy(r + tail, meta + poff, size - tail);
-  auto zero = [](const std::uint8_t* at, std::size_t n) { return std::all_of(at, at + n, [](auto b) { return b == 0; }); };
+  auto zero = [](const std::uint8_t* at, std::size_t n) {
+    return std::all_of(at, at + n, [](auto b) { return b == 0; });
+  };
   if ((elide & k_elide_key) && !zero(r + key_at, k_key_size)) return bad("an elided key is not zero");
   if ((elide & k_elide_payload_digest) && !zero(r + tail, k_hash_size)) return bad("an elided digest is not zero");
   if ((elide & k_elide_record_digest) && !zero(r + size - k_hash_size, k_hash_size))

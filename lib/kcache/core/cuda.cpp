@@ -76,8 +76,7 @@ Namespace cuda_namespace(std::string_view arch, std::string_view cuda_version, s
   FingerprintRecord record;
   if (cuda_version.empty() && nvrtc_version.empty())
     record.fields.emplace_back(std::string(k_cuda_field_arch), std::string(arch));
-  else
-    record = cuda_fingerprint_record(arch, cuda_version, nvrtc_version);
+  else record = cuda_fingerprint_record(arch, cuda_version, nvrtc_version);
   return Namespace{std::string(k_cuda_backend), std::string(arch), std::move(record)};
 }
 
@@ -109,7 +108,8 @@ Result<void> check_cuda_namespace(const Namespace& ns) {
 Result<void> check_cuda_payload(PayloadKind kind, std::string_view arch_name, std::span<const std::uint8_t> bytes) {
   auto arch = parse_cuda_arch(arch_name);
   if (!arch)
-    return fail(Category::corruption, "'{}' is not a CUDA architecture", util::escape_untrusted(arch_name.substr(0, 64)));
+    return fail(Category::corruption, "'{}' is not a CUDA architecture",
+                util::escape_untrusted(arch_name.substr(0, 64)));
   if (kind != cuda_payload_kind(*arch))
     return fail(Category::corruption, "a {} payload in namespace cuda/{} (which holds {})", payload_kind_name(kind),
                 arch_name, payload_kind_name(cuda_payload_kind(*arch)));
@@ -117,7 +117,8 @@ Result<void> check_cuda_payload(PayloadKind kind, std::string_view arch_name, st
     return fail(Category::corruption, "payload is {} bytes; limit {}", bytes.size(), k_max_payload_bytes);
   const int want = arch->major * 10 + arch->minor;
   if (kind == PayloadKind::cubin) {
-    if (bytes.size() < 64) return fail(Category::corruption, "cubin is {} bytes, shorter than an ELF64 header", bytes.size());
+    if (bytes.size() < 64)
+      return fail(Category::corruption, "cubin is {} bytes, shorter than an ELF64 header", bytes.size());
     if (bytes[0] != 0x7f || bytes[1] != 'E' || bytes[2] != 'L' || bytes[3] != 'F')
       return fail(Category::corruption, "cubin does not start with the ELF magic");
     if (bytes[4] != 2 || bytes[5] != 1)
@@ -130,8 +131,7 @@ Result<void> check_cuda_payload(PayloadKind kind, std::string_view arch_name, st
     const std::uint32_t flags = std::uint32_t(bytes[48]) | std::uint32_t(bytes[49]) << 8 |
                                 std::uint32_t(bytes[50]) << 16 | std::uint32_t(bytes[51]) << 24;
     const int sm = bytes[8] >= 8 ? static_cast<int>((flags >> 8) & 0xff) : static_cast<int>(flags & 0xff);
-    if (sm != want)
-      return fail(Category::corruption, "cubin is for sm_{} but is stored in cuda/{}", sm, arch_name);
+    if (sm != want) return fail(Category::corruption, "cubin is for sm_{} but is stored in cuda/{}", sm, arch_name);
     return {};
   }
   // PTX: text whose .target names the same architecture.
@@ -227,7 +227,8 @@ Result<void> cubin_defines(std::span<const std::uint8_t> b, std::string_view sym
       if ((info & 0xf) != 2)  // STT_FUNC
         return fail(Category::corruption, "cubin's symbol '{}' is not a function (ELF symbol type {})",
                     util::escape_untrusted(symbol), info & 0xf);
-      if (shndx == 0) return fail(Category::corruption, "cubin's symbol '{}' is undefined", util::escape_untrusted(symbol));
+      if (shndx == 0)
+        return fail(Category::corruption, "cubin's symbol '{}' is undefined", util::escape_untrusted(symbol));
       if (!(other & k_sto_cuda_entry))
         return fail(Category::corruption, "cubin's function '{}' is not a kernel entry (a __device__ function)",
                     util::escape_untrusted(symbol));

@@ -105,7 +105,8 @@ Result<void> validate_entry_record(const Entry& e) {
     return refuse(
         fmt::format("validation note is {} bytes; limit {}", e.validation_note.size(), k_max_validation_note));
   if (!util::is_printable_utf8(e.validation_note))
-    return refuse(fmt::format("validation note '{}' holds control characters or invalid UTF-8", shown(e.validation_note)));
+    return refuse(
+        fmt::format("validation note '{}' holds control characters or invalid UTF-8", shown(e.validation_note)));
   return {};
 }
 

@@ -12,12 +12,19 @@ constexpr std::uint8_t k_magic[4] = {'K', 'C', 'X', 1};
 // hostile record cannot make the decoder allocate much.
 constexpr std::uint32_t k_max_fields = 4096;
 constexpr std::size_t k_max_string = 64 << 10;
-constexpr Category k_categories[] = {
-    Category::not_found,         Category::invalid_argument,      Category::corruption,
-    Category::io_error,          Category::version_mismatch,      Category::fingerprint_mismatch,
-    Category::compile_failed,    Category::validation_failed,     Category::validator_unsupported,
-    Category::device_unavailable, Category::store_full,           Category::read_only,
-    Category::busy};
+constexpr Category k_categories[] = {Category::not_found,
+                                     Category::invalid_argument,
+                                     Category::corruption,
+                                     Category::io_error,
+                                     Category::version_mismatch,
+                                     Category::fingerprint_mismatch,
+                                     Category::compile_failed,
+                                     Category::validation_failed,
+                                     Category::validator_unsupported,
+                                     Category::device_unavailable,
+                                     Category::store_full,
+                                     Category::read_only,
+                                     Category::busy};
 
 tl::unexpected<Error> corrupt(std::string_view what) {
   return fail(Category::corruption, "failure record is corrupt: {}", what);
@@ -83,8 +90,8 @@ Result<Failure> decode_failure(std::span<const std::uint8_t> bytes) {
   r.raw(4);
   auto version = r.u16();
   if (*version < k_failure_min_version || *version > k_failure_max_version)
-    return fail(Category::version_mismatch, "failure record version {} is outside the supported range {}..{}",
-                *version, k_failure_min_version, k_failure_max_version);
+    return fail(Category::version_mismatch, "failure record version {} is outside the supported range {}..{}", *version,
+                k_failure_min_version, k_failure_max_version);
   Hash128 stored;
   std::memcpy(stored.bytes.data(), bytes.data() + bytes.size() - 16, 16);
   if (util::hash_bytes(bytes.first(bytes.size() - 16)) != stored) return corrupt("record digest mismatch");

@@ -54,7 +54,14 @@
 namespace kcache {
 
 /// Where a build attempt failed. Persisted (u8) in failure records.
-enum class FailurePhase : std::uint8_t { expand = 1, glslang = 2, spirv_opt = 3, spirv_val = 4, pipeline = 5, nvrtc = 6 };
+enum class FailurePhase : std::uint8_t {
+  expand = 1,
+  glslang = 2,
+  spirv_opt = 3,
+  spirv_val = 4,
+  pipeline = 5,
+  nvrtc = 6
+};
 /// "expand", "glslang", "spirv-opt", "spirv-val", "pipeline", "nvrtc" (text and JSON).
 std::string_view failure_phase_name(FailurePhase phase);
 

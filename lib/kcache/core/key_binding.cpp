@@ -38,8 +38,8 @@ const std::string* find_field(const std::vector<Field>& fields, std::string_view
 Result<void> check_validation(const std::vector<Field>& id_fields, Validation v) {
   const std::string* policy = find_field(id_fields, k_validate_field);
   const std::string_view p = policy ? std::string_view(*policy) : std::string_view("strict");
-  const bool allowed = p == "off" || (p == "known" && v != Validation::not_validated) ||
-                       (p == "strict" && v == Validation::validated);
+  const bool allowed =
+      p == "off" || (p == "known" && v != Validation::not_validated) || (p == "strict" && v == Validation::validated);
   if (!allowed)
     return fail(Category::corruption,
                 "its module's validation ({}) is not what its recorded policy validate = \"{}\" allows: a record "
@@ -68,8 +68,8 @@ Key bound_key(const Entry& entry) {
   return {hash_fields(entry.id_fields), ir_hash(entry.ir_fields, ir_rule(entry.payload_kind))};
 }
 
-Result<void> check_key_binding(const Key& key, const std::vector<Field>& id_fields,
-                               const std::vector<Field>& ir_fields, IrRule rule, bool ir_known) {
+Result<void> check_key_binding(const Key& key, const std::vector<Field>& id_fields, const std::vector<Field>& ir_fields,
+                               IrRule rule, bool ir_known) {
   if (hash_fields(id_fields) != key.id)
     return fail(Category::corruption,
                 "its key ({}) does not match its id fields (they hash to {}): the record's entry point, "
@@ -97,8 +97,7 @@ Result<void> check_key_binding(const EntryHead& head) {
 }
 
 Result<void> check_key_binding(const Failure& failure) {
-  return check_key_binding(failure.key, failure.id_fields, failure.ir_fields, ir_rule(failure.phase),
-                           failure.ir_known);
+  return check_key_binding(failure.key, failure.id_fields, failure.ir_fields, ir_rule(failure.phase), failure.ir_known);
 }
 
 std::optional<std::string> product_difference(const Entry& stored, const Entry& incoming) {

@@ -63,8 +63,8 @@ Key bound_key(const Entry& entry);
 /// Checks that `key` is the hash of the recorded fields by `rule` (the ir
 /// half only when `ir_known`). corruption naming the half that does not
 /// match: "its key does not match its id fields (...)".
-Result<void> check_key_binding(const Key& key, const std::vector<Field>& id_fields,
-                               const std::vector<Field>& ir_fields, IrRule rule, bool ir_known = true);
+Result<void> check_key_binding(const Key& key, const std::vector<Field>& id_fields, const std::vector<Field>& ir_fields,
+                               IrRule rule, bool ir_known = true);
 /// check_key_binding for an entry, plus what its key fixes about its
 /// product: a SPIR-V module's validation verdict is one its recorded
 /// `validate` policy allows (a policy of "on" stores only validated modules).

@@ -64,9 +64,7 @@ std::string device_list(const std::vector<DeviceInfo>& devices) {
 
 }  // namespace
 
-std::string cuda_version_text(int version) {
-  return fmt::format("{}.{}", version / 1000, (version % 1000) / 10);
-}
+std::string cuda_version_text(int version) { return fmt::format("{}.{}", version / 1000, (version % 1000) / 10); }
 
 std::optional<int> parse_cuda_version(std::string_view text) {
   const auto dot = text.find('.');
@@ -84,7 +82,8 @@ std::string DeviceInfo::compute_capability() const { return fmt::format("{}.{}",
 std::string DeviceInfo::native_arch() const { return fmt::format("sm_{}{}", cc_major, cc_minor); }
 
 Result<DeviceInfo> parse_device_description(std::string_view text) {
-  constexpr std::string_view form = "expected NAME;MAJOR.MINOR;CUDA_VERSION, e.g. \"A100;8.0;12040\" or \"A100;8.0;12.4\"";
+  constexpr std::string_view form =
+      "expected NAME;MAJOR.MINOR;CUDA_VERSION, e.g. \"A100;8.0;12040\" or \"A100;8.0;12.4\"";
   std::vector<std::string_view> parts;
   for (std::size_t start = 0;;) {
     const auto semi = text.find(';', start);
@@ -182,10 +181,23 @@ Result<void> check_runs(const FingerprintRecord& record, const DeviceInfo& devic
 
 Category error_category(int cu_result) {
   switch (cu_result) {
-    case 3: case 4: case 34: case 35: case 36: case 46: case 100: case 101: case 102: case 804:
-      return Category::device_unavailable;
-    case 200: case 209: case 218: case 221: case 222: case 223: case 300:
-      return Category::compile_failed;
+    case 3:
+    case 4:
+    case 34:
+    case 35:
+    case 36:
+    case 46:
+    case 100:
+    case 101:
+    case 102:
+    case 804: return Category::device_unavailable;
+    case 200:
+    case 209:
+    case 218:
+    case 221:
+    case 222:
+    case 223:
+    case 300: return Category::compile_failed;
     case 500: return Category::not_found;
     default: return Category::io_error;
   }

@@ -48,9 +48,9 @@ std::optional<int> parse_cuda_version(std::string_view text);
 /// One CUDA device: from the driver (survey, Driver::devices) or from a
 /// description (parse_device_description, a test seam).
 struct DeviceInfo {
-  int ordinal = 0;    ///< CUDA device ordinal (cuDeviceGet)
-  std::string name;   ///< cuDeviceGetName
-  int cc_major = 0;   ///< compute capability (attributes 75/76)
+  int ordinal = 0;   ///< CUDA device ordinal (cuDeviceGet)
+  std::string name;  ///< cuDeviceGetName
+  int cc_major = 0;  ///< compute capability (attributes 75/76)
   int cc_minor = 0;
   int cuda_version = 0;            ///< the driver's CUDA API version (cuDriverGetVersion), 12040 = 12.4
   std::string driver_version;      ///< the NVIDIA kernel driver ("580.95.05"); empty when not known

@@ -77,7 +77,7 @@ struct KernelSpec {
   std::string preamble_file;  ///< relative to the manifest's folder, "" for none; read after `preamble`
   bool strip = true;          ///< debug info removed (glslc -O's strip-debug pass); manifest default: optimize != none
   ValidatePolicy validate = ValidatePolicy::strict;
-  int manifest_line = 0;                     ///< line of the [[kernel]] in the manifest
+  int manifest_line = 0;  ///< line of the [[kernel]] in the manifest
   // language = "cuda" only (the GLSL-only fields above keep their defaults):
   std::vector<std::string> arch;           ///< "sm_90", "compute_90" (core/cuda.hpp), manifest order, no duplicates
   std::vector<std::string> nvrtc_options;  ///< extra NVRTC options, manifest order (manifest refuses the unsafe ones)

@@ -154,8 +154,8 @@ Result<ComputeNeeds> compute_needs(std::span<const std::uint32_t> spirv, std::st
 
   // Bytes of a type, without padding; nullopt when a length is unknown.
   std::set<std::uint32_t> spec_seen;
-  std::function<std::optional<std::uint64_t>(std::uint32_t, int)> size_of = [&](std::uint32_t id,
-                                                                                 int depth) -> std::optional<std::uint64_t> {
+  std::function<std::optional<std::uint64_t>(std::uint32_t, int)> size_of =
+      [&](std::uint32_t id, int depth) -> std::optional<std::uint64_t> {
     auto it = types.find(id);
     if (it == types.end() || depth > 32) return std::nullopt;
     const auto& t = it->second;
@@ -206,8 +206,9 @@ std::string diagnose_limits(const ComputeNeeds& needs, const ComputeLimits& limi
     const auto& source = needs.workgroup_spec[i];
     if (source && !source->set) defaults.push_back(fmt::format("{} (workgroup size {})", spec_text(*source), "xyz"[i]));
     if (ws[i] > limits.max_workgroup_size[i])
-      exceeded.push_back(fmt::format("workgroup size {} in {} exceeds maxComputeWorkGroupSize[{}] {}{}", ws[i], "xyz"[i],
-                                     i, limits.max_workgroup_size[i], source ? " — from " + spec_text(*source) : ""));
+      exceeded.push_back(fmt::format("workgroup size {} in {} exceeds maxComputeWorkGroupSize[{}] {}{}", ws[i],
+                                     "xyz"[i], i, limits.max_workgroup_size[i],
+                                     source ? " — from " + spec_text(*source) : ""));
   }
   const std::uint64_t invocations = std::uint64_t{ws[0]} * ws[1] * ws[2];
   if (invocations > limits.max_workgroup_invocations)
@@ -222,8 +223,7 @@ std::string diagnose_limits(const ComputeNeeds& needs, const ComputeLimits& limi
     exceeded.push_back(fmt::format("shared memory of at least {} bytes exceeds maxComputeSharedMemorySize {}{}",
                                    needs.shared_memory_bytes, limits.max_shared_memory,
                                    sizing.empty() ? "" : fmt::format(" — sized by {}", fmt::join(sizing, ", "))));
-  if (!exceeded.empty())
-    return fmt::format("likely cause: {}", fmt::join(exceeded, "; "));
+  if (!exceeded.empty()) return fmt::format("likely cause: {}", fmt::join(exceeded, "; "));
   std::string out = fmt::format(
       "the module is within the device's checked limits (workgroup {}×{}×{} = {} of {} invocations; shared memory {}{} "
       "of {} bytes)",

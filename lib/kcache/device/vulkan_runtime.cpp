@@ -43,8 +43,8 @@ Result<Loaded> load_library() {
   }
   if (!named.empty())
     return fail(Category::device_unavailable,
-                "no Vulkan loader: cannot load '{}' named by KCACHE_VULKAN_LOADER ({}); unset it or {}", named,
-                errors, k_install_hint);
+                "no Vulkan loader: cannot load '{}' named by KCACHE_VULKAN_LOADER ({}); unset it or {}", named, errors,
+                k_install_hint);
   return fail(Category::device_unavailable, "no Vulkan loader ({}); {}", errors, k_install_hint);
 }
 

@@ -17,7 +17,8 @@ constexpr std::uint32_t k_spirv_magic = 0x07230203;
 
 bool is_c_identifier(std::string_view s) {
   if (s.empty() || s.size() > 64 || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 /// A C string literal; every byte outside printable ASCII (and '?', against
@@ -128,15 +129,16 @@ std::string definitions(const std::vector<Kernel>& kernels, std::string_view tab
                  std::max<std::size_t>(kernels.size(), 1));
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     const Kernel& k = kernels[i];
-    fmt::format_to(std::back_inserter(out), "  {{{}, {}, {},\n   {}, {}, kcache_spirv_{}, {}, {}, {}}},\n",
-                   c_string(k.name), c_string(k.key_id), c_string(k.key_ir), c_string(k.stage), c_string(k.entry), i,
-                   k.spirv.size(), k.spec.empty() ? std::string(cpp ? "nullptr" : "NULL") : fmt::format("kcache_spec_{}", i),
-                   k.spec.size());
+    fmt::format_to(
+        std::back_inserter(out), "  {{{}, {}, {},\n   {}, {}, kcache_spirv_{}, {}, {}, {}}},\n", c_string(k.name),
+        c_string(k.key_id), c_string(k.key_ir), c_string(k.stage), c_string(k.entry), i, k.spirv.size(),
+        k.spec.empty() ? std::string(cpp ? "nullptr" : "NULL") : fmt::format("kcache_spec_{}", i), k.spec.size());
   }
   if (kernels.empty()) out += cpp ? "  {}\n" : "  {0}\n";
   out += "};\n\n";
-  fmt::format_to(std::back_inserter(out), "const kcache_embedded_table {} = {{KCACHE_EMBEDDED_VERSION, {}, kcache_kernels, {}}};\n",
-                 table_name, c_string(target), kernels.size());
+  fmt::format_to(std::back_inserter(out),
+                 "const kcache_embedded_table {} = {{KCACHE_EMBEDDED_VERSION, {}, kcache_kernels, {}}};\n", table_name,
+                 c_string(target), kernels.size());
   return out;
 }
 
@@ -157,11 +159,11 @@ Result<Sources> emit_sources(store::Store& store, const EmitOptions& options) {
       if (r.ns.backend == "spirv") spirv.push_back(r.ns.name());
     if (options.ns.empty()) {
       if (spirv.size() != 1)
-        return fail(spirv.empty() ? Category::not_found : Category::invalid_argument,
-                    "{} — name one with --namespace", spirv.empty() ? "the store holds no SPIR-V namespace"
-                                                                     : fmt::format("the store holds several SPIR-V "
-                                                                                   "namespaces ({})",
-                                                                                   fmt::join(spirv, ", ")));
+        return fail(spirv.empty() ? Category::not_found : Category::invalid_argument, "{} — name one with --namespace",
+                    spirv.empty() ? "the store holds no SPIR-V namespace"
+                                  : fmt::format("the store holds several SPIR-V "
+                                                "namespaces ({})",
+                                                fmt::join(spirv, ", ")));
       out.ns = spirv.front();
     } else {
       if (!options.ns.starts_with("spirv/"))
@@ -177,9 +179,9 @@ Result<Sources> emit_sources(store::Store& store, const EmitOptions& options) {
     std::optional<Error> bad;
     KCACHE_CHECK(reader.scan(out.ns, [&](Entry&& e) {
       if (kernels.size() >= k_max_embedded_kernels) {
-        bad = Error{Category::invalid_argument,
-                    fmt::format("{} holds more than {} kernels — emit fewer per source pair", out.ns,
-                                k_max_embedded_kernels)};
+        bad = Error{
+            Category::invalid_argument,
+            fmt::format("{} holds more than {} kernels — emit fewer per source pair", out.ns, k_max_embedded_kernels)};
         return false;
       }
       auto k = kernel_of(e, out.ns);
@@ -206,16 +208,19 @@ Result<Sources> emit_sources(store::Store& store, const EmitOptions& options) {
     out.source_name = name + ".c";
     std::string guard = "KCACHE_EMBEDDED_" + name + "_H";
     std::transform(guard.begin(), guard.end(), guard.begin(), [](unsigned char c) { return std::toupper(c); });
-    out.header = comment + fmt::format(
-        "#ifndef {0}\n#define {0}\n\n#include <kcache/runtime/kcache_embedded.h>\n\n"
-        "#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n"
-        "/** Every kernel ({2}), sorted by name: read it, or open it with kcache_store_open_embedded(). */\n"
-        "extern const kcache_embedded_table {1}_table;\n\n"
-        "/** The kernel named `name`, or NULL (a binary search). */\n"
-        "const kcache_embedded_kernel* {1}_find(const char* name);\n\n"
-        "#ifdef __cplusplus\n}} /* extern \"C\" */\n#endif\n\n#endif /* {0} */\n",
-        guard, name, out.kernels);
-    out.source = comment + fmt::format("#include \"{}\"\n\n#include <stdint.h>\n#include <string.h>\n\n", out.header_name) +
+    out.header =
+        comment +
+        fmt::format(
+            "#ifndef {0}\n#define {0}\n\n#include <kcache/runtime/kcache_embedded.h>\n\n"
+            "#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n"
+            "/** Every kernel ({2}), sorted by name: read it, or open it with kcache_store_open_embedded(). */\n"
+            "extern const kcache_embedded_table {1}_table;\n\n"
+            "/** The kernel named `name`, or NULL (a binary search). */\n"
+            "const kcache_embedded_kernel* {1}_find(const char* name);\n\n"
+            "#ifdef __cplusplus\n}} /* extern \"C\" */\n#endif\n\n#endif /* {0} */\n",
+            guard, name, out.kernels);
+    out.source = comment +
+                 fmt::format("#include \"{}\"\n\n#include <stdint.h>\n#include <string.h>\n\n", out.header_name) +
                  definitions(kernels, name + "_table", target, false) +
                  fmt::format(
                      "\nconst kcache_embedded_kernel* {0}_find(const char* name) {{\n"
@@ -232,27 +237,29 @@ Result<Sources> emit_sources(store::Store& store, const EmitOptions& options) {
   } else {
     out.header_name = name + ".hpp";
     out.source_name = name + ".cpp";
-    out.header = comment + fmt::format(
-        "#pragma once\n\n#include <kcache/runtime/kcache_embedded.h>\n\n#include <string_view>\n\n"
-        "namespace {0} {{\n\n"
-        "/// Every kernel ({1}), sorted by name: read it, or open it with\n"
-        "/// kcache::runtime::Store::open_embedded(table) / kcache_store_open_embedded(&table).\n"
-        "extern const kcache_embedded_table table;\n\n"
-        "/// The kernel named `name`, or nullptr (a binary search).\n"
-        "const kcache_embedded_kernel* find(std::string_view name);\n\n"
-        "}}  // namespace {0}\n",
-        name, out.kernels);
-    out.source = comment +
-                 fmt::format("#include \"{}\"\n\n#include <algorithm>\n#include <cstdint>\n\nnamespace {} {{\n\n",
-                             out.header_name, name) +
-                 definitions(kernels, "table", target, true) +
-                 "\nconst kcache_embedded_kernel* find(std::string_view name) {\n"
-                 "  const kcache_embedded_kernel* end = table.kernels + table.count;\n"
-                 "  const kcache_embedded_kernel* it = std::lower_bound(table.kernels, end, name,\n"
-                 "      [](const kcache_embedded_kernel& k, std::string_view n) { return std::string_view(k.name) < n; });\n"
-                 "  return it != end && std::string_view(it->name) == name ? it : nullptr;\n"
-                 "}\n\n" +
-                 fmt::format("}}  // namespace {}\n", name);
+    out.header =
+        comment + fmt::format(
+                      "#pragma once\n\n#include <kcache/runtime/kcache_embedded.h>\n\n#include <string_view>\n\n"
+                      "namespace {0} {{\n\n"
+                      "/// Every kernel ({1}), sorted by name: read it, or open it with\n"
+                      "/// kcache::runtime::Store::open_embedded(table) / kcache_store_open_embedded(&table).\n"
+                      "extern const kcache_embedded_table table;\n\n"
+                      "/// The kernel named `name`, or nullptr (a binary search).\n"
+                      "const kcache_embedded_kernel* find(std::string_view name);\n\n"
+                      "}}  // namespace {0}\n",
+                      name, out.kernels);
+    out.source =
+        comment +
+        fmt::format("#include \"{}\"\n\n#include <algorithm>\n#include <cstdint>\n\nnamespace {} {{\n\n",
+                    out.header_name, name) +
+        definitions(kernels, "table", target, true) +
+        "\nconst kcache_embedded_kernel* find(std::string_view name) {\n"
+        "  const kcache_embedded_kernel* end = table.kernels + table.count;\n"
+        "  const kcache_embedded_kernel* it = std::lower_bound(table.kernels, end, name,\n"
+        "      [](const kcache_embedded_kernel& k, std::string_view n) { return std::string_view(k.name) < n; });\n"
+        "  return it != end && std::string_view(it->name) == name ? it : nullptr;\n"
+        "}\n\n" +
+        fmt::format("}}  // namespace {}\n", name);
   }
   return out;
 }
@@ -261,8 +268,8 @@ Result<void> write_sources(const Sources& sources, const std::filesystem::path& 
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return fail(Category::io_error, "cannot create {}: {}", dir.string(), ec.message());
-  for (const auto& [name, text] : {std::pair{&sources.header_name, &sources.header},
-                                   std::pair{&sources.source_name, &sources.source}}) {
+  for (const auto& [name, text] :
+       {std::pair{&sources.header_name, &sources.header}, std::pair{&sources.source_name, &sources.source}}) {
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(text->data());
     KCACHE_CHECK(util::write_file_atomic(dir / *name, std::span<const std::uint8_t>(bytes, text->size())));
   }

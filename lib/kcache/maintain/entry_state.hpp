@@ -70,8 +70,7 @@ class EntryClassifier {
 
  private:
   /// classify's rule over what entries and failure records both record.
-  Classification classify_recorded(const Namespace& ns, const std::string& kernel,
-                                   std::vector<build::Change> toolchain,
+  Classification classify_recorded(const Namespace& ns, const std::string& kernel, std::vector<build::Change> toolchain,
                                    const std::function<build::Assessment(const definition::KernelSpec&)>& assess);
 
   const manifest::Manifest* m_manifest;

@@ -40,7 +40,7 @@ struct Problem {
 
 struct StoreCheck {
   std::size_t namespaces = 0;
-  std::size_t entries = 0;  ///< entries checked
+  std::size_t entries = 0;   ///< entries checked
   std::size_t failures = 0;  ///< failure records checked (decoded, validate_failure_record)
   std::vector<Problem> problems;
   double wall_ms = 0;

@@ -29,7 +29,8 @@ std::string_view cuda_load_status_name(CudaLoadStatus s) {
 }
 
 std::size_t CudaVerify::count(CudaLoadStatus s) const {
-  return static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [&](const auto& r) { return r.status == s; }));
+  return static_cast<std::size_t>(
+      std::count_if(rows.begin(), rows.end(), [&](const auto& r) { return r.status == s; }));
 }
 
 bool has_problems(const CudaVerify& v) {
@@ -74,8 +75,15 @@ Result<CudaVerify> verify_cuda_device(store::Store& store, const cuda_device::De
         if (d.ns == n.ns) {
           ++n.entries;
           if (n.runs)
-            out.rows.push_back({n.ns, d.kernel, PayloadKind::cubin, {}, CudaLoadStatus::refused, -1, -1,
-                                d.error.message, d.error.category});
+            out.rows.push_back({n.ns,
+                                d.kernel,
+                                PayloadKind::cubin,
+                                {},
+                                CudaLoadStatus::refused,
+                                -1,
+                                -1,
+                                d.error.message,
+                                d.error.category});
         }
       out.namespaces.push_back(std::move(n));
     }
@@ -111,7 +119,8 @@ Result<CudaVerify> verify_cuda_device(store::Store& store, const cuda_device::De
     auto& [cubin, ptx] = by_kernel[r.kernel];
     auto& slot = r.kind == PayloadKind::ptx ? ptx : cubin;
     auto a = arch_of(r);
-    if (!slot || (a && arch_of(*slot) && std::pair(a->major, a->minor) > std::pair(arch_of(*slot)->major, arch_of(*slot)->minor)))
+    if (!slot || (a && arch_of(*slot) &&
+                  std::pair(a->major, a->minor) > std::pair(arch_of(*slot)->major, arch_of(*slot)->minor)))
       slot = &r;
   }
   for (const auto& [kernel, pair] : by_kernel) {

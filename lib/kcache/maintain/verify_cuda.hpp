@@ -37,7 +37,7 @@ enum class CudaLoadStatus {
 std::string_view cuda_load_status_name(CudaLoadStatus s);
 
 struct CudaVerifyRow {
-  std::string ns;      ///< "cuda/sm_90"
+  std::string ns;  ///< "cuda/sm_90"
   std::string kernel;
   PayloadKind kind = PayloadKind::cubin;
   std::string symbol;  ///< the function resolved
@@ -59,7 +59,7 @@ struct CudaVerifyNamespace {
 struct CudaVerify {
   cuda_device::DeviceInfo device;
   std::vector<CudaVerifyNamespace> namespaces;  ///< every cuda namespace, in name order
-  std::vector<CudaVerifyRow> rows;  ///< entries of the namespaces that run, by namespace then kernel
+  std::vector<CudaVerifyRow> rows;              ///< entries of the namespaces that run, by namespace then kernel
   double wall_ms = 0;
   std::size_t count(CudaLoadStatus s) const;
   /// Kernels loaded both from a cubin and from PTX: how many, and the
@@ -71,8 +71,7 @@ struct CudaVerify {
 };
 
 /// Loads one image and resolves the functions (cuda_device::Context::load_and_resolve).
-using CudaLoader = std::function<Result<cuda_device::ModuleLoad>(std::span<const std::uint8_t> image,
-                                                                 PayloadKind kind,
+using CudaLoader = std::function<Result<cuda_device::ModuleLoad>(std::span<const std::uint8_t> image, PayloadKind kind,
                                                                  std::span<const std::string> functions)>;
 
 struct CudaVerifyOptions {

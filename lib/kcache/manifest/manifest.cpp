@@ -21,9 +21,9 @@ namespace {
 
 using definition::KernelSpec;
 
-constexpr std::array k_default_keys{"entry",    "stage",    "language", "defines",       "include_dirs",
-                                    "target",   "optimize", "spec_constants", "extensions", "preamble",
-                                    "preamble_file", "strip", "validate", "arch", "nvrtc_options"};
+constexpr std::array k_default_keys{"entry",         "stage",    "language",       "defines",    "include_dirs",
+                                    "target",        "optimize", "spec_constants", "extensions", "preamble",
+                                    "preamble_file", "strip",    "validate",       "arch",       "nvrtc_options"};
 /// Keys that mean something only to glslang (refused on a cuda kernel's own
 /// table), and keys that mean something only to NVRTC (refused on a GLSL or
 /// HLSL kernel's own table). [defaults] may hold both kinds: each kernel
@@ -230,8 +230,7 @@ std::optional<std::string> refused_nvrtc_option(std::string_view opt) {
   for (std::string_view n : {"-include", "--pre-include", "-pch", "--pch", "-create-pch", "--create-pch", "-use-pch",
                              "--use-pch", "-pch-dir", "--pch-dir", "-time", "--time", "-fdevice-time-trace",
                              "--fdevice-time-trace", "-o", "--output-file"})
-    if (is(n) || opt == n)
-      return std::string("it reads or writes files kcache does not track — remove it");
+    if (is(n) || opt == n) return std::string("it reads or writes files kcache does not track — remove it");
   if (!opt.starts_with("-")) return std::string("an option starts with '-', e.g. \"-use_fast_math\"");
   return std::nullopt;
 }
@@ -288,8 +287,9 @@ void read_options(const toml::table& t, Options& o, Diagnostics& diag) {
     // is not CUDA (the language may come from [defaults]).
     auto v = n->value<std::string>();
     if (!v || v->empty() || !is_name_expression(*v))
-      diag.add(n, "'entry' must be a function name such as \"main\" (for CUDA also a name expression such as "
-                  "\"matmul<float, 16>\")");
+      diag.add(n,
+               "'entry' must be a function name such as \"main\" (for CUDA also a name expression such as "
+               "\"matmul<float, 16>\")");
     else o.entry = *v;
   }
   if (const toml::node* n = t.get("arch")) {
@@ -297,8 +297,9 @@ void read_options(const toml::table& t, Options& o, Diagnostics& diag) {
         n, "arch", "[\"sm_80\", \"sm_90\"]",
         [](const std::string& s) -> std::optional<std::string> {
           if (is_cuda_arch(s)) return std::nullopt;
-          return std::string("not a CUDA architecture — use sm_XY (cubin, e.g. sm_90), sm_XYa / sm_XYf, or "
-                             "compute_XY (PTX, e.g. compute_90)");
+          return std::string(
+              "not a CUDA architecture — use sm_XY (cubin, e.g. sm_90), sm_XYa / sm_XYf, or "
+              "compute_XY (PTX, e.g. compute_90)");
         },
         diag);
     if (o.arch && o.arch->empty()) diag.add(n, "'arch' is empty — list at least one, e.g. arch = [\"sm_90\"]");
@@ -350,8 +351,8 @@ void read_options(const toml::table& t, Options& o, Diagnostics& diag) {
         else if (auto why = value_spills_over(*text))
           diag.add(&v, fmt::format("define '{}' = '{}' {} — remove it", name, *text, *why));
         else if (auto [it, fresh] = macros.emplace(std::string(macro_of(name)), std::string(name)); !fresh)
-          diag.add(&v, fmt::format("defines '{}' and '{}' both define macro {} — keep one", it->second, name,
-                                   it->first));
+          diag.add(&v,
+                   fmt::format("defines '{}' and '{}' both define macro {} — keep one", it->second, name, it->first));
         else o.defines[std::string(name)] = *text;
       }
     } else {
@@ -675,8 +676,7 @@ void expand_kernel(const Options& defaults, const toml::table& kt, Diagnostics& 
       const auto& [key, values] = variants[i];
       spec.variant.emplace_back(key, values[index[i]]);
       const std::string& name_of_key = key;  // a binding cannot be captured by clang 14
-      std::erase_if(defines,
-                    [&](const auto& d) { return d.first != name_of_key && macro_of(d.first) == name_of_key; });
+      std::erase_if(defines, [&](const auto& d) { return d.first != name_of_key && macro_of(d.first) == name_of_key; });
       defines[key] = values[index[i]];
       suffix += fmt::format("{}{}={}", i ? "," : "", key, values[index[i]]);
     }

@@ -273,7 +273,8 @@ Result<std::vector<RawCommand>> read_json(std::string_view text, const Options& 
   JsonReader reader(text, o.limits.max_json_depth);
   auto doc = KCACHE_TRY(reader.document());
   auto* arr = std::get_if<std::unique_ptr<JsonArray>>(&doc.v);
-  if (!arr) return fail(Category::invalid_argument, "line {}: JSON input must be an array of command objects", doc.line);
+  if (!arr)
+    return fail(Category::invalid_argument, "line {}: JSON input must be an array of command objects", doc.line);
   if ((*arr)->size() > o.limits.max_commands)
     return fail(Category::invalid_argument, "more than {} commands — a manifest holds at most that many kernels",
                 o.limits.max_commands);
@@ -351,14 +352,20 @@ Result<std::vector<RawCommand>> read_json(std::string_view text, const Options& 
 // Options of the two compilers.
 
 std::optional<Stage> stage_from_name(std::string_view s) {
-  static const std::map<std::string_view, Stage> names{
-      {"vert", Stage::vertex},       {"vertex", Stage::vertex},
-      {"frag", Stage::fragment},     {"fragment", Stage::fragment},
-      {"geom", Stage::geometry},     {"geometry", Stage::geometry},
-      {"tesc", Stage::tess_control}, {"tesscontrol", Stage::tess_control},
-      {"tese", Stage::tess_evaluation}, {"tesseval", Stage::tess_evaluation},
-      {"comp", Stage::compute},      {"compute", Stage::compute},
-      {"task", Stage::task},         {"mesh", Stage::mesh}};
+  static const std::map<std::string_view, Stage> names{{"vert", Stage::vertex},
+                                                       {"vertex", Stage::vertex},
+                                                       {"frag", Stage::fragment},
+                                                       {"fragment", Stage::fragment},
+                                                       {"geom", Stage::geometry},
+                                                       {"geometry", Stage::geometry},
+                                                       {"tesc", Stage::tess_control},
+                                                       {"tesscontrol", Stage::tess_control},
+                                                       {"tese", Stage::tess_evaluation},
+                                                       {"tesseval", Stage::tess_evaluation},
+                                                       {"comp", Stage::compute},
+                                                       {"compute", Stage::compute},
+                                                       {"task", Stage::task},
+                                                       {"mesh", Stage::mesh}};
   auto it = names.find(s);
   return it == names.end() ? std::nullopt : std::optional<Stage>(it->second);
 }
@@ -425,9 +432,7 @@ class CommandParser {
   }
 
  private:
-  tl::unexpected<Error> refuse(std::string message) const {
-    return fail(Category::invalid_argument, "{}", message);
-  }
+  tl::unexpected<Error> refuse(std::string message) const { return fail(Category::invalid_argument, "{}", message); }
   tl::unexpected<Error> cannot(std::string_view option, std::string_view why) const {
     return fail(Category::invalid_argument, "{} {}: kcache cannot express it — {}", m_cmd.tool,
                 util::shown_untrusted(option), why);
@@ -438,8 +443,7 @@ class CommandParser {
                 m_cmd.tool, util::shown_untrusted(option));
   }
   Result<std::string> value_of(std::size_t& i, std::string_view option) {
-    if (i + 1 >= m_raw.words.size())
-      return fail(Category::invalid_argument, "{} {} needs a value", m_cmd.tool, option);
+    if (i + 1 >= m_raw.words.size()) return fail(Category::invalid_argument, "{} {} needs a value", m_cmd.tool, option);
     return m_raw.words[++i];
   }
   void drop(const std::string& option, std::string_view why) { m_notes.add(option, why); }
@@ -468,8 +472,8 @@ class CommandParser {
     std::string name(text.substr(0, eq));
     std::string value = eq == std::string_view::npos ? "" : std::string(text.substr(eq + 1));
     if (!is_identifier(name))
-      return refuse(fmt::format("-D{}: '{}' is not a macro name", util::shown_untrusted(text),
-                                util::shown_untrusted(name)));
+      return refuse(
+          fmt::format("-D{}: '{}' is not a macro name", util::shown_untrusted(text), util::shown_untrusted(name)));
     if (std::any_of(value.begin(), value.end(),
                     [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
       return refuse(fmt::format("-D{}: the value holds a control character — a define is one line", name));
@@ -527,8 +531,10 @@ class CommandParser {
         return cannot(a, "kcache does not put debug information (OpLine, source text) into modules; drop -g");
       } else if (a.starts_with("-fshader-stage=")) {
         auto s = stage_from_name(std::string_view(a).substr(15));
-        if (!s) return cannot(a, "kcache's stages are vertex, fragment, geometry, tesscontrol, tesseval, compute, "
-                                 "task and mesh");
+        if (!s)
+          return cannot(a,
+                        "kcache's stages are vertex, fragment, geometry, tesscontrol, tesseval, compute, "
+                        "task and mesh");
         m_stage = *s;
       } else if (a.starts_with("-fentry-point=")) {
         m_entry = a.substr(14);
@@ -546,8 +552,9 @@ class CommandParser {
                  a.starts_with("-fcbuffer") || a.starts_with("-fimage") || a.starts_with("-fsampler") ||
                  a.starts_with("-fssbo") || a.starts_with("-ftexture") || a.starts_with("-fubo") ||
                  a.starts_with("-fuav") || a == "-fpreserve-bindings") {
-        return cannot(a, "kcache compiles with the bindings the shader declares; write them in the shader "
-                         "(layout(set = S, binding = B))");
+        return cannot(a,
+                      "kcache compiles with the bindings the shader declares; write them in the shader "
+                      "(layout(set = S, binding = B))");
       } else if (a == "-w") {
         drop(a, "suppresses warnings (kcache reports them; the module is the same)");
       } else if (a == "-Werror") {
@@ -562,8 +569,9 @@ class CommandParser {
       } else if (a.starts_with("-std=")) {
         return cannot(a, "kcache compiles with the #version the shader declares; write it in the shader");
       } else if (a == "-S" || a == "-E" || a == "-M" || a == "-MM" || a.starts_with("-mfmt=")) {
-        return cannot(a, "it writes something other than a SPIR-V binary (assembly, preprocessed text, "
-                         "dependencies or C source)");
+        return cannot(a,
+                      "it writes something other than a SPIR-V binary (assembly, preprocessed text, "
+                      "dependencies or C source)");
       } else {
         return unknown(a);
       }
@@ -586,7 +594,7 @@ class CommandParser {
       const std::string& a = w[i];
       if (a.empty() || a[0] != '-') {
         KCACHE_CHECK(set_source(a));
-      } else if (a == "-V" || a == "-V100" || a == "--client=vulkan100" || a == "--client" ) {
+      } else if (a == "-V" || a == "-V100" || a == "--client=vulkan100" || a == "--client") {
         if (a == "--client" && KCACHE_TRY(value_of(i, a)) != "vulkan100")
           return cannot(fmt::format("--client {}", w[i]), "kcache builds for Vulkan");
         vulkan = true;
@@ -598,8 +606,9 @@ class CommandParser {
       } else if (a == "-S") {
         auto name = KCACHE_TRY(value_of(i, a));
         auto s = stage_from_name(name);
-        if (!s) return cannot(fmt::format("-S {}", util::shown_untrusted(name)),
-                              "kcache's stages are vert, tesc, tese, geom, frag, comp, task and mesh");
+        if (!s)
+          return cannot(fmt::format("-S {}", util::shown_untrusted(name)),
+                        "kcache's stages are vert, tesc, tese, geom, frag, comp, task and mesh");
         m_stage = *s;
       } else if (a == "-e" || a == "--entry-point") {
         m_entry = KCACHE_TRY(value_of(i, a));
@@ -612,8 +621,9 @@ class CommandParser {
       } else if (a.starts_with("-U")) {
         return cannot(a, "a manifest defines macros, it cannot undefine them; remove the #define instead");
       } else if (a == "-I") {
-        return refuse("glslangValidator -I takes its folder in the same word (-Iinclude); as written, the next "
-                      "word is a source file");
+        return refuse(
+            "glslangValidator -I takes its folder in the same word (-Iinclude); as written, the next "
+            "word is a source file");
       } else if (a.starts_with("-I")) {
         m_includes.push_back(a.substr(2));
       } else if (a == "-o") {
@@ -623,8 +633,9 @@ class CommandParser {
           return cannot(a, "kcache always legalises HLSL as glslangValidator does without -Od");
         drop(a, "disables glslang's optimiser, which runs for HLSL only");
       } else if (a == "-Os") {
-        return cannot(a, "glslangValidator's -Os pass list is not spirv-opt's; use optimize = \"size\" "
-                         "(glslc -Os) or drop -Os");
+        return cannot(a,
+                      "glslangValidator's -Os pass list is not spirv-opt's; use optimize = \"size\" "
+                      "(glslc -Os) or drop -Os");
       } else if (a.starts_with("-g")) {
         return cannot(a, "kcache does not put debug information (OpLine, source text) into modules; drop it");
       } else if (a == "--auto-map-locations" || a == "--aml") {
@@ -659,14 +670,12 @@ class CommandParser {
 
   Result<Command> finish() {
     if (!m_source) return refuse("no source file");
-    if (!m_output)
-      return refuse("no -o OUTPUT — kcache names each kernel after its output; give every command an -o");
+    if (!m_output) return refuse("no -o OUTPUT — kcache names each kernel after its output; give every command an -o");
     for (const std::string* text : {&*m_source, &*m_output})
       if (!util::is_printable_utf8(*text))
         return refuse(fmt::format("path '{}' is not printable UTF-8", util::shown_untrusted(*text)));
     for (const auto& [name, value] : m_defines)
-      if (!util::is_printable_utf8(value))
-        return refuse(fmt::format("-D{}: the value is not printable UTF-8", name));
+      if (!util::is_printable_utf8(value)) return refuse(fmt::format("-D{}: the value is not printable UTF-8", name));
     m_cmd.source = KCACHE_TRY(relative_path(*m_source, "source"));
     m_cmd.output = KCACHE_TRY(relative_path(*m_output, "output"));
     for (const auto& dir : m_includes) m_cmd.include_dirs.push_back(KCACHE_TRY(relative_path(dir, "include dir")));
@@ -754,8 +763,7 @@ Result<std::vector<std::string>> split_shell_words(std::string_view line, std::s
       in_word = true;
       const std::size_t open = i;
       for (++i;; ++i) {
-        if (i >= line.size())
-          return fail(Category::invalid_argument, "column {}: unterminated double quote", open + 1);
+        if (i >= line.size()) return fail(Category::invalid_argument, "column {}: unterminated double quote", open + 1);
         const char d = line[i];
         if (d == '"') break;
         if (d == '$' || d == '`') return refuse(d, i);
@@ -766,7 +774,8 @@ Result<std::vector<std::string>> split_shell_words(std::string_view line, std::s
       }
     } else if (c == '\\') {
       in_word = true;
-      if (i + 1 >= line.size()) return fail(Category::invalid_argument, "column {}: a lone backslash ends the line", i + 1);
+      if (i + 1 >= line.size())
+        return fail(Category::invalid_argument, "column {}: a lone backslash ends the line", i + 1);
       word += line[++i];
     } else if (c == '#' && !in_word) {
       break;  // a comment to the end of the line
@@ -832,7 +841,7 @@ Result<std::vector<Command>> parse_commands_with_notes(std::string_view text, co
 }
 
 Result<std::vector<Command>> parse_commands(std::string_view text, const std::string& display_name,
-                                           const Options& options) {
+                                            const Options& options) {
   std::vector<std::string> notes;
   return parse_commands_with_notes(text, display_name, options, notes);
 }

@@ -37,7 +37,8 @@ std::string toml_string(std::string_view s) {
       // Valid UTF-8 (checked when the command was read): decode one code point.
       const std::size_t len = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : 2;
       char32_t c = b & (0x7fu >> len);
-      for (std::size_t k = 1; k < len && i + k < s.size(); ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3fu);
+      for (std::size_t k = 1; k < len && i + k < s.size(); ++k)
+        c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3fu);
       i += len - 1;
       out += c > 0xffff ? fmt::format("\\U{:08X}", static_cast<std::uint32_t>(c))
                         : fmt::format("\\u{:04X}", static_cast<std::uint32_t>(c));
@@ -109,7 +110,7 @@ const std::string& define_value(const Command& c, const std::string& name) {
 
 /// One [[kernel]] table to write.
 struct Table {
-  std::vector<std::size_t> members;  ///< command indices, input order
+  std::vector<std::size_t> members;                                        ///< command indices, input order
   std::vector<std::pair<std::string, std::vector<std::string>>> variants;  ///< by name; values in first-seen order
   std::string name;
 };
@@ -265,7 +266,8 @@ Result<Migration> from_commands(std::string_view text, const std::string& displa
       bool fits = true;
       if (!t.variants.empty()) {
         t.name = group_name(cmds, t);
-        for (std::size_t m : t.members) fits = fits && expanded_name(cmds, t, m).size() + 8 <= manifest::k_max_kernel_name;
+        for (std::size_t m : t.members)
+          fits = fits && expanded_name(cmds, t, m).size() + 8 <= manifest::k_max_kernel_name;
       }
       if (fits) fitted.push_back(std::move(t));
       else
@@ -320,7 +322,8 @@ Result<Migration> from_commands(std::string_view text, const std::string& displa
     if (!includes && !c.include_dirs.empty()) m += fmt::format("include_dirs = {}\n", toml_list(c.include_dirs, false));
     std::vector<Field> own;
     for (const auto& d : c.defines) {
-      const bool varies = std::any_of(t.variants.begin(), t.variants.end(), [&](const auto& v) { return v.first == d.first; });
+      const bool varies =
+          std::any_of(t.variants.begin(), t.variants.end(), [&](const auto& v) { return v.first == d.first; });
       if (!varies && std::find(common_defines.begin(), common_defines.end(), d) == common_defines.end())
         own.push_back(d);
     }
@@ -344,13 +347,17 @@ Result<Migration> from_commands(std::string_view text, const std::string& displa
   // The check: the manifest module expands the text to exactly the commands.
   auto parsed = manifest::parse_manifest(m, "generated manifest", options.root, false);
   if (!parsed)
-    return fail(Category::invalid_argument, "{}: the manifest written for these commands does not read back (a kcache "
-                "bug; please report it with the input): {}", display_name, parsed.error().message);
+    return fail(Category::invalid_argument,
+                "{}: the manifest written for these commands does not read back (a kcache "
+                "bug; please report it with the input): {}",
+                display_name, parsed.error().message);
   std::map<std::string, const definition::KernelSpec*> expanded;
   for (const auto& k : parsed->kernels) expanded[k.name] = &k;
   if (expanded.size() != cmds.size())
-    return fail(Category::invalid_argument, "{}: the manifest written expands to {} kernels for {} commands (a kcache "
-                "bug; please report it with the input)", display_name, expanded.size(), cmds.size());
+    return fail(Category::invalid_argument,
+                "{}: the manifest written expands to {} kernels for {} commands (a kcache "
+                "bug; please report it with the input)",
+                display_name, expanded.size(), cmds.size());
   for (std::size_t i = 0; i < cmds.size(); ++i) {
     const Command& c = cmds[i];
     auto it = expanded.find(out.outputs[i].first);
@@ -360,9 +367,10 @@ Result<Migration> from_commands(std::string_view text, const std::string& displa
                       it->second->include_dirs == c.include_dirs && it->second->defines == c.defines &&
                       it->second->strip == c.strip;
     if (!same)
-      return fail(Category::invalid_argument, "{}:{}: the manifest written does not reproduce this command as "
-                  "kernel '{}' (a kcache bug; please report it with the input)", display_name, c.line,
-                  out.outputs[i].first);
+      return fail(Category::invalid_argument,
+                  "{}:{}: the manifest written does not reproduce this command as "
+                  "kernel '{}' (a kcache bug; please report it with the input)",
+                  display_name, c.line, out.outputs[i].first);
   }
   return out;
 }

@@ -56,16 +56,16 @@ struct Limits {
 
 /// One compile command, understood.
 struct Command {
-  int line = 0;              ///< 1-based line of the input where it starts
-  std::string tool;          ///< "glslc" or "glslangValidator"
-  std::string output;        ///< -o, relative to the manifest's folder
-  std::string source;        ///< relative to the manifest's folder
+  int line = 0;        ///< 1-based line of the input where it starts
+  std::string tool;    ///< "glslc" or "glslangValidator"
+  std::string output;  ///< -o, relative to the manifest's folder
+  std::string source;  ///< relative to the manifest's folder
   definition::Stage stage = definition::Stage::compute;
   definition::Language language = definition::Language::glsl;
   std::string entry = "main";
-  std::string target;        ///< "vulkan1.0".."vulkan1.3" (the tools' default: vulkan1.0)
+  std::string target;  ///< "vulkan1.0".."vulkan1.3" (the tools' default: vulkan1.0)
   definition::Optimize optimize = definition::Optimize::none;
-  bool strip = false;        ///< the tool strips debug instructions (glslc -O / -Os)
+  bool strip = false;                     ///< the tool strips debug instructions (glslc -O / -Os)
   std::vector<std::string> include_dirs;  ///< relative to the manifest's folder, in order
   std::vector<Field> defines;             ///< sorted by name
 };
@@ -85,7 +85,7 @@ struct Options {
 /// Parses every command. invalid_argument naming "DISPLAY:LINE: ..." for the
 /// first problems (at most 20 listed); nothing partial is returned.
 Result<std::vector<Command>> parse_commands(std::string_view text, const std::string& display_name,
-                                           const Options& options);
+                                            const Options& options);
 
 struct Migration {
   std::vector<Command> commands;

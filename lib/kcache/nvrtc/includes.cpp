@@ -49,7 +49,8 @@ Logical splice(std::string_view raw) {
   out.line_starts.push_back(0);
   std::size_t i = raw.starts_with("\xEF\xBB\xBF") ? 3 : 0;
   while (i < raw.size()) {
-    const bool trigraph = raw[i] == '?' && i + 2 < raw.size() && raw[i + 1] == '?' && (raw[i + 2] == '=' || raw[i + 2] == '/');
+    const bool trigraph =
+        raw[i] == '?' && i + 2 < raw.size() && raw[i + 1] == '?' && (raw[i + 2] == '=' || raw[i + 2] == '/');
     const char c = trigraph ? (raw[i + 2] == '=' ? '#' : '\\') : raw[i];
     const std::size_t width = trigraph ? 3 : 1;
     if (c == '\\') {
@@ -146,7 +147,8 @@ class Lexer {
   }
   void skip_quoted(char quote) {
     ++i;
-    while (i < s.size() && s[i] != quote && s[i] != '\n') i += (s[i] == '\\' && i + 1 < s.size() && s[i + 1] != '\n') ? 2 : 1;
+    while (i < s.size() && s[i] != quote && s[i] != '\n')
+      i += (s[i] == '\\' && i + 1 < s.size() && s[i + 1] != '\n') ? 2 : 1;
     if (i < s.size() && s[i] == quote) ++i;
   }
   /// At the '"' of R"delim( ... )delim" (a delimiter of at most 16 bytes).
@@ -168,7 +170,8 @@ class Lexer {
       const char c = s[i];
       if (is_ident(c) || c == '.') ++i;
       else if (c == '\'' && i + 1 < s.size() && is_ident(s[i + 1])) ++i;  // 1'000: a separator, no char literal
-      else if ((c == '+' || c == '-') && (s[i - 1] == 'e' || s[i - 1] == 'E' || s[i - 1] == 'p' || s[i - 1] == 'P')) ++i;
+      else if ((c == '+' || c == '-') && (s[i - 1] == 'e' || s[i - 1] == 'E' || s[i - 1] == 'p' || s[i - 1] == 'P'))
+        ++i;
       else break;
     }
   }
@@ -263,7 +266,7 @@ Result<IncludeScan> scan_includes(std::shared_ptr<const definition::SourceFile> 
     std::string path;
     std::string where;
   };
-  std::map<std::string, Named, std::less<>> named;  // include name → the file it means in this kernel
+  std::map<std::string, Named, std::less<>> named;                // include name → the file it means in this kernel
   std::deque<std::pair<std::size_t, std::size_t>> queue{{0, 0}};  // (index into inputs, depth)
   while (!queue.empty()) {
     const auto [index, depth] = queue.front();
@@ -348,8 +351,8 @@ Result<IncludeScan> scan_includes(std::shared_ptr<const definition::SourceFile> 
 Result<std::vector<std::shared_ptr<const definition::SourceFile>>> scan_inputs(const definition::KernelSpec& spec,
                                                                                definition::FileCache& files) {
   auto source = KCACHE_TRY(files.get(spec.source));
-  auto scan = KCACHE_TRY(scan_includes(std::move(source), spec.include_dirs,
-                                       [&](const std::string& rel) { return files.get(rel); }));
+  auto scan = KCACHE_TRY(
+      scan_includes(std::move(source), spec.include_dirs, [&](const std::string& rel) { return files.get(rel); }));
   return std::move(scan.inputs);
 }
 

@@ -126,7 +126,8 @@ std::string tidy_log(std::string_view log, const std::filesystem::path& root,
     if (end == std::string_view::npos) end = log.size();
     std::string line(log.substr(pos, end - pos));
     pos = end + 1;
-    for (std::size_t at; !prefix.empty() && (at = line.find(prefix)) != std::string::npos;) line.erase(at, prefix.size());
+    for (std::size_t at; !prefix.empty() && (at = line.find(prefix)) != std::string::npos;)
+      line.erase(at, prefix.size());
     // "name.cuh(12): ..." of an in-memory header → its project path (the
     // longest name that fits, as one may be a suffix of another's folder).
     const std::pair<std::string, std::string>* best = nullptr;
@@ -138,8 +139,8 @@ std::string tidy_log(std::string_view log, const std::filesystem::path& root,
     // "file.cu(12): error: ..." → "file.cu:12: error: ..."
     if (auto open = line.find('('); open != std::string::npos && open > 0) {
       auto close = line.find("): ", open);
-      if (close != std::string::npos && close > open + 1 &&
-          line.find_first_not_of("0123456789", open + 1) == close && line.find(' ') > open)
+      if (close != std::string::npos && close > open + 1 && line.find_first_not_of("0123456789", open + 1) == close &&
+          line.find(' ') > open)
         line = line.substr(0, open) + ":" + line.substr(open + 1, close - open - 1) + ":" + line.substr(close + 2);
     }
     out += line;
@@ -265,8 +266,9 @@ Result<Output> Library::compile(const Request& req) const {
   if (size > k_max_payload_bytes)
     return fail(Category::corruption, "NVRTC's output is {} bytes; limit {}", size, k_max_payload_bytes);
   out.payload.resize(size);
-  nvrtcResult got = out.kind == PayloadKind::cubin ? a.GetCUBIN(guard.program, reinterpret_cast<char*>(out.payload.data()))
-                                                   : a.GetPTX(guard.program, reinterpret_cast<char*>(out.payload.data()));
+  nvrtcResult got = out.kind == PayloadKind::cubin
+                        ? a.GetCUBIN(guard.program, reinterpret_cast<char*>(out.payload.data()))
+                        : a.GetPTX(guard.program, reinterpret_cast<char*>(out.payload.data()));
   if (got != k_success) return fail(Category::compile_failed, "reading NVRTC's output: {}", a.GetErrorString(got));
   if (out.kind == PayloadKind::ptx)
     while (!out.payload.empty() && out.payload.back() == 0) out.payload.pop_back();  // the C string's NUL

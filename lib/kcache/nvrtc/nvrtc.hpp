@@ -61,8 +61,7 @@ namespace kcache::nvrtc {
 /// Library names tried, in order, when no path is given: CUDA 13, CUDA 12,
 /// the unversioned development link. Each is tried in /usr/local/cuda/lib64
 /// first, then by the dynamic loader's own search.
-inline constexpr std::array<std::string_view, 3> k_library_names = {"libnvrtc.so.13", "libnvrtc.so.12",
-                                                                    "libnvrtc.so"};
+inline constexpr std::array<std::string_view, 3> k_library_names = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
 
 /// Most bytes of the compile log kept in a failure message.
 inline constexpr std::size_t k_max_log_bytes = 64u << 10;
@@ -189,7 +188,7 @@ Result<IncludeScan> scan_includes(std::shared_ptr<const definition::SourceFile> 
 /// scan_includes of spec.source over spec.include_dirs, reading through
 /// `files` (the one gate for project reads). Errors: the source's own
 /// (not_found, invalid_argument) from `files`, and scan_includes'.
-Result<std::vector<std::shared_ptr<const definition::SourceFile>>> scan_inputs(
-    const definition::KernelSpec& spec, definition::FileCache& files);
+Result<std::vector<std::shared_ptr<const definition::SourceFile>>> scan_inputs(const definition::KernelSpec& spec,
+                                                                               definition::FileCache& files);
 
 }  // namespace kcache::nvrtc

@@ -11,10 +11,10 @@
 #include "kcache/util/error.hpp"
 
 #include <atomic>
-#include <optional>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>

@@ -13,11 +13,11 @@
 namespace kcache::remote {
 
 struct CheckResult {
-  std::string name;               ///< RemoteUrl::shown()
+  std::string name;  ///< RemoteUrl::shown()
   bool reachable = false;
   std::optional<Error> reach_error;
-  bool read_only = false;         ///< the URL says read-only: writing was not tried
-  bool writable = false;          ///< a probe value was written, read back and removed
+  bool read_only = false;  ///< the URL says read-only: writing was not tried
+  bool writable = false;   ///< a probe value was written, read back and removed
   std::optional<Error> write_error;
   /// Values per namespace where the server can list keys (Redis, a folder);
   /// nullopt for HTTP.

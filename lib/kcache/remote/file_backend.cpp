@@ -35,7 +35,9 @@ class FileBackend final : public Backend {
     if (!fs::is_directory(m_root, ec))
       return fail(Category::not_found, "remote {}: the folder {} does not exist", m_url.shown(), m_root.string());
     fs::create_directories(path.parent_path(), ec);
-    if (ec) return fail(Category::io_error, "remote {}: cannot create {}: {}", m_url.shown(), path.parent_path().string(), ec.message());
+    if (ec)
+      return fail(Category::io_error, "remote {}: cannot create {}: {}", m_url.shown(), path.parent_path().string(),
+                  ec.message());
     auto written = util::write_file_atomic(path, value);
     if (!written) {
       auto e = std::move(written).error();

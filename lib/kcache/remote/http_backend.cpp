@@ -124,7 +124,7 @@ class HttpBackend final : public Backend {
  private:
   tl::unexpected<Error> status_error(long status, std::string_view method, const std::string& key) {
     // 507 Insufficient Storage (WebDAV), 413 (a body over the server's limit).
-    Category cat = status == 507 || status == 413 ? Category::store_full
+    Category cat = status == 507 || status == 413   ? Category::store_full
                    : status == 403 || status == 405 ? Category::read_only
                                                     : Category::io_error;
     return fail(cat, "remote {}: {} {} answered HTTP {}", m_url.shown(), method, key, status);

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include <mutex>
 #include <sys/time.h>
+#include <mutex>
 
 namespace kcache::remote::internal {
 namespace {
@@ -31,8 +31,7 @@ class RedisBackend final : public Backend {
     // GETRANGE KEY 0 max: at most max+1 bytes come back, so a value over the
     // bound is recognised without reading it. A missing key reads as "".
     auto reply = KCACHE_TRY(command([&](redisContext* c) {
-      return redisCommand(c, "GETRANGE %b 0 %llu", key.data(), key.size(),
-                          static_cast<unsigned long long>(max_bytes));
+      return redisCommand(c, "GETRANGE %b 0 %llu", key.data(), key.size(), static_cast<unsigned long long>(max_bytes));
     }));
     if (reply->type != REDIS_REPLY_STRING) return unexpected_reply(*reply, "GETRANGE");
     if (reply->len == 0) return std::optional<std::vector<std::uint8_t>>{};
@@ -51,8 +50,8 @@ class RedisBackend final : public Backend {
   }
 
   Result<bool> exists(const std::string& key) override {
-    auto reply = KCACHE_TRY(
-        command([&](redisContext* c) { return redisCommand(c, "EXISTS %b", key.data(), key.size()); }));
+    auto reply =
+        KCACHE_TRY(command([&](redisContext* c) { return redisCommand(c, "EXISTS %b", key.data(), key.size()); }));
     if (reply->type != REDIS_REPLY_INTEGER) return unexpected_reply(*reply, "EXISTS");
     return reply->integer > 0;
   }
@@ -103,9 +102,9 @@ class RedisBackend final : public Backend {
     if (reply->type == REDIS_REPLY_ERROR) {
       std::string msg(reply->str, reply->len);
       // OOM: maxmemory reached with noeviction; READONLY: a replica.
-      Category cat = msg.starts_with("OOM") ? Category::store_full
+      Category cat = msg.starts_with("OOM")        ? Category::store_full
                      : msg.starts_with("READONLY") ? Category::read_only
-                                                    : Category::io_error;
+                                                   : Category::io_error;
       release(std::move(c));
       return fail(cat, "remote {}: the server answered: {}", m_url.shown(), util_shown(msg));
     }
@@ -154,7 +153,8 @@ class RedisBackend final : public Backend {
                              : redisCommand(c.get(), "AUTH %s %s", m_url.user.c_str(), m_url.password.c_str())));
       KCACHE_CHECK(setup(std::move(r), "AUTH"));
     }
-    if (m_url.db != 0) KCACHE_CHECK(setup(Reply(static_cast<redisReply*>(redisCommand(c.get(), "SELECT %u", m_url.db))), "SELECT"));
+    if (m_url.db != 0)
+      KCACHE_CHECK(setup(Reply(static_cast<redisReply*>(redisCommand(c.get(), "SELECT %u", m_url.db))), "SELECT"));
     return c;
   }
 

@@ -62,7 +62,8 @@ Result<std::vector<SettingRemote>> parse_remote_setting(std::string_view text, s
     if (!url) return bad(line_no, url.error().message);
     out.push_back({std::string(line), std::move(*url)});
   }
-  if (line_no == 0) return bad(1, fmt::format("the file is empty (it starts with '{} {}')", k_magic, k_setting_version));
+  if (line_no == 0)
+    return bad(1, fmt::format("the file is empty (it starts with '{} {}')", k_magic, k_setting_version));
   return out;
 }
 

@@ -55,9 +55,9 @@ RemoteTier::RemoteTier(TierOptions options, std::vector<std::unique_ptr<Backend>
 
 RemoteTier::~RemoteTier() = default;
 
-Result<Entry> RemoteTier::check_value(std::span<const std::uint8_t> bytes, const Namespace& ns,
-                                      std::string_view kernel, const Key& key,
-                                      std::span<const bundle::PublicKey> trusted, std::string_view origin) {
+Result<Entry> RemoteTier::check_value(std::span<const std::uint8_t> bytes, const Namespace& ns, std::string_view kernel,
+                                      const Key& key, std::span<const bundle::PublicKey> trusted,
+                                      std::string_view origin) {
   auto parts = KCACHE_TRY(decode_value(bytes));
   // The key names the namespace already; a value claiming another one was
   // put there by someone else (or another compatibility class): foreign.

@@ -56,8 +56,7 @@ class RemoteTier final : public build::SecondaryTier {
   /// imported from `origin`; corruption / validation_failed naming what is
   /// wrong. Pure: the one check of every remote value.
   static Result<Entry> check_value(std::span<const std::uint8_t> bytes, const Namespace& ns, std::string_view kernel,
-                                   const Key& key, std::span<const bundle::PublicKey> trusted,
-                                   std::string_view origin);
+                                   const Key& key, std::span<const bundle::PublicKey> trusted, std::string_view origin);
 
  private:
   struct Remote;

@@ -54,16 +54,15 @@ std::optional<std::string> decode_userinfo(std::string_view s) {
 std::string encode_userinfo(std::string_view s) {
   std::string out;
   for (char c : s) {
-    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                            c == '-' || c == '.' || c == '_' || c == '~';
+    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                            c == '.' || c == '_' || c == '~';
     out += unreserved ? std::string(1, c) : fmt::format("%{:02X}", static_cast<unsigned char>(c));
   }
   return out;
 }
 
 bool host_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
-         c == '_';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
 }
 
 bool path_char(char c) {
@@ -159,7 +158,8 @@ Result<RemoteUrl> parse_remote_url(std::string_view text) {
       authority = authority.substr(at + 1);
       auto colon = info.find(':');
       auto user = decode_userinfo(info.substr(0, colon));
-      auto pass = colon == std::string_view::npos ? std::optional<std::string>("") : decode_userinfo(info.substr(colon + 1));
+      auto pass =
+          colon == std::string_view::npos ? std::optional<std::string>("") : decode_userinfo(info.substr(colon + 1));
       if (!user || !pass) return bad("the user or password holds a byte outside printable ASCII or a bad %-escape");
       if (user->size() > k_max_userinfo_bytes || pass->size() > k_max_userinfo_bytes)
         return bad(fmt::format("the user or password is over {} bytes", k_max_userinfo_bytes));

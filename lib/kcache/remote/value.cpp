@@ -18,7 +18,8 @@ constexpr std::uint8_t k_magic[4] = {'K', 'C', 'V', 0x01};
 constexpr char k_domain[] = "kcache remote value v1";
 
 /// The bytes a signature covers: domain, version, namespace, record.
-std::vector<std::uint8_t> signed_bytes(std::uint16_t version, std::string_view ns, std::span<const std::uint8_t> record) {
+std::vector<std::uint8_t> signed_bytes(std::uint16_t version, std::string_view ns,
+                                       std::span<const std::uint8_t> record) {
   util::ByteWriter w;
   w.reserve(record.size() + ns.size() + 48);
   w.raw(util::as_bytes(std::string_view(k_domain, sizeof k_domain)));
@@ -28,9 +29,7 @@ std::vector<std::uint8_t> signed_bytes(std::uint16_t version, std::string_view n
   return w.take();
 }
 
-tl::unexpected<Error> corrupt(std::string_view what) {
-  return fail(Category::corruption, "remote value: {}", what);
-}
+tl::unexpected<Error> corrupt(std::string_view what) { return fail(Category::corruption, "remote value: {}", what); }
 
 }  // namespace
 
@@ -137,7 +136,8 @@ Result<ValueParts> decode_value(std::span<const std::uint8_t> bytes) {
     return corrupt(fmt::format("the compressed record's frame does not declare the record's {} bytes", record_size));
   parts.record.resize(record_size);
   std::size_t n = ZSTD_decompress(parts.record.data(), parts.record.size(), field->data(), field->size());
-  if (ZSTD_isError(n)) return corrupt(fmt::format("the compressed record does not decompress: {}", ZSTD_getErrorName(n)));
+  if (ZSTD_isError(n))
+    return corrupt(fmt::format("the compressed record does not decompress: {}", ZSTD_getErrorName(n)));
   if (n != record_size) return corrupt(fmt::format("the compressed record holds {} bytes, not {}", n, record_size));
   return parts;
 }
@@ -154,7 +154,8 @@ Result<bundle::KeyId> verify_value(const ValueParts& parts, std::span<const bund
   }
   if (!bundle::verify_detached(signed_bytes(parts.version, parts.ns, parts.record), parts.signature->signature,
                                parts.signature->key))
-    return corrupt(fmt::format("the signature by key {} does not verify: the value was changed after signing", id.hex()));
+    return corrupt(
+        fmt::format("the signature by key {} does not verify: the value was changed after signing", id.hex()));
   return id;
 }
 

@@ -11,11 +11,11 @@
 namespace kcache::report {
 
 std::string from_commands_text(const migrate::Migration& m, const std::string& written) {
-  std::string out = fmt::format("kcache: {} command{} -> {} kernel{} in {} [[kernel]] table{} ({} with variants), "
-                                "written to {}\n",
-                                m.commands.size(), m.commands.size() == 1 ? "" : "s", m.outputs.size(),
-                                m.outputs.size() == 1 ? "" : "s", m.kernel_tables, m.kernel_tables == 1 ? "" : "s",
-                                m.variant_tables, written == "-" ? "stdout" : written);
+  std::string out = fmt::format(
+      "kcache: {} command{} -> {} kernel{} in {} [[kernel]] table{} ({} with variants), "
+      "written to {}\n",
+      m.commands.size(), m.commands.size() == 1 ? "" : "s", m.outputs.size(), m.outputs.size() == 1 ? "" : "s",
+      m.kernel_tables, m.kernel_tables == 1 ? "" : "s", m.variant_tables, written == "-" ? "stdout" : written);
   for (const auto& note : m.notes) out += fmt::format("  note: {}\n", note);
   return terminal_text(out);
 }

@@ -106,11 +106,12 @@ std::string cuda_devices_text(const cuda_device::Survey& cuda, bool verbose) {
   std::string out;
   for (const auto& d : cuda.devices) {
     out += fmt::format("cuda:{}: {}\n", d.ordinal, d.name);
-    out += fmt::format("  compute capability {} (runs sm_{}x cubins up to {}, PTX up to compute_{}{}), "
-                       "CUDA {} driver API{}\n",
-                       d.compute_capability(), d.cc_major, d.native_arch(), d.cc_major, d.cc_minor,
-                       cuda_device::cuda_version_text(d.cuda_version),
-                       d.driver_version.empty() ? "" : fmt::format(", NVIDIA driver {}", d.driver_version));
+    out += fmt::format(
+        "  compute capability {} (runs sm_{}x cubins up to {}, PTX up to compute_{}{}), "
+        "CUDA {} driver API{}\n",
+        d.compute_capability(), d.cc_major, d.native_arch(), d.cc_major, d.cc_minor,
+        cuda_device::cuda_version_text(d.cuda_version),
+        d.driver_version.empty() ? "" : fmt::format(", NVIDIA driver {}", d.driver_version));
     if (d.total_memory) out += fmt::format("  memory: {:.1f} GiB\n", static_cast<double>(d.total_memory) / (1u << 30));
   }
   return terminal_text(out);
@@ -130,10 +131,9 @@ std::string device_stage_summary(const build::BuildResult& result, const device:
     else if (r.outcome == Outcome::failed) ++failed;
     create_ms += r.times[Phase::pipeline].wall_ms;
   }
-  return terminal_text(
-      fmt::format("device {}: {} pipelines: {} hit{}, {} created, {} failed; pipeline creation {:.1f} ms in all\n",
-                  device_line(device), n, hit, remote ? fmt::format(", {} from remotes", remote) : "", built, failed,
-                  create_ms));
+  return terminal_text(fmt::format(
+      "device {}: {} pipelines: {} hit{}, {} created, {} failed; pipeline creation {:.1f} ms in all\n",
+      device_line(device), n, hit, remote ? fmt::format(", {} from remotes", remote) : "", built, failed, create_ms));
 }
 
 std::string store_check_text(const maintain::StoreCheck& check) {
@@ -144,8 +144,7 @@ std::string store_check_text(const maintain::StoreCheck& check) {
     out += fmt::format("  {}: {}\n", category_name(p.error.category), p.error.message);
   }
   out += fmt::format("{} namespaces, {} entries{} checked in {:.2f} s: {}\n", check.namespaces, check.entries,
-                     check.failures ? fmt::format(" and {} failure records", check.failures) : "",
-                     check.wall_ms / 1000,
+                     check.failures ? fmt::format(" and {} failure records", check.failures) : "", check.wall_ms / 1000,
                      check.problems.empty() ? "no problems" : fmt::format("{} problems", check.problems.size()));
   return terminal_text(out);
 }
@@ -260,9 +259,10 @@ std::string cuda_verify_text(const maintain::CudaVerify& v, bool all) {
   double cubin_ms = 0, ptx_ms = 0;
   for (const auto& r : v.rows)
     if (r.load_ms >= 0) (r.kind == PayloadKind::ptx ? ptx_ms : cubin_ms) += r.load_ms;
-  out += fmt::format("{} entries: {} loaded, {} refused, {} failed; load {:.1f} ms for cubins, {:.1f} ms for PTX (JIT)\n",
-                     v.rows.size(), v.count(CudaLoadStatus::loaded), v.count(CudaLoadStatus::refused),
-                     v.count(CudaLoadStatus::failed), cubin_ms, ptx_ms);
+  out +=
+      fmt::format("{} entries: {} loaded, {} refused, {} failed; load {:.1f} ms for cubins, {:.1f} ms for PTX (JIT)\n",
+                  v.rows.size(), v.count(CudaLoadStatus::loaded), v.count(CudaLoadStatus::refused),
+                  v.count(CudaLoadStatus::failed), cubin_ms, ptx_ms);
   if (v.pairs > 0)
     out += fmt::format("{} kernels stored as both: cubin load {:.1f} ms vs PTX JIT {:.1f} ms ({:.1f}x)\n", v.pairs,
                        v.pair_cubin_ms, v.pair_ptx_ms, v.pair_cubin_ms > 0 ? v.pair_ptx_ms / v.pair_cubin_ms : 0.0);

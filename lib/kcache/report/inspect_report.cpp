@@ -66,9 +66,10 @@ std::string failure_text(const build::Explanation& e) {
   const Failure& f = e.failure->failure;
   std::string out;
   if (e.failure->current)
-    out += fmt::format("  failed in {} at {} ({}); remembered: a build reports it without compiling until an input "
-                       "changes (`kcache build --retry-failed` compiles it again):\n",
-                       failure_phase_name(f.phase), util::iso_time(f.created), f.origin_detail);
+    out += fmt::format(
+        "  failed in {} at {} ({}); remembered: a build reports it without compiling until an input "
+        "changes (`kcache build --retry-failed` compiles it again):\n",
+        failure_phase_name(f.phase), util::iso_time(f.created), f.origin_detail);
   else
     out += fmt::format("  failed in {} at {}; no longer current (the next build compiles it), since:\n",
                        failure_phase_name(f.phase), util::iso_time(f.created));
@@ -117,8 +118,9 @@ std::string validation_text(const Entry& e) {
   switch (e.validation) {
     case Validation::validated: return "  validation: spirv-val accepted it\n";
     case Validation::validator_unsupported:
-      return fmt::format("  validation: spirv-val did not know something it uses (stored under validate = \"known\"): {}\n",
-                         e.validation_note);
+      return fmt::format(
+          "  validation: spirv-val did not know something it uses (stored under validate = \"known\"): {}\n",
+          e.validation_note);
     case Validation::not_validated: return "  validation: not validated (validate = \"off\"; structure checked only)\n";
   }
   return "";
@@ -204,10 +206,10 @@ std::string why_text(const std::vector<build::Explanation>& all) {
     else text += fmt::format("{}: {}\n", e.kernel, build::describe(e));
     if (build::remembered_failure(e)) ++remembered;
   }
-  return terminal_text(text + fmt::format("{} of {} kernels fresh; {}{} would be rebuilt\n", fresh, all.size(),
-                                          remembered ? fmt::format("{} failed (remembered, not rebuilt); ", remembered)
-                                                     : "",
-                                          all.size() - fresh - remembered));
+  return terminal_text(text +
+                       fmt::format("{} of {} kernels fresh; {}{} would be rebuilt\n", fresh, all.size(),
+                                   remembered ? fmt::format("{} failed (remembered, not rebuilt); ", remembered) : "",
+                                   all.size() - fresh - remembered));
 }
 
 std::string why_json(const std::vector<build::Explanation>& all) {

@@ -42,10 +42,11 @@ std::string stats_text(const maintain::RunTotals& t, std::size_t rows) {
   out += fmt::format("wall: {:.2f} s total, {:.2f} s per run; written: {}\n", static_cast<double>(t.wall_us) / 1e6,
                      static_cast<double>(t.wall_us) / 1e6 / static_cast<double>(t.runs), human_bytes(t.bytes_written));
   if (t.remote_hit || t.remote_misses || t.remote_refused || t.remote_errors || t.remote_bytes_written)
-    out += fmt::format("remote caches: {} kernels from remotes, {} misses, {} refused, {} failed requests; {} read, "
-                       "{} written\n",
-                       t.remote_hit, t.remote_misses, t.remote_refused, t.remote_errors,
-                       human_bytes(t.remote_bytes_read), human_bytes(t.remote_bytes_written));
+    out += fmt::format(
+        "remote caches: {} kernels from remotes, {} misses, {} refused, {} failed requests; {} read, "
+        "{} written\n",
+        t.remote_hit, t.remote_misses, t.remote_refused, t.remote_errors, human_bytes(t.remote_bytes_read),
+        human_bytes(t.remote_bytes_written));
   out += "time per phase (cpu, summed over kernels):\n";
   for (const auto& p : t.phases)
     if (p.cpu_us || p.wall_us)

@@ -46,13 +46,15 @@ std::string remotes_text(const std::vector<build::SecondaryStats>& remotes) {
         s.hits, s.misses, s.refused, s.errors, s.writes, human_bytes(s.bytes_read), human_bytes(s.bytes_written),
         s.writable ? "" : " (read-only)");
     if (!s.authenticated && s.hits)
-      out += fmt::format("  note: values from {} were not authenticated (give --trust KEY.pub to accept only signed "
-                         "ones)\n",
-                         s.name);
+      out += fmt::format(
+          "  note: values from {} were not authenticated (give --trust KEY.pub to accept only signed "
+          "ones)\n",
+          s.name);
     for (const auto& r : s.refusals) out += fmt::format("  refused {}\n", r);
     if (s.refused > s.refusals.size()) out += fmt::format("  ... and {} more refused\n", s.refused - s.refusals.size());
     for (const auto& w : s.warnings) out += fmt::format("  warning: {}\n", w);
-    if (s.errors > s.warnings.size()) out += fmt::format("  ... and {} more failed requests\n", s.errors - s.warnings.size());
+    if (s.errors > s.warnings.size())
+      out += fmt::format("  ... and {} more failed requests\n", s.errors - s.warnings.size());
     if (!s.skipped.empty()) out += fmt::format("  warning: skipped for the rest of the run after {}\n", s.skipped);
   }
   return terminal_text(out);
@@ -68,7 +70,8 @@ json remotes_value(const std::vector<build::SecondaryStats>& remotes) {
 
 std::string remote_check_text(const remote::CheckResult& r) {
   std::string out = fmt::format("remote {}\n", r.name);
-  out += r.reachable ? "  reachable: yes\n" : fmt::format("  reachable: no: {}\n", r.reach_error ? r.reach_error->message : "");
+  out += r.reachable ? "  reachable: yes\n"
+                     : fmt::format("  reachable: no: {}\n", r.reach_error ? r.reach_error->message : "");
   if (r.reachable) {
     if (r.read_only) out += "  writable: not tried (read-only)\n";
     else if (r.writable) out += "  writable: yes\n";
@@ -107,7 +110,8 @@ std::string remote_check_json(const remote::CheckResult& r) {
 
 std::string remote_setting_text(const std::string& file, const std::vector<remote::RemoteUrl>& remotes) {
   if (remotes.empty())
-    return terminal_text(fmt::format("no remotes of its own (`kcache remote add URL` adds one; {} holds them)\n", file));
+    return terminal_text(
+        fmt::format("no remotes of its own (`kcache remote add URL` adds one; {} holds them)\n", file));
   std::string out;
   for (const auto& u : remotes) out += fmt::format("{}{}\n", u.shown(), u.read_only ? "  (read-only)" : "");
   return terminal_text(out);

@@ -1,7 +1,7 @@
 #include "kcache/report/report.hpp"
 
-#include "kcache/report/render_internal.hpp"
 #include "kcache/report/remote_report.hpp"
+#include "kcache/report/render_internal.hpp"
 
 #include "kcache/build/explain.hpp"
 #include "kcache/definition/definition.hpp"
@@ -195,8 +195,8 @@ std::string store_text(const maintain::StoreReport& report) {
     std::size_t width = 6;
     for (const auto& e : report.entries) width = std::max(width, e.kernel.size());
     width = std::min<std::size_t>(width, 60);
-    out += fmt::format("\n{:<{}}  {:<16}  {:>9}  {:<20}  {:<20}  {:<6}  {}\n", "kernel", width, "id", "size",
-                       "created", "last used", "state", "origin");
+    out += fmt::format("\n{:<{}}  {:<16}  {:>9}  {:<20}  {:<20}  {:<6}  {}\n", "kernel", width, "id", "size", "created",
+                       "last used", "state", "origin");
     const std::string* group = nullptr;
     for (const auto& e : report.entries) {
       if (report.namespaces.size() > 1 && (!group || *group != e.ns)) out += fmt::format("[{}]\n", e.ns);

@@ -26,8 +26,9 @@ std::string reproducible_text(const build::ReproducibleResult& result) {
                      result.kernels.size(), result.count(Reproducibility::reproducible), differs,
                      result.count(Reproducibility::failed), result.wall_ms / 1000);
   if (differs)
-    out += "the same key gave different bytes: the compiler depends on something other than its inputs "
-           "(docs/design.md \"Deterministic compiles\"); such a store cannot be merged with another build's\n";
+    out +=
+        "the same key gave different bytes: the compiler depends on something other than its inputs "
+        "(docs/design.md \"Deterministic compiles\"); such a store cannot be merged with another build's\n";
   return out;
 }
 

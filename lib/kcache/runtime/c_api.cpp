@@ -150,7 +150,7 @@ kcache_status kcache_store_open(const char* dir, kcache_store** out) {
     if (!out) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "out must not be NULL");
     *out = nullptr;
     auto catalog = kcache::runtime::detail::Catalog::open(dir && *dir ? std::filesystem::path(dir)
-                                                                       : default_store_from_environment());
+                                                                      : default_store_from_environment());
     if (!catalog) return failed(catalog.error());
     *out = new kcache_store{std::move(*catalog)};
     return KCACHE_OK;

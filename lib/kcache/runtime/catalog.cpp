@@ -214,8 +214,7 @@ Result<std::unique_ptr<Catalog>> Catalog::open_embedded(const kcache_embedded_ta
     for (std::uint32_t s = 0; s < k.spec_constant_count; ++s) {
       const kcache_embedded_spec& sc = k.spec_constants[s];
       if (!sc.type || !sc.text) return bad("a spec constant with a NULL type or value");
-      e.id_fields.emplace_back("spec_constant:" + std::to_string(sc.constant_id),
-                               std::string(sc.type) + ":" + sc.text);
+      e.id_fields.emplace_back("spec_constant:" + std::to_string(sc.constant_id), std::string(sc.type) + ":" + sc.text);
     }
     KCACHE_CHECK(spec_from_fields(e));  // the lookup's own rule, checked once here
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(k.spirv);
@@ -329,18 +328,22 @@ Result<Kernel> Catalog::find_cuda(std::string_view name, int cc_major, int cc_mi
       if (!cuda_arch_runs_on(*arch, cc_major, cc_minor)) continue;
       if (Candidate c{*arch, info.ns}; !best || better(c, *best)) best = std::move(c);
     }
-    if (holders.empty()) return fail(Category::not_found, "no CUDA kernel '{}' in the store", util::shown_untrusted(name));
+    if (holders.empty())
+      return fail(Category::not_found, "no CUDA kernel '{}' in the store", util::shown_untrusted(name));
     if (!best)
       return fail(Category::not_found,
                   "CUDA kernel '{}' is stored for {}, none of which runs at compute capability {}.{}; build it for "
                   "sm_{}{} (manifest `arch`) or a compute_XY PTX at most {}.{}",
-                  util::shown_untrusted(name), join_targets(holders), cc_major, cc_minor, cc_major, cc_minor,
-                  cc_major, cc_minor);
+                  util::shown_untrusted(name), join_targets(holders), cc_major, cc_minor, cc_major, cc_minor, cc_major,
+                  cc_minor);
     auto stored = KCACHE_TRY(reader.get(best->ns.name(), name));
     if (!stored) return fail(Category::not_found, "no kernel '{}' in {}", util::shown_untrusted(name), best->ns.name());
     Entry& e = *stored;
     const PayloadKind want = cuda_payload_kind(best->arch);
-    const bool elf = e.payload.size() >= 4 && std::memcmp(e.payload.data(), "\x7f" "ELF", 4) == 0;
+    const bool elf = e.payload.size() >= 4 && std::memcmp(e.payload.data(),
+                                                          "\x7f"
+                                                          "ELF",
+                                                          4) == 0;
     const bool text = !e.payload.empty() && std::find(e.payload.begin(), e.payload.end(), 0) == e.payload.end();
     if (e.payload_kind != want || (want == PayloadKind::cubin && !elf) || (want == PayloadKind::ptx && !text))
       return fail(Category::corruption, "entry '{}' in {} is not the {} its namespace holds",

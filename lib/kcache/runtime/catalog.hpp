@@ -15,8 +15,8 @@
 #pragma once
 
 #include "kcache/core/entry.hpp"
-#include "kcache/runtime/kcache_embedded.h"
 #include "kcache/device/device.hpp"
+#include "kcache/runtime/kcache_embedded.h"
 #include "kcache/store/store.hpp"
 #include "kcache/util/error.hpp"
 

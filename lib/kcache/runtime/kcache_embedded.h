@@ -31,13 +31,13 @@ typedef struct kcache_embedded_spec {
 /** One kernel: what a store lookup returns, minus pipeline-cache blobs
  *  (those are per device; ship them in a bundle). */
 typedef struct kcache_embedded_kernel {
-  const char* name;         /**< e.g. "saxpy[T=float]" */
-  const char* key_id;       /**< 32 hex digits: which build this is (`kcache inspect` shows it) */
-  const char* key_ir;       /**< 32 hex digits: the key's content half */
-  const char* stage;        /**< "compute", "vertex", ...; "" if the store did not record it */
-  const char* entry_point;  /**< pName for the pipeline */
-  const uint32_t* spirv;    /**< the SPIR-V module */
-  size_t spirv_words;       /**< codeSize = spirv_words * 4 */
+  const char* name;                           /**< e.g. "saxpy[T=float]" */
+  const char* key_id;                         /**< 32 hex digits: which build this is (`kcache inspect` shows it) */
+  const char* key_ir;                         /**< 32 hex digits: the key's content half */
+  const char* stage;                          /**< "compute", "vertex", ...; "" if the store did not record it */
+  const char* entry_point;                    /**< pName for the pipeline */
+  const uint32_t* spirv;                      /**< the SPIR-V module */
+  size_t spirv_words;                         /**< codeSize = spirv_words * 4 */
   const kcache_embedded_spec* spec_constants; /**< sorted by constant_id; NULL when none */
   uint32_t spec_constant_count;
 } kcache_embedded_kernel;

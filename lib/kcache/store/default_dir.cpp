@@ -4,7 +4,6 @@
 
 #include <lmdb.h>
 
-
 namespace kcache::store {
 
 std::string lmdb_version() {

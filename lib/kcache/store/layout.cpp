@@ -104,8 +104,8 @@ Result<Failure> decode_stored_failure(std::string_view key, std::span<const std:
   auto sep = key.find(k_key_separator);
   std::string_view kernel = sep == std::string_view::npos ? std::string_view{} : key.substr(sep + 1);
   if (failure->kernel != kernel)
-    return fail(Category::corruption, "failure record '{}' is corrupt: its record names kernel '{}'",
-                abbreviate(shown), abbreviate(failure->kernel));
+    return fail(Category::corruption, "failure record '{}' is corrupt: its record names kernel '{}'", abbreviate(shown),
+                abbreviate(failure->kernel));
   return failure;
 }
 

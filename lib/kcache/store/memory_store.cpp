@@ -23,8 +23,8 @@ using Bytes = std::vector<std::uint8_t>;
 struct State {
   std::map<std::string, std::shared_ptr<const Bytes>, std::less<>> entries;
   std::map<std::string, Bytes, std::less<>> namespaces;
-  std::map<std::string, Bytes, std::less<>> usage;  ///< by entry key
-  std::map<std::uint64_t, Bytes> runs;              ///< by run number
+  std::map<std::string, Bytes, std::less<>> usage;     ///< by entry key
+  std::map<std::uint64_t, Bytes> runs;                 ///< by run number
   std::map<std::string, Bytes, std::less<>> failures;  ///< by entry key
 };
 

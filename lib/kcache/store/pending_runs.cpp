@@ -102,7 +102,7 @@ Result<std::optional<PendingRunsFile>> PendingRunsFile::open_locked(const std::f
   PendingRunsFile file(path, fd);
   while (::flock(fd, LOCK_EX) != 0)
     if (errno != EINTR) return util::os_error(path, "lock the pending run log", errno);
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) return util::os_error(path, "stat the pending run log", errno);
   if (!S_ISREG(st.st_mode))
     return fail(Category::io_error, "{} is not a regular file; remove it (it holds only build statistics)",

@@ -330,5 +330,4 @@ std::string lmdb_version();
 /// must outlive the store.
 std::unique_ptr<Store> make_memory_store(const util::Clock& clock = util::system_clock());
 
-
 }  // namespace kcache::store

@@ -29,8 +29,9 @@ struct Target {
 /// its arch), checked against a CUDA device when one is named.
 Result<Target> resolve_cuda_target(const Namespace& bundle_ns, const ImportTarget& t) {
   if (t.fingerprint && *t.fingerprint != bundle_ns.fingerprint)
-    return fail(Category::fingerprint_mismatch, "bundle namespace {} does not match the target: arch: bundle {} ≠ target {}",
-                bundle_ns.name(), bundle_ns.fingerprint, util::escape_untrusted(*t.fingerprint));
+    return fail(Category::fingerprint_mismatch,
+                "bundle namespace {} does not match the target: arch: bundle {} ≠ target {}", bundle_ns.name(),
+                bundle_ns.fingerprint, util::escape_untrusted(*t.fingerprint));
   if (!t.device) return Target{bundle_ns.record, fmt::format("its own arch {}", bundle_ns.fingerprint)};
   std::vector<cuda_device::DeviceInfo> devices;
   if (t.cuda_devices) {
@@ -38,8 +39,8 @@ Result<Target> resolve_cuda_target(const Namespace& bundle_ns, const ImportTarge
   } else {
     auto found = cuda_device::survey(t.cuda_library);
     if (!found.available())
-      return fail(Category::device_unavailable, "cannot check cuda bundle {} against this machine: {}", bundle_ns.name(),
-                  found.absent);
+      return fail(Category::device_unavailable, "cannot check cuda bundle {} against this machine: {}",
+                  bundle_ns.name(), found.absent);
     devices = std::move(found.devices);
   }
   auto dev = KCACHE_TRY(cuda_device::select_device(devices, *t.device));
@@ -121,14 +122,18 @@ Result<std::vector<std::uint8_t>> check_payload(const Entry& e, const Namespace&
   // The record's fields must be the ones its key was made of (the key binds
   // everything): otherwise it could serve another entry point,
   // specialization or policy under a key every check calls fresh.
-  KCACHE_CHECK(check_key_binding(e).map_error([](Error err) { return Error{Category::validation_failed, err.message}; }));
+  KCACHE_CHECK(check_key_binding(e).map_error([](Error err) {
+    return Error{Category::validation_failed, err.message};
+  }));
   // A cubin or PTX: its bytes must be what its namespace's arch runs
   // (core/cuda.hpp check_cuda_payload); loading it is the device's check.
   if (bundle_ns.backend == k_cuda_backend) {
     // Its lowered name is what the runtime resolves: a kernel entry of these bytes.
     KCACHE_CHECK(check_cuda_payload(e.payload_kind, bundle_ns.fingerprint, e.payload)
                      .and_then([&] { return check_cuda_symbol(e.payload_kind, e.payload, cuda_function_symbol(e)); })
-                     .map_error([](Error err) { return Error{Category::validation_failed, err.message}; }));
+                     .map_error([](Error err) {
+                       return Error{Category::validation_failed, err.message};
+                     }));
     return std::vector<std::uint8_t>{};
   }
   if (bundle_ns.backend == "spirv") {
@@ -229,9 +234,15 @@ std::optional<ImportConflict> find_conflict(const Entry& incoming, const StoredF
     kind = ConflictKind::older;
   }
   if (!kind) return std::nullopt;
-  return ImportConflict{incoming.kernel,         *kind,          stored.key,       incoming.key,
-                        stored.payload_digest,   incoming.payload_digest,           stored.created,
-                        incoming.created,        difference.value_or(std::string())};
+  return ImportConflict{incoming.kernel,
+                        *kind,
+                        stored.key,
+                        incoming.key,
+                        stored.payload_digest,
+                        incoming.payload_digest,
+                        stored.created,
+                        incoming.created,
+                        difference.value_or(std::string())};
 }
 
 Error conflict_error(const ImportConflict& c) {
@@ -419,13 +430,12 @@ std::optional<Error> import_verdict(const ImportResult& r, bool replace, std::st
                  fmt::format("{} of {} entries of {} conflict with the store's entries; nothing {} imported. Pass "
                              "--replace to take the bundle's entries anyway",
                              r.conflicts.size(), r.header.index.size(), label, r.dry_run ? "would be" : "was")};
-  return Error{Category::corruption,
-               fmt::format("{} of {} entries of {} {}; nothing was imported", r.refused.size(), r.header.index.size(),
-                           label,
-                           conflict_refusals == 0
-                               ? std::string("failed validation")
-                               : fmt::format("failed validation or conflict with the store ({} conflicts)",
-                                             conflict_refusals))};
+  return Error{
+      Category::corruption,
+      fmt::format("{} of {} entries of {} {}; nothing was imported", r.refused.size(), r.header.index.size(), label,
+                  conflict_refusals == 0
+                      ? std::string("failed validation")
+                      : fmt::format("failed validation or conflict with the store ({} conflicts)", conflict_refusals))};
 }
 
 }  // namespace kcache::transfer
