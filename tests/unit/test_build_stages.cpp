@@ -223,6 +223,19 @@ TEST_CASE("engine rules hold for every stage") {
       REQUIRE(e);
       CHECK(e->id_fields == honest_fields);
     }
+    SUBCASE(named("a remote value dated in the future is refused").c_str()) {
+      MemoryTier tier;
+      p.build(*store, &tier);
+      REQUIRE(tier.values.size() == 1);
+      // Year 2100: stored, it would turn every later good bundle into a rollback.
+      tier.values.begin()->second.created = 4'102'444'800;
+      auto victim = store::make_memory_store(p.clock);
+      Receipt r = p.build(*victim, &tier);
+      CHECK(outcome_name(r.outcome) == "compiled");
+      CHECK(tier.refused.load() == 1);
+      REQUIRE(stored(*victim, stage.ns));
+      CHECK(stored(*victim, stage.ns)->created == p.clock.now());
+    }
     SUBCASE(named("a full store refuses the write: refused_write, not a hit").c_str()) {
       test::FailingStore failing(store::make_memory_store(p.clock));
       failing.fail(test::FailingStore::Op::put, Category::store_full, "map full");

@@ -4,6 +4,7 @@
 #include "kcache/build/batch_writer.hpp"
 #include "kcache/build/explain.hpp"
 #include "kcache/core/key_binding.hpp"
+#include "kcache/util/text.hpp"
 #include "kcache/util/worker_pool.hpp"
 
 #include <fmt/format.h>
@@ -329,6 +330,12 @@ Result<void> run_stage(const Backend& backend, std::vector<Unit> units, store::S
             Stopwatch watch;
             auto fetched = options.secondary->fetch(unit.ns, r.kernel, r.key, [&](const Entry& e) -> Result<void> {
               KCACHE_CHECK(check_key_binding(e));
+              // A build dated in the future would outrank every later good
+              // one (import's rollback rule): not a build that happened.
+              if (e.created > options.clock->now() + k_remote_clock_skew_seconds)
+                return fail(Category::corruption,
+                            "remote value: built {}, in the future (this machine's clock says {})",
+                            util::iso_time(e.created), util::iso_time(options.clock->now()));
               return backend.accept(unit, e);
             });
             watch.lap(r.times[Phase::lookup]);

@@ -17,7 +17,8 @@
 //      failure record of exactly that key is still current (an edit the
 //      preprocessor erases) and learns the new input hashes; else the
 //      secondary tier (remotes) is asked for exactly that key, its value
-//      checked like an import and by the backend's accept().
+//      checked like an import and by the backend's accept(), and refused
+//      when dated in the future (beyond k_remote_clock_skew_seconds).
 //   3. What is left is compiled by the backend; the engine makes the entry
 //      (key, fields, inputs, product) or the failure record, offers entries
 //      to the secondary tier, and writes both through one BatchWriter on the
@@ -137,6 +138,10 @@ class PerUnitBackend : public Backend {
   /// One unit's compile. Any thread.
   virtual Compiled compile_one(const Pending& pending) const = 0;
 };
+
+/// How far in the future a remote value's build time may be before it is
+/// refused: clocks of CI runners differ by seconds, not by minutes.
+inline constexpr std::uint64_t k_remote_clock_skew_seconds = 300;
 
 /// What every stage takes from the build's options.
 struct StageOptions {
