@@ -131,6 +131,47 @@ TEST_CASE("a regular target is replaced atomically; the temporary is close-on-ex
   CHECK((st.st_mode & 07777) == 0640);
 }
 
+namespace {
+
+/// Sets the umask for a scope (process-wide: doctest runs cases one at a time).
+struct ScopedUmask {
+  mode_t old;
+  explicit ScopedUmask(mode_t mask) : old(::umask(mask)) {}
+  ~ScopedUmask() { ::umask(old); }
+};
+
+mode_t mode_of(const std::filesystem::path& p) {
+  struct stat st {};
+  REQUIRE(::stat(p.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+}  // namespace
+
+TEST_CASE("a new output honours the umask, and a secret's 0600 is never widened") {
+  test::TempDir dir;
+  {
+    ScopedUmask mask(077);
+    REQUIRE(write_file_atomic(dir.path() / "private.bin", bytes("x")).has_value());
+    CHECK(mode_of(dir.path() / "private.bin") == 0600);
+    // Replacing an existing file: the new one follows the umask too.
+    auto shared = dir.write("shared.bin", "old");
+    ::chmod(shared.c_str(), 0644);
+    REQUIRE(write_file_atomic(shared, bytes("new")).has_value());
+    CHECK(mode_of(shared) == 0600);
+  }
+  {
+    ScopedUmask mask(022);
+    REQUIRE(write_file_atomic(dir.path() / "public.bin", bytes("x")).has_value());
+    CHECK(mode_of(dir.path() / "public.bin") == 0644);
+  }
+  {
+    ScopedUmask mask(0);  // the most permissive umask: an explicit 0600 stays 0600
+    REQUIRE(write_file_atomic(dir.path() / "secret.key", bytes("k"), 0600).has_value());
+    CHECK(mode_of(dir.path() / "secret.key") == 0600);
+  }
+}
+
 TEST_CASE("an uncommitted temporary is removed, and a planted symlink is never followed") {
   test::TempDir dir;
   auto target = dir.path() / "out.bin";

@@ -82,12 +82,17 @@ Result<std::vector<SettingRemote>> read_remote_setting(const std::filesystem::pa
   util::ReadLimits limits;
   limits.max_bytes = k_max_setting_bytes;
   limits.regular_only = true;
+  // Never followed: a planted link would make `remote list` and a damaged
+  // line's error quote another file's bytes.
+  limits.no_symlink = true;
   auto text = util::read_file(path, limits);
   if (!text) {
     if (text.error().category == Category::not_found) return std::vector<SettingRemote>{};
-    if (text.error().category == Category::invalid_argument)  // over the limit, or not a regular file
-      return fail(Category::corruption, "remote setting {}: {}; {}", util::escape_untrusted(path.string()),
-                  text.error().message, k_fix);
+    if (text.error().category == Category::invalid_argument)  // over the limit, a symlink or not a regular file
+      return fail(Category::corruption,
+                  "remote setting {}: {}; the setting must be a regular file in the store: delete it and set the "
+                  "remotes again with `kcache remote add URL`",
+                  util::escape_untrusted(path.string()), text.error().message);
     return tl::unexpected(std::move(text).error());
   }
   return parse_remote_setting(*text, path.string());

@@ -116,19 +116,15 @@ Result<AtomicFile> AtomicFile::create(const std::filesystem::path& target, mode_
   int err = EEXIST;
   for (int attempt = 0; attempt < 16 && err == EEXIST; ++attempt) {
     temp = dest.string() + ".tmp-" + random_suffix();
-    fd = UniqueFd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    // Created with `mode` so the kernel applies the umask (and a default
+    // ACL), as for any new file; never fchmod'ed afterwards, which would
+    // widen it past what the user allows (0644 under umask 077).
+    fd = UniqueFd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 07777));
     err = fd ? 0 : errno;
   }
   if (!fd) {
     auto folder = dest.parent_path().empty() ? std::filesystem::path(".") : dest.parent_path();
     return os_error(folder, "create a temporary file in", err);
-  }
-  // Created 0600 (never readable by others while half written); the target
-  // gets the mode the caller asked for.
-  if (::fchmod(fd.get(), mode) != 0) {
-    err = errno;
-    ::unlink(temp.c_str());
-    return os_error(target, "set the mode of", err);
   }
   return AtomicFile(dest, std::move(temp), std::move(fd), false);
 }
@@ -158,9 +154,15 @@ Result<void> AtomicFile::commit() {
 Result<std::string> read_file(const std::filesystem::path& path, ReadLimits limits) {
   // O_NONBLOCK: opening a FIFO without a writer would otherwise block for
   // ever before fstat could refuse it; it does not affect regular files.
-  const int flags = O_RDONLY | O_CLOEXEC | (limits.regular_only ? O_NONBLOCK : 0);
+  const int flags =
+      O_RDONLY | O_CLOEXEC | (limits.regular_only ? O_NONBLOCK : 0) | (limits.no_symlink ? O_NOFOLLOW : 0);
   UniqueFd fd(::open(path.c_str(), flags));
-  if (!fd) return os_error(path, "read", errno);
+  if (!fd) {
+    // O_NOFOLLOW on a symlink fails with ELOOP: refused, not an I/O fault.
+    if (limits.no_symlink && errno == ELOOP)
+      return fail(Category::invalid_argument, "cannot read {}: it is a symbolic link", path.string());
+    return os_error(path, "read", errno);
+  }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return os_error(path, "read", errno);
   if (S_ISDIR(st.st_mode)) return fail(Category::invalid_argument, "cannot read {}: it is a directory", path.string());

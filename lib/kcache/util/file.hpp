@@ -55,13 +55,14 @@ bool write_all(int fd, std::span<const std::uint8_t> data);
 /// commit() only closes it.
 class AtomicFile {
  public:
-  /// Opens the output for `target`; a temporary file gets `mode`. The
+  /// Opens the output for `target`; a temporary file gets `mode` less the
+  /// process's umask (0666 under umask 077 gives 0600; 0600 stays 0600). The
   /// temporary is created exclusively with a random name (O_EXCL,
   /// O_NOFOLLOW: a planted file or symlink is never opened) and close-on-exec
   /// (a worker child never inherits it). io_error / not_found naming the
   /// target's folder when it cannot be created, the target when a special
   /// file cannot be opened (a socket cannot).
-  static Result<AtomicFile> create(const std::filesystem::path& target, mode_t mode = 0644);
+  static Result<AtomicFile> create(const std::filesystem::path& target, mode_t mode = 0666);
   AtomicFile(AtomicFile&&) noexcept = default;
   AtomicFile& operator=(AtomicFile&&) noexcept = default;
   ~AtomicFile();
@@ -91,17 +92,20 @@ class AtomicFile {
 struct ReadLimits {
   std::uint64_t max_bytes = UINT64_MAX;  ///< more is invalid_argument, nothing past it is read
   bool regular_only = false;             ///< refuse devices, FIFOs and sockets (opened non-blocking)
+  bool no_symlink = false;               ///< refuse a symlink as the last component (O_NOFOLLOW)
 };
 
 /// Whole file as bytes; not_found when missing, invalid_argument for a
-/// directory, for a special file when `limits.regular_only`, or for a file
-/// over `limits.max_bytes`; io_error otherwise.
+/// directory, for a special file when `limits.regular_only`, for a symlink
+/// when `limits.no_symlink`, or for a file over `limits.max_bytes`; io_error
+/// otherwise.
 Result<std::string> read_file(const std::filesystem::path& path, ReadLimits limits = {});
 
 /// Writes `data` to `path` through an AtomicFile (so a device or FIFO
-/// target is written in place, anything else replaced whole).
+/// target is written in place, anything else replaced whole); a new file
+/// gets `mode` less the umask.
 Result<void> write_file_atomic(const std::filesystem::path& path, std::span<const std::uint8_t> data,
-                               mode_t mode = 0644);
+                               mode_t mode = 0666);
 
 /// The error for a failed OS call on `path`: not_found for ENOENT, io_error
 /// otherwise; "cannot ACTION PATH: strerror".
