@@ -34,18 +34,64 @@ TEST_CASE("paths that leave the project are refused before anything is opened") 
   }
 }
 
-TEST_CASE("special files are refused without blocking: FIFO, /dev/zero behind a symlink") {
+TEST_CASE("special files are refused without blocking: FIFO, a FIFO behind a symlink, /dev/zero behind one") {
   test::TempDir dir;
   REQUIRE(::mkfifo((dir.path() / "pipe.glsl").c_str(), 0600) == 0);  // no writer: a blocking open would hang
+  std::filesystem::create_symlink("pipe.glsl", dir.path() / "pipe-link.glsl");
   std::filesystem::create_symlink("/dev/zero", dir.path() / "zero.glsl");
   FileCache files(dir.path());
-  for (std::string special : {"pipe.glsl", "zero.glsl"}) {
+  for (std::string special : {"pipe.glsl", "pipe-link.glsl", "zero.glsl"}) {
     CAPTURE(special);
     auto f = files.get(special);
     REQUIRE(!f.has_value());
     CHECK(f.error().category == Category::invalid_argument);
     CHECK(f.error().message.find(special) != std::string::npos);
-    CHECK(f.error().message.find("regular file") != std::string::npos);
+    // /dev/zero is outside the project: refused before it is opened.
+    CHECK(f.error().message.find(special == "zero.glsl" ? "outside the project" : "regular file") != std::string::npos);
+  }
+}
+
+TEST_CASE("a symlink that leads out of the project is refused, and its target never read") {
+  test::TempDir dir;
+  dir.write("outside/secret.txt", "TOP-SECRET\n");
+  dir.write("proj/k.comp", "void main() {}\n");
+  std::filesystem::create_directories(dir.path() / "proj/inc");
+  // A file link (absolute and relative), a folder link, and a chain whose
+  // first hop stays inside.
+  std::filesystem::create_symlink(dir.path() / "outside/secret.txt", dir.path() / "proj/inc/abs.glsl");
+  std::filesystem::create_symlink("../../outside/secret.txt", dir.path() / "proj/inc/rel.glsl");
+  std::filesystem::create_symlink(dir.path() / "outside", dir.path() / "proj/ext");
+  std::filesystem::create_symlink("abs.glsl", dir.path() / "proj/inc/chain.glsl");
+  FileCache files(dir.path() / "proj");
+  for (std::string leak : {"inc/abs.glsl", "inc/rel.glsl", "ext/secret.txt", "inc/chain.glsl"}) {
+    CAPTURE(leak);
+    auto f = files.get(leak);
+    REQUIRE(!f.has_value());
+    CHECK(f.error().category == Category::invalid_argument);
+    CHECK(f.error().message.find(leak) != std::string::npos);
+    CHECK(f.error().message.find("outside the project") != std::string::npos);
+    CHECK(f.error().message.find("copy the file into the project or move the manifest up") != std::string::npos);
+    CHECK(f.error().message.find("TOP-SECRET") == std::string::npos);
+  }
+}
+
+TEST_CASE("symlinks that stay inside the project keep working, also when the project is reached by one") {
+  test::TempDir dir;
+  dir.write("proj/inc/real.glsl", "float r;\n");
+  std::filesystem::create_symlink("real.glsl", dir.path() / "proj/inc/alias.glsl");
+  std::filesystem::create_symlink(dir.path() / "proj/inc", dir.path() / "proj/lib");
+  std::filesystem::create_symlink(dir.path() / "proj", dir.path() / "proj-link");
+  for (const auto& root : {dir.path() / "proj", dir.path() / "proj-link"}) {
+    CAPTURE(root);
+    FileCache files(root);
+    for (std::string inside : {"inc/real.glsl", "inc/alias.glsl", "lib/real.glsl", "lib/alias.glsl"}) {
+      CAPTURE(inside);
+      auto f = files.get(inside);
+      REQUIRE_MESSAGE(f.has_value(), f.error().message);
+      CHECK((*f)->content == "float r;\n");
+      CHECK((*f)->path == inside);
+    }
+    CHECK(files.get("inc/missing.glsl").error().category == Category::not_found);
   }
 }
 

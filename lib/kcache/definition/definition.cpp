@@ -13,7 +13,47 @@
 
 namespace kcache::definition {
 
-FileCache::FileCache(std::filesystem::path root) : m_root(std::move(root)) {}
+FileCache::FileCache(std::filesystem::path root) : m_root(std::move(root)) {
+  // Resolved once: the folder itself may be reached through a symlink.
+  const std::filesystem::path folder = m_root.empty() ? std::filesystem::path(".") : m_root;
+  std::error_code ec;
+  m_real_root = std::filesystem::weakly_canonical(folder, ec);
+  if (ec) m_real_root = std::filesystem::absolute(folder, ec).lexically_normal();
+}
+
+namespace {
+
+/// Whether `path` is `root` or below it, element by element (both canonical).
+bool is_under(const std::filesystem::path& path, const std::filesystem::path& root) {
+  auto p = path.begin();
+  for (auto r = root.begin(); r != root.end(); ++r, ++p) {
+    if (r->empty() && std::next(r) == root.end()) break;  // a trailing '/' names the folder itself
+    if (p == path.end() || *p != *r) return false;
+  }
+  return true;
+}
+
+/// Refuses `rel` when its real location (symlinks resolved) is outside
+/// `real_root`: the path is inside, but a symlink on it (the file or a
+/// folder) leads out, and following it would put any file the user can read
+/// into keys, compile errors and reports. Links that stay inside are fine.
+Result<void> check_real_location(const std::filesystem::path& root, const std::filesystem::path& real_root,
+                                 const std::string& rel) {
+  std::error_code ec;
+  const auto real = std::filesystem::weakly_canonical(root / rel, ec);
+  if (ec)  // a symlink loop, an unreadable folder: nothing safe to read
+    return fail(Category::invalid_argument, "refusing to read '{}': cannot resolve where it leads ({})",
+                util::escape_untrusted(rel), ec.message());
+  if (!is_under(real, real_root))
+    return fail(Category::invalid_argument,
+                "refusing to read '{}': it is a symbolic link (or lies under one) that leads outside the project "
+                "folder {}; a source or include must be a regular file under the manifest's folder: copy the file "
+                "into the project or move the manifest up to a folder that holds both",
+                util::escape_untrusted(rel), root.string());
+  return {};
+}
+
+}  // namespace
 
 std::string FileCache::normalise(const std::filesystem::path& rel) { return rel.lexically_normal().generic_string(); }
 
@@ -30,6 +70,8 @@ Result<std::shared_ptr<const SourceFile>> FileCache::get(const std::string& rel)
                   "refusing to read '{}': not a relative path inside the project folder {} (kcache reads only "
                   "files under the manifest's folder; copy the file into it and name it relative to it)",
                   util::escape_untrusted(rel), m_root.string());
+  } else if (auto located = check_real_location(m_root, m_real_root, rel); !located) {
+    result = tl::unexpected(std::move(located).error());
   } else {
     // Read outside the lock: two threads may read the same file once each at
     // worst, which is cheaper than serialising all reads.

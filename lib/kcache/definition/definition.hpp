@@ -57,15 +57,17 @@ inline constexpr std::size_t k_max_include_depth = 64;
 /// inputs, which a bundle may have brought), so get() is the one gate for
 /// every project read: it refuses a path that is not contained in the
 /// project (util::is_contained_relative_path: absolute, "..", unnormalised),
-/// anything but a regular file (a device, FIFO or socket, also behind a
+/// a path whose real location (symlinks resolved) is outside the project's
+/// real folder, anything but a regular file (a device, FIFO or socket, also behind a
 /// symlink) and files over k_max_source_bytes; it never hangs or reads
 /// without bound.
 class FileCache {
  public:
   explicit FileCache(std::filesystem::path root);
   /// The file at `rel` (relative to root): not_found when missing;
-  /// invalid_argument when `rel` is not a contained relative path, names a
-  /// special file or is over k_max_source_bytes (the message says what to do).
+  /// invalid_argument when `rel` is not a contained relative path, leads
+  /// outside the project through a symlink, names a special file or is over
+  /// k_max_source_bytes (the message says what to do).
   Result<std::shared_ptr<const SourceFile>> get(const std::string& rel);
   /// Normalises a path relative to root ("a/./b/../c" → "a/c").
   static std::string normalise(const std::filesystem::path& rel);
@@ -73,6 +75,7 @@ class FileCache {
 
  private:
   std::filesystem::path m_root;
+  std::filesystem::path m_real_root;  ///< m_root with symlinks resolved: what a read must stay under
   std::mutex m_mutex;
   std::unordered_map<std::string, Result<std::shared_ptr<const SourceFile>>> m_files;
 };
