@@ -66,7 +66,9 @@ std::filesystem::path remote_setting_path(const std::filesystem::path& store_dir
 
 /// Reads the setting of `store_dir`: empty when the file does not exist;
 /// corruption / version_mismatch as parse_remote_setting; io_error when it
-/// cannot be read. Reads at most k_max_setting_bytes + 1 bytes.
+/// cannot be read; invalid_argument, with nothing read or shown, when it is
+/// a symbolic link (it could lead anywhere). Reads at most
+/// k_max_setting_bytes + 1 bytes.
 Result<std::vector<SettingRemote>> read_remote_setting(const std::filesystem::path& store_dir);
 
 /// Writes `remotes` as the setting of `store_dir` (creating the folder when
