@@ -5,6 +5,8 @@
 #include "kcache/core/cuda.hpp"
 #include "kcache/nvrtc/nvrtc.hpp"
 
+#include "nvrtc_test_project.hpp"
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -15,25 +17,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path project(const std::string& name) {
-  fs::path dir = fs::path(KCACHE_TEST_TMP) / "nvrtc" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir / "inc");
-  fs::create_directories(dir / "src");
-  return dir;
-}
+fs::path project(const std::string& name) { return test::nvrtc_project("nvrtc", name); }
 
-void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+void write(const fs::path& p, const std::string& text) { test::write_file(p, text); }
 
-definition::KernelSpec spec_for(const std::string& source) {
-  definition::KernelSpec s;
-  s.name = "k";
-  s.source = source;
-  s.language = definition::Language::cuda;
-  s.include_dirs = {"inc"};
-  s.arch = {"sm_90"};
-  return s;
-}
+definition::KernelSpec spec_for(const std::string& source) { return test::cuda_spec_for(source); }
 
 }  // namespace
 

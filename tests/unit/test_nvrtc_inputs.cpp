@@ -9,6 +9,8 @@
 #include "kcache/core/cuda.hpp"
 #include "kcache/nvrtc/nvrtc.hpp"
 
+#include "nvrtc_test_project.hpp"
+
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -22,28 +24,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path project(const std::string& name) {
-  fs::path dir = fs::path(KCACHE_TEST_TMP) / "nvrtc_inputs" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir / "inc");
-  fs::create_directories(dir / "src");
-  return dir;
-}
+fs::path project(const std::string& name) { return test::nvrtc_project("nvrtc_inputs", name); }
 
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-}
+void write(const fs::path& p, const std::string& text) { test::write_file(p, text); }
 
-definition::KernelSpec spec_for(const std::string& source) {
-  definition::KernelSpec s;
-  s.name = "k";
-  s.source = source;
-  s.language = definition::Language::cuda;
-  s.include_dirs = {"inc"};
-  s.arch = {"sm_90"};
-  return s;
-}
+definition::KernelSpec spec_for(const std::string& source) { return test::cuda_spec_for(source); }
 
 /// The project paths scan_inputs lists for src/k.cu holding `text`.
 std::vector<std::string> inputs_of(const fs::path& dir, const std::string& text) {
