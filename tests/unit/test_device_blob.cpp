@@ -1,7 +1,9 @@
 // The pipeline-cache header check and kcache's blob wrapper, on synthetic
 // devices and blobs (no Vulkan needed). The same checks on a real lavapipe
 // blob are in test_device_vulkan.cpp.
+#include "kcache/core/key_binding.hpp"
 #include "kcache/device/device.hpp"
+#include "kcache/device/pipeline_entry.hpp"
 
 #include "../fuzz/fuzz_support.hpp"
 #include "seed_corpus.hpp"
@@ -280,4 +282,38 @@ TEST_CASE("fuzz seed corpus: pipeline_cache_header seeds are accepted or refused
       CHECK(!error->message.empty());
     }
   }
+}
+
+TEST_CASE("key binding: a pipeline entry's key is its module's id and its recipe; a changed recipe field is refused") {
+  using namespace kcache;
+  Entry module;
+  module.kernel = "k";
+  module.id_fields = {{"name", "k"}, {"entry", "main"}, {"spec_constant:0", "uint:256"}};
+  module.ir_fields = {{"expanded_source", "0123"}};
+  module.key = bound_key(module);
+  module.payload = {1, 2, 3, 4};
+  seal_payload(module);
+  const device::PipelineRecipe recipe{"spirv/vulkan1.2", module.payload_digest, "main", {{0, 256}}};
+  const Entry pipeline = device::make_pipeline_entry(module, recipe, {9, 9, 9}, 1'700'000'000, "test");
+  REQUIRE(check_key_binding(pipeline));
+  CHECK(bound_key(pipeline) == pipeline.key);
+
+  // What the runtime hands the driver, changed behind the key: refused.
+  for (const char* field : {"entry", "spec:0", "spirv_digest"}) {
+    CAPTURE(field);
+    Entry forged = pipeline;
+    bool changed = false;
+    for (auto& f : forged.ir_fields)
+      if (f.first == field) f.second += "0", changed = true;
+    REQUIRE(changed);
+    auto r = check_key_binding(forged);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message.find("does not match its ir fields") != std::string::npos);
+  }
+  // The module's identity (its spec constants, say) changed behind the key.
+  Entry forged = pipeline;
+  forged.id_fields[2].second = "uint:4096";
+  auto r = check_key_binding(forged);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("does not match its id fields") != std::string::npos);
 }
