@@ -110,19 +110,6 @@ class SpirvBackend final : public PerUnitBackend {
 
 }  // namespace
 
-StageOptions stage_options(const BuildOptions& options, definition::FileCache& files) {
-  StageOptions s;
-  s.jobs = options.jobs;
-  s.retry_failed = options.retry_failed;
-  s.explain = options.explain;
-  s.origin = options.origin;
-  s.clock = options.clock;
-  s.secondary = options.secondary;
-  s.on_receipt = options.on_receipt;
-  s.files = &files;
-  return s;
-}
-
 Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& store, const BuildOptions& options) {
   BuildResult result;
   std::vector<Unit> units;

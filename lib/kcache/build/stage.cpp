@@ -180,6 +180,19 @@ Result<void> PerUnitBackend::compile(std::span<const Pending> pending, unsigned 
   return {};
 }
 
+StageOptions stage_options(const BuildOptions& options, definition::FileCache& files) {
+  StageOptions s;
+  s.jobs = options.jobs;
+  s.retry_failed = options.retry_failed;
+  s.explain = options.explain;
+  s.origin = options.origin;
+  s.clock = options.clock;
+  s.secondary = options.secondary;
+  s.on_receipt = options.on_receipt;
+  s.files = &files;
+  return s;
+}
+
 Result<void> run_stage(const Backend& backend, std::vector<Unit> units, store::Store& store,
                        const StageOptions& options, BuildResult& result) {
   Stopwatch total;
