@@ -286,7 +286,9 @@ TEST_CASE("B3: fingerprints, versions, signatures, duplicates, trailing bytes, i
     auto trailing = signed_bytes;
     trailing.push_back(0);
     cases.emplace_back("trailing bytes", trailing);
-    for (const auto& [what, bytes] : cases) {
+    for (const auto& item : cases) {
+      const auto& what = item.first;  // named, not bound: clang 14 cannot capture a binding
+      const auto& bytes = item.second;
       auto e = attempt(t, tally, bytes, spirv_target(trusted));
       CHECK_MESSAGE(e.has_value(), what, " was accepted");
       if (e) MESSAGE(what, ": ", e->message);

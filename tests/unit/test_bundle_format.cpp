@@ -374,7 +374,9 @@ TEST_CASE("fuzz seed corpus: bundle_reader seeds are read or refused as their na
     CHECK(name.ends_with("_signed") == h.signature.has_value());
     if (name.ends_with("_signed")) CHECK(bundle::verify_signature(h, std::span(&seed_key.public_key, 1)).has_value());
   }
-  for (const auto& [name, category] : broken) {
+  for (const auto& item : broken) {
+    const auto& name = item.first;  // named, not bound: clang 14 cannot capture a binding
+    const auto& category = item.second;
     CAPTURE(name);
     auto error = read_bundle_through(seeds.at(name));
     if (!error) FAIL(name, " is accepted");

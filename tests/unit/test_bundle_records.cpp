@@ -127,7 +127,9 @@ TEST_CASE("issue 14 item 4: kernel names and fingerprint fields that could injec
         {std::string(1000, 'k'), "1000 bytes"},
         {std::string(401, 'k'), "401 bytes"},
     };
-    for (const auto& [name, shown] : bad) {
+    for (const auto& item : bad) {
+      const auto& name = item.first;  // named, not bound: clang 14 cannot capture a binding
+      const auto& shown = item.second;
       CAPTURE(util::escape_untrusted(name));
       auto hostile = entries;
       hostile[1].kernel = name;

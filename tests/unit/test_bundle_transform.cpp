@@ -73,7 +73,9 @@ TEST_CASE("record transform round-trips every payload shape byte for byte") {
       {"empty payload", entry_with(Bytes{})},
   };
   for (std::uint16_t version : {2, 3})
-    for (const auto& [name, e] : cases) {
+    for (const auto& item : cases) {
+      const auto& name = item.first;  // named, not bound: clang 14 cannot capture a binding
+      const auto& e = item.second;
       CAPTURE(version);
       CAPTURE(name);
       auto record = encode_entry(e);

@@ -40,7 +40,9 @@ TEST_CASE("id is stable and sensitive to every identity field, and only those") 
       {"optimize", [](KernelSpec& s) { s.optimize = Optimize::none; }},
       {"spec constant", [](KernelSpec& s) { s.spec_constants[0].text = "65"; }},
   };
-  for (auto& [what, edit] : edits) {
+  for (auto& item : edits) {
+    auto& what = item.first;  // named, not bound: clang 14 cannot capture a binding
+    auto& edit = item.second;
     CAPTURE(what);
     KernelSpec s = base_spec();
     edit(s);

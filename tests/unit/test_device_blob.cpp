@@ -260,7 +260,9 @@ TEST_CASE("fuzz seed corpus: pipeline_cache_header seeds are accepted or refused
   std::set<std::string> names;
   for (const auto& [name, seed] : expected) names.insert(name);
   auto seeds = kcache::test::read_seeds("pipeline_cache_header", names);
-  for (const auto& [name, want] : expected) {
+  for (const auto& item : expected) {
+    const auto& name = item.first;  // named, not bound: clang 14 cannot capture a binding
+    const auto& want = item.second;
     CAPTURE(name);
     const auto& bytes = seeds.at(name);
     std::optional<Error> error;

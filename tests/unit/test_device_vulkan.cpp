@@ -141,7 +141,9 @@ TEST_CASE("device: list_devices finds lavapipe with a complete fingerprint") {
   CHECK(lvp->ns.backend == "vulkan");
   CHECK(lvp->fingerprint().size() == 16);
   CHECK(lvp->ns == vulkan_namespace(lvp->make_fingerprint_record()));
-  for (const auto& [field, value] : lvp->record().fields) {
+  for (const auto& item : lvp->record().fields) {
+    const auto& field = item.first;  // named, not bound: clang 14 cannot capture a binding
+    const auto& value = item.second;
     CAPTURE(field);
     CHECK(!value.empty());
   }

@@ -142,7 +142,8 @@ TEST_CASE("fleet: a cuda namespace is foreign only when no local CUDA device run
   const Result<std::vector<cuda_device::DeviceInfo>> no_cuda =
       fail(Category::device_unavailable, "no CUDA driver: libcuda.so.1: cannot open shared object file");
   maintain::mark_foreign(*report, nullptr, std::vector<FingerprintRecord>{}, no_cuda);
-  for (const auto& [ns, why] : foreign_of(*report))
-    CHECK_MESSAGE(why == "no local CUDA device to match: no CUDA driver: libcuda.so.1: cannot open shared object file",
-                  ns);
+  for (const auto& item : foreign_of(*report))  // item, not [ns, why]: clang 14 cannot capture a binding
+    CHECK_MESSAGE(
+        item.second == "no local CUDA device to match: no CUDA driver: libcuda.so.1: cannot open shared object file",
+        item.first);
 }

@@ -207,7 +207,9 @@ TEST_CASE("fuzz seed corpus: manifest_parser seeds are accepted or refused as th
                                      "valid_preamble_keys.toml",
                                      "broken_preamble_keys.toml"};
   auto seeds = kcache::test::read_seeds("manifest_parser", all);
-  for (const auto& [name, bytes] : seeds) {
+  for (const auto& item : seeds) {
+    const auto& name = item.first;  // named, not bound: clang 14 cannot capture a binding
+    const auto& bytes = item.second;
     CAPTURE(name);
     const std::string text(bytes.begin(), bytes.end());
     auto m = parse_manifest(text, "fuzz.toml", "/nonexistent-fuzz-root", false);

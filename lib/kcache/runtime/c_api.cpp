@@ -107,30 +107,6 @@ kcache_status lookup(kcache_store* store, const kcache_device* device, const cha
   });
 }
 
-}  // namespace
-
-extern "C" {
-
-const char* kcache_version(void) { return KCACHE_VERSION; }
-
-const char* kcache_status_name(kcache_status status) {
-  switch (status) {
-    case KCACHE_OK: return "ok";
-    case KCACHE_ERROR_NOT_FOUND: return "not_found";
-    case KCACHE_ERROR_INVALID_ARGUMENT: return "invalid_argument";
-    case KCACHE_ERROR_CORRUPTION: return "corruption";
-    case KCACHE_ERROR_IO: return "io_error";
-    case KCACHE_ERROR_VERSION_MISMATCH: return "version_mismatch";
-    case KCACHE_ERROR_BUSY: return "busy";
-    case KCACHE_ERROR_INTERNAL: return "internal";
-  }
-  return "unknown";
-}
-
-const char* kcache_last_error(void) { return t_last_error.c_str(); }
-
-namespace {
-
 /// kcache.h's promise for a NULL or empty `dir`: the CLI's default store,
 /// from the same variables the CLI reads. The C ABI is an application's
 /// entry point and resolves its documented default here; the modules below it
@@ -144,6 +120,31 @@ std::filesystem::path default_store_from_environment() {
 }
 
 }  // namespace
+
+extern "C" {
+
+const char* kcache_version(void) { return KCACHE_VERSION; }
+
+const char* kcache_status_name(kcache_status status) {
+  // A C caller may pass any int. In C++ an enum object holding a value outside
+  // its enumerators' range is undefined, so the bytes are read as an int.
+  int code = 0;
+  static_assert(sizeof code == sizeof status);
+  std::memcpy(&code, &status, sizeof code);
+  switch (code) {
+    case KCACHE_OK: return "ok";
+    case KCACHE_ERROR_NOT_FOUND: return "not_found";
+    case KCACHE_ERROR_INVALID_ARGUMENT: return "invalid_argument";
+    case KCACHE_ERROR_CORRUPTION: return "corruption";
+    case KCACHE_ERROR_IO: return "io_error";
+    case KCACHE_ERROR_VERSION_MISMATCH: return "version_mismatch";
+    case KCACHE_ERROR_BUSY: return "busy";
+    case KCACHE_ERROR_INTERNAL: return "internal";
+  }
+  return "unknown";
+}
+
+const char* kcache_last_error(void) { return t_last_error.c_str(); }
 
 kcache_status kcache_store_open(const char* dir, kcache_store** out) {
   return guarded([&] {

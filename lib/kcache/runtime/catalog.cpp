@@ -36,7 +36,9 @@ const std::string* field(const std::vector<Field>& fields, std::string_view name
 Result<std::vector<device::SpecValue>> spec_from_fields(const Entry& e) {
   std::vector<device::SpecValue> out;
   constexpr std::string_view prefix = "spec_constant:";
-  for (const auto& [k, v] : e.id_fields) {
+  for (const auto& field : e.id_fields) {
+    const std::string& k = field.first;  // named, not bound: clang 14 lambdas cannot capture a binding
+    const std::string& v = field.second;
     if (!k.starts_with(prefix)) continue;
     auto bad = [&] {
       return fail(Category::corruption, "kernel '{}': malformed spec constant field '{}' = '{}'", e.kernel, k, v);
