@@ -101,6 +101,29 @@ expect_in out "plain text"
 expect_exit 0 "$KCACHE" remote add --help
 expect_in out "plain text"
 
+note "trust is saved with the remote: remote add --trust, and KCACHE_REMOTE's trust="
+# R and Q hold A's values, which nobody signed.
+expect_exit 0 "$KCACHE" keygen -o ci
+hex=$(sed -n 's/^public-key //p' ci.pub)
+[[ ${#hex} == 64 ]] || fail "no public key in ci.pub"
+expect_exit 0 "$KCACHE" remote add "$R_URL" --trust ci.pub --store U
+grep -qx "$R_URL?trust=$hex" U/remotes || fail "trust not saved: $(cat U/remotes)"
+expect_exit 0 "$KCACHE" remote list --store U
+expect_in out "signed values only: 1 trusted key"
+expect_exit 0 "$KCACHE" build $M --store U -j2 --json --remote-read-only
+[[ $(json_get out "j['remotes'][0]['refused']") == "$N" && $(outcome out compiled) == "$N" ]] ||
+  fail "a trusting remote served unsigned values: $(json_get out "j['remotes'][0]")"
+[[ $(json_get out "j['remotes'][0]['authenticated']") == True ]] || fail "not reported as authenticated"
+KCACHE_REMOTE="$Q_URL?trust=$hex" expect_exit 0 "$KCACHE" build $M --store U2 -j2 --json --sign ci.key
+[[ $(json_get out "j['remotes'][0]['refused']") == "$N" && $(outcome out compiled) == "$N" ]] ||
+  fail "KCACHE_REMOTE's trust= was not applied: $(json_get out "j['remotes'][0]")"
+# U2 wrote its kernels back to Q signed: a store trusting the key now hits.
+expect_exit 0 "$KCACHE" remote add "$Q_URL" --trust ci.pub --store U3
+expect_exit 0 "$KCACHE" build $M --store U3 -j2 --json
+[[ $(outcome out remote_hit) == "$N" ]] || fail "signed values were not served: $(json_get out "j['remotes'][0]")"
+expect_exit 2 "$KCACHE" remote add "$R_URL?trust=abc" --store U
+expect_in err "trust needs a public key"
+
 note "a damaged setting is refused naming the file and line"
 mkdir -p D
 printf 'kcache-remotes 1\n%s\nredis://h:99999/0\n' "$R_URL" >D/remotes

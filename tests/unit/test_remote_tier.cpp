@@ -8,6 +8,7 @@
 #include "kcache/core/key_binding.hpp"
 #include "kcache/remote/value.hpp"
 #include "kcache/util/hash.hpp"
+#include "kcache/util/text.hpp"
 #include "test_support.hpp"
 
 #include <map>
@@ -199,4 +200,78 @@ TEST_CASE("a stage's own check refuses a value that passed the import's, counted
   CHECK(s[0].refusals.at(0) == "k: remote value: a pipeline built from another module");
   // Values are written compressed (version 2) and read back whole.
   CHECK(s[0].bytes_written < encode_entry(e).size());
+}
+
+TEST_CASE("a URL's trust= keys make that remote accept only values they signed; --trust adds to every remote") {
+  const Namespace ns = spirv_namespace("vulkan1.2");
+  const Entry e = compiled_entry();
+  std::array<std::uint8_t, 32> seed{};
+  seed[0] = 7;
+  const auto signer = bundle::keypair_from_seed(seed);
+  seed[0] = 8;
+  const auto other = bundle::keypair_from_seed(seed);
+  const auto unsigned_value = *encode_value(ns.name(), encode_entry(e));
+  const auto signed_value = *encode_value(ns.name(), encode_entry(e), &signer);
+  const std::string trust = "?trust=" + util::to_hex(signer.public_key.bytes);
+
+  // Two remotes holding the same unsigned value: the one whose URL trusts
+  // the signer refuses it, the other (no trust) serves it, unauthenticated.
+  auto run = [&](const std::vector<std::uint8_t>& value, const std::vector<std::string>& urls,
+                 std::vector<bundle::PublicKey> cli_trust) {
+    std::vector<std::unique_ptr<Backend>> backends;
+    TierOptions options;
+    for (const auto& u : urls) {
+      auto b = std::make_unique<MemoryBackend>();
+      b->values[value_key("", ns.name(), e.key)] = value;
+      backends.push_back(std::move(b));
+      options.remotes.push_back(url(u));
+    }
+    options.trusted = std::move(cli_trust);
+    RemoteTier tier(options, std::move(backends));
+    auto got = tier.fetch(ns, "k", e.key);
+    return std::pair{got.has_value(), tier.stats()};
+  };
+  auto mixed = run(unsigned_value, {"redis://a" + trust, "redis://b"}, {});
+  CHECK(mixed.first);
+  const auto& stats = mixed.second;
+  REQUIRE(stats.size() == 2);
+  CHECK(stats[0].refused == 1);
+  CHECK(stats[0].authenticated);
+  CHECK(stats[0].refusals.at(0).find("unsigned") != std::string::npos);
+  CHECK(stats[1].hits == 1);
+  CHECK_FALSE(stats[1].authenticated);
+
+  // Signed by the trusted key: served by the trusting remote.
+  auto signed_run = run(signed_value, {"redis://a" + trust}, {});
+  CHECK(signed_run.first);
+  CHECK(signed_run.second[0].hits == 1);
+  // Signed by the trusted key, but --trust names only another key for every
+  // remote: the URL's key still counts for its remote (trust adds up).
+  auto both = run(signed_value, {"redis://a" + trust}, {other.public_key});
+  CHECK(both.first);
+  // --trust alone, for a remote without trust=: the signer is not trusted.
+  auto cli_only = run(signed_value, {"redis://b"}, {other.public_key});
+  CHECK_FALSE(cli_only.first);
+  CHECK(cli_only.second[0].refused == 1);
+}
+
+TEST_CASE("trust= takes 64 hex digits, at most k_max_trusted_keys of them") {
+  const std::string key(64, 'a');
+  auto one = parse_remote_url("redis://h?trust=" + key + "&trust=" + key);  // repeated: kept once
+  REQUIRE(one);
+  REQUIRE(one->trust.size() == 1);
+  CHECK(one->trust[0][0] == 0xaa);
+  for (const std::string& bad :
+       {std::string("redis://h?trust="), "redis://h?trust=" + std::string(63, 'a'),
+        "redis://h?trust=" + std::string(65, 'a'), "redis://h?trust=" + std::string(64, 'g')}) {
+    INFO(bad);
+    auto r = parse_remote_url(bad);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message.find("trust needs a public key") != std::string::npos);
+  }
+  std::string many = "redis://h?";
+  for (std::size_t i = 0; i <= k_max_trusted_keys; ++i) many += fmt::format("trust={:064x}&", i + 1);
+  auto r = parse_remote_url(many);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("more than 16 trust= keys") != std::string::npos);
 }

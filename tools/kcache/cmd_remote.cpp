@@ -11,6 +11,7 @@
 #include "kcache/remote/url.hpp"
 #include "kcache/report/remote_report.hpp"
 #include "kcache/report/report.hpp"
+#include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 
@@ -26,15 +27,18 @@ void RemoteArgs::add_to(CLI::App& cmd) {
                      "`kcache remote add`; with --backend vulkan pipelines too):\n"
                      "  redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]  http(s)://HOST[:PORT]/PATH/  file:///PATH\n"
                      "options after '?', '&'-separated: read-only, timeout-ms=N (default 2000), prefix=TEXT,\n"
-                     "max-failures=N (default 3: a remote failing that often in a row is skipped for the run).\n"
+                     "max-failures=N (default 3: a remote failing that often in a row is skipped for the run),\n"
+                     "trust=PUBLIC_KEY_HEX (only values signed by that key; see --trust).\n"
                      "A remote never fails a build: failures are warnings, counted, and the kernel is compiled");
   cmd.add_flag("--no-remote", none, "ask no remote cache in this run (not $KCACHE_REMOTE, not the store's)")
       ->excludes(remote);
   cmd.add_flag("--remote-read-only", read_only, "read from the remotes but write nothing back to them");
   cmd.add_option("--sign", sign, "sign the values written to remotes with this secret key (kcache keygen)");
   cmd.add_option("--trust", trust,
-                 "accept only remote values signed by one of these public keys (repeatable); without it the\n"
-                 "summary says the values were not authenticated");
+                 "accept only remote values signed by one of these public keys (repeatable), from every remote;\n"
+                 "a URL's trust=PUBLIC_KEY_HEX does the same for that remote and is saved with it (`kcache\n"
+                 "remote add URL --trust KEY.pub`, $KCACHE_REMOTE). Without either the summary says the\n"
+                 "values were not authenticated");
 }
 
 Result<std::unique_ptr<remote::RemoteTier>> make_remote_tier(const RemoteArgs& args, const std::string& store_dir) {
@@ -86,6 +90,7 @@ struct SettingArgs {
   StoreOptions store;
   std::string url;
   bool read_only = false;
+  std::vector<std::string> trust;  ///< add: public key files, saved as trust= options
   bool json = false;
 };
 
@@ -95,10 +100,21 @@ int run_add(const SettingArgs& args) {
   std::string text = args.url;
   auto url = remote::parse_remote_url(text);
   if (!url) return report_error(url.error());
-  if (args.read_only && !url->read_only) {
-    text += text.find('?') == std::string::npos ? "?read-only" : "&read-only";
-    url->read_only = true;
+  auto add_option = [&](std::string_view option) {
+    text += text.find('?') == std::string::npos ? "?" : "&";
+    text += option;
+  };
+  if (args.read_only && !url->read_only) add_option("read-only");
+  // --trust KEY.pub is saved as the URL's trust= option, so every build that
+  // asks this remote accepts only values signed by one of these keys.
+  if (!args.trust.empty()) {
+    std::vector<std::filesystem::path> paths(args.trust.begin(), args.trust.end());
+    auto keys = bundle::load_public_keys(paths);
+    if (!keys) return report_error(keys.error());
+    for (const auto& k : *keys) add_option("trust=" + util::to_hex(k.bytes));
   }
+  url = remote::parse_remote_url(text);  // the text that is saved, read as every build will read it
+  if (!url) return report_error(url.error());
   auto remotes = remote::read_remote_setting(args.store.path());
   if (!remotes) return report_error(remotes.error());
   bool replaced = false;
@@ -181,6 +197,9 @@ void register_remote(CLI::App& app, Action& action) {
         "(mode 0600), password included.");
     add->add_option("url", sargs->url, "the remote URL (as for build --remote, options included)")->required();
     add->add_flag("--read-only", sargs->read_only, "builds read from this remote but write nothing back to it");
+    add->add_option("--trust", sargs->trust,
+                    "accept from this remote only values signed by this public key (kcache keygen's KEY.pub;\n"
+                    "repeatable): saved in the URL as trust=PUBLIC_KEY_HEX, as KCACHE_REMOTE may carry it too");
     add_store_option(*add, *sargs);
     add->callback([sargs, &action] { action = [sargs] { return run_add(*sargs); }; });
   }

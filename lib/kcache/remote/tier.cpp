@@ -14,6 +14,7 @@ namespace kcache::remote {
 struct RemoteTier::Remote {
   RemoteUrl url;
   std::unique_ptr<Backend> backend;
+  std::vector<bundle::PublicKey> trusted;  ///< empty: values are not authenticated
   mutable std::mutex mutex;
   build::SecondaryStats stats;
   unsigned consecutive_failures = 0;
@@ -48,7 +49,12 @@ RemoteTier::RemoteTier(TierOptions options, std::vector<std::unique_ptr<Backend>
     r->backend = i < backends.size() && backends[i] ? std::move(backends[i]) : make_backend(r->url);
     r->stats.name = r->url.shown();
     r->stats.writable = !r->url.read_only && !m_options.read_only;
-    r->stats.authenticated = !m_options.trusted.empty();
+    // Whom this remote's values must be signed by: the run's --trust keys
+    // and the URL's own trust= keys (saved with it in the store's setting
+    // or KCACHE_REMOTE).
+    r->trusted = m_options.trusted;
+    for (const auto& k : r->url.trust) r->trusted.push_back(bundle::PublicKey{k});
+    r->stats.authenticated = !r->trusted.empty();
     m_remotes.push_back(std::move(r));
   }
 }
@@ -96,7 +102,7 @@ std::optional<Entry> RemoteTier::fetch(const Namespace& ns, std::string_view ker
       continue;
     }
     std::size_t size = got ? (*got)->size() : 0;
-    auto entry = got ? check_value(**got, ns, kernel, key, m_options.trusted, r->url.shown())
+    auto entry = got ? check_value(**got, ns, kernel, key, r->trusted, r->url.shown())
                      : Result<Entry>(tl::unexpected(got.error()));
     if (entry && check)
       if (auto ok = check(*entry); !ok) entry = tl::unexpected(std::move(ok).error());

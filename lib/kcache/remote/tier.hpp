@@ -24,7 +24,9 @@ namespace kcache::remote {
 struct TierOptions {
   std::vector<RemoteUrl> remotes;  ///< asked in this order
   bool read_only = false;          ///< --remote-read-only: write back to none
-  /// When non-empty, only values signed by one of these keys are accepted.
+  /// When non-empty, only values signed by one of these keys are accepted,
+  /// from every remote; a remote's own trust= keys (RemoteUrl::trust) add to
+  /// these for that remote.
   std::vector<bundle::PublicKey> trusted;
   /// When set, values written back are signed with it.
   std::optional<bundle::KeyPair> sign;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 
@@ -12,7 +13,7 @@ namespace {
 
 constexpr std::string_view k_forms =
     "use redis://[USER[:PASSWORD]@]HOST[:PORT][/DB], http(s)://HOST[:PORT]/PATH/ or file:///PATH, with options "
-    "?read-only&timeout-ms=N&prefix=TEXT&max-failures=N";
+    "?read-only&timeout-ms=N&prefix=TEXT&max-failures=N&trust=PUBLIC_KEY_HEX";
 
 /// A decimal number in [lo, hi], digits only.
 std::optional<std::uint64_t> number(std::string_view s, std::uint64_t lo, std::uint64_t hi) {
@@ -239,6 +240,18 @@ Result<RemoteUrl> parse_remote_url(std::string_view text) {
           value.find("//") != std::string_view::npos)
         return bad("prefix may hold only letters, digits, '._-' and inner '/', at most 128 bytes, no '..' segment");
       url.prefix = std::string(value);
+    } else if (name == "trust") {
+      TrustedKey key{};
+      bool hex = value.size() == 2 * key.size();
+      for (std::size_t i = 0; hex && i < key.size(); ++i) {
+        int hi = hex_digit(value[2 * i]), lo = hex_digit(value[2 * i + 1]);
+        hex = hi >= 0 && lo >= 0;
+        key[i] = static_cast<std::uint8_t>(hi * 16 + lo);
+      }
+      if (!hex) return bad("trust needs a public key: the 64 hex digits of a key file's public-key line");
+      if (url.trust.size() == k_max_trusted_keys)
+        return bad(fmt::format("more than {} trust= keys", k_max_trusted_keys));
+      if (std::find(url.trust.begin(), url.trust.end(), key) == url.trust.end()) url.trust.push_back(key);
     } else {
       return bad(fmt::format("unknown option '{}'", util::escape_untrusted(name.substr(0, 40))));
     }

@@ -12,13 +12,19 @@
 // 2000: connect and each request); prefix=TEXT (keys start with it, so
 // projects can share a server: [A-Za-z0-9._-] and '/', at most 128 bytes,
 // no ".." segment); max-failures=N (1..1000, default 3: consecutive failed
-// requests before the remote is skipped for the rest of the run).
+// requests before the remote is skipped for the rest of the run);
+// trust=HEX (64 hex digits: an Ed25519 public key, the `public-key` line of
+// a kcache key file; repeatable, at most k_max_trusted_keys): only values
+// signed by one of these keys are accepted from this remote. Trust lives in
+// the URL so that it is saved wherever the URL is: the store's remote
+// setting (`kcache remote add URL --trust KEY.pub`) and KCACHE_REMOTE.
 //
 // Thread-safety: plain values.
 #pragma once
 
 #include "kcache/util/error.hpp"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -33,7 +39,13 @@ inline constexpr std::size_t k_max_url_bytes = 4096;
 /// within k_max_url_bytes with every other part at its limit.
 inline constexpr std::size_t k_max_userinfo_bytes = 255;
 
+/// The most trust= keys one URL may carry.
+inline constexpr std::size_t k_max_trusted_keys = 16;
+
 enum class Scheme { redis, http, https, file };
+
+/// An Ed25519 public key as a URL carries it (bundle::PublicKey's bytes).
+using TrustedKey = std::array<std::uint8_t, 32>;
 
 struct RemoteUrl {
   Scheme scheme = Scheme::file;
@@ -46,6 +58,7 @@ struct RemoteUrl {
   unsigned timeout_ms = 2000;
   std::string prefix;
   unsigned max_failures = 3;
+  std::vector<TrustedKey> trust;  ///< trust=: when non-empty, only values signed by one of these
 
   /// The URL as shown in messages and reports: the password replaced by
   /// "***", options kept.

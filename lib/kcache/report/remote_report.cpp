@@ -7,6 +7,7 @@
 #include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 namespace kcache::report {
@@ -113,13 +114,24 @@ std::string remote_setting_text(const std::string& file, const std::vector<remot
     return terminal_text(
         fmt::format("no remotes of its own (`kcache remote add URL` adds one; {} holds them)\n", file));
   std::string out;
-  for (const auto& u : remotes) out += fmt::format("{}{}\n", u.shown(), u.read_only ? "  (read-only)" : "");
+  for (const auto& u : remotes) {
+    std::vector<std::string> notes;
+    if (u.read_only) notes.push_back("read-only");
+    if (!u.trust.empty())
+      notes.push_back(
+          fmt::format("signed values only: {} trusted key{}", u.trust.size(), u.trust.size() == 1 ? "" : "s"));
+    out += fmt::format("{}{}\n", u.shown(), notes.empty() ? "" : fmt::format("  ({})", fmt::join(notes, "; ")));
+  }
   return terminal_text(out);
 }
 
 std::string remote_setting_json(const std::string& file, const std::vector<remote::RemoteUrl>& remotes) {
   json list = json::array();
-  for (const auto& u : remotes) list.push_back({{"url", u.shown()}, {"read_only", u.read_only}});
+  for (const auto& u : remotes) {
+    json trust = json::array();
+    for (const auto& k : u.trust) trust.push_back(util::to_hex(k));
+    list.push_back({{"url", u.shown()}, {"read_only", u.read_only}, {"trust", trust}});
+  }
   json j = {{"schema", "kcache.remote-list/1"}, {"file", file}, {"remotes", list}};
   return internal::json_text(j);
 }
