@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   if (url->host.size() > 253 || url->prefix.size() > 128 || url->timeout_ms < 1 || url->timeout_ms > 600000 ||
-      url->max_failures < 1 || url->max_failures > 1000)
+      url->max_failures < 1 || url->max_failures > 1000 || url->trust.size() > kcache::remote::k_max_trusted_keys)
     std::abort();
   for (const std::string* s : {&url->host, &url->path, &url->prefix, &url->user, &url->password})
     for (char c : *s)
