@@ -222,7 +222,7 @@ Result<void> write_bundle(std::ostream& out, const BundleHeader& header, const E
 
 Result<void> write_bundle_file(const std::filesystem::path& path, const BundleHeader& header,
                                const EntrySource& entry_at, const WriteOptions& options) {
-  auto file = KCACHE_TRY(util::AtomicFile::create(path, 0644));
+  auto file = KCACHE_TRY(util::AtomicFile::create(path));
   FdSink sink(file.fd());
   if (auto ok = write_impl(sink, header, entry_at, options); !ok)
     return tl::unexpected(std::move(ok).error().context(path.string()));
