@@ -69,4 +69,27 @@ expect_exit 2 "$PREFIX/bin/kcache" emit --store "$WORK/st" --namespace vulkan/ab
 expect_in "$WORK/err" "only SPIR-V namespaces"
 expect_exit 2 "$PREFIX/bin/kcache" emit --store "$WORK/st" --name 'not-an-id' -o "$WORK/c3"
 expect_in "$WORK/err" "is not a C identifier"
+for name in class std __k _K; do
+  expect_exit 2 "$PREFIX/bin/kcache" emit --store "$WORK/st" --name "$name" -o "$WORK/c3"
+  expect_in "$WORK/err" "not a C or C++ keyword"
+done
+
+note "kernel names holding comment delimiters still compile with -Wall -Werror (C and C++)"
+mkdir -p "$WORK/cm"
+printf '#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n' >"$WORK/cm/c.comp"
+cat >"$WORK/cm/kcache.toml" <<'TOML'
+[[kernel]]
+name = "c"
+source = "c.comp"
+[kernel.variants]
+NOTE = ["/* a */", "x*/y", "/*/ */"]
+TOML
+expect_exit 0 "$PREFIX/bin/kcache" build "$WORK/cm/kcache.toml" --store "$WORK/cst"
+for lang in c cpp; do
+  expect_exit 0 "$PREFIX/bin/kcache" emit --store "$WORK/cst" --lang $lang --name cm -o "$WORK/cm-$lang"
+done
+cc -std=c99 -Wall -Wextra -Werror -I"$PREFIX/include" -c "$WORK/cm-c/cm.c" -o "$WORK/cm.o" ||
+  fail "a kernel name with /* or */ breaks the C sources"
+c++ -std=c++17 -Wall -Wextra -Werror -I"$PREFIX/include" -c "$WORK/cm-cpp/cm.cpp" -o "$WORK/cm2.o" ||
+  fail "a kernel name with /* or */ breaks the C++ sources"
 note "ok"

@@ -21,6 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   kcache::migrate::Options options;
   options.root = "/fuzz-root";
+  options.sources_must_exist = false;  // the grammar, not the file system
   options.cwd = "/fuzz-root/sub";
   options.limits.max_input_bytes = 1u << 20;
   options.limits.max_commands = 512;

@@ -4,6 +4,8 @@
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/migrate/migrate.hpp"
 
+#include "test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
@@ -16,6 +18,7 @@ migrate::Options opts() {
   migrate::Options o;
   o.root = "/proj";
   o.cwd = "/proj";
+  o.sources_must_exist = false;  // the option grammar, without a project on disk
   return o;
 }
 
@@ -135,6 +138,36 @@ TEST_CASE("refusals name the line and the option") {
   auto r = migrate::from_commands("glslc -w -MD -MF a.d -fauto-map-locations -o a.spv a.comp", "log.txt", opts());
   REQUIRE_MESSAGE(r, r.error().message);
   CHECK(r->notes.size() >= 3);
+}
+
+TEST_CASE("define values the manifest would refuse are refused with their line; a BOM is not a command") {
+  // Before: "the manifest written ... does not read back (a kcache bug)", no line.
+  auto slash = message_of("glslc -o a.spv a.comp\nglslc '-DA=1\\' -o b.spv a.comp\n");
+  CHECK(slash.find("log.txt:2: -DA: the value") != std::string::npos);
+  CHECK(slash.find("ends in a backslash") != std::string::npos);
+  CHECK(slash.find("kcache bug") == std::string::npos);
+  auto comment = message_of("glslc '-DA=/*x' -o a.spv a.comp");
+  CHECK(comment.find("log.txt:1: -DA: the value") != std::string::npos);
+  CHECK(comment.find("opens a /* comment") != std::string::npos);
+  CHECK(migrate::from_commands("glslc '-DA=/* closed */ 1' -o a.spv a.comp", "log.txt", opts()));
+  // A UTF-8 byte-order mark before the first command.
+  auto bom = migrate::from_commands("\xEF\xBB\xBFglslc -o a.spv a.comp\n", "log.txt", opts());
+  REQUIRE_MESSAGE(bom, bom.error().message);
+  CHECK(bom->commands.size() == 1);
+}
+
+TEST_CASE("a command whose source is not there is refused with its line") {
+  test::TempDir dir;
+  dir.write("a.comp", "#version 450\nvoid main() {}\n");
+  migrate::Options o;
+  o.root = o.cwd = dir.path();
+  CHECK(migrate::from_commands("glslc -o a.spv a.comp", "log.txt", o));
+  auto missing = migrate::from_commands("glslc -o a.spv a.comp\nglslc -o b.spv b.comp", "log.txt", o);
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().message.find("log.txt:2: source 'b.comp' is not a file in") != std::string::npos);
+  // A folder is not a source either.
+  std::filesystem::create_directory(dir.path() / "d.comp");
+  CHECK_FALSE(migrate::from_commands("glslc -o d.spv d.comp", "log.txt", o));
 }
 
 TEST_CASE("bounds: line length and command count") {

@@ -2,12 +2,14 @@
 
 #include "kcache/core/namespace.hpp"
 #include "kcache/util/file.hpp"
+#include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <iterator>
 #include <optional>
 
 namespace kcache::embed {
@@ -15,10 +17,112 @@ namespace {
 
 constexpr std::uint32_t k_spirv_magic = 0x07230203;
 
+/// A name the output can use as a C prefix and a C++ namespace: letters,
+/// digits and '_', not a keyword of either language (the header is C and
+/// C++), not reserved to the implementation (a leading "__" or '_' and a
+/// capital).
 bool is_c_identifier(std::string_view s) {
   if (s.empty() || s.size() > 64 || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  if (!std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
+    return false;
+  if (s.starts_with("__") || (s.size() > 1 && s[0] == '_' && std::isupper(static_cast<unsigned char>(s[1]))))
+    return false;
+  static constexpr std::string_view k_keywords[] = {"alignas",
+                                                    "alignof",
+                                                    "and",
+                                                    "and_eq",
+                                                    "asm",
+                                                    "auto",
+                                                    "bitand",
+                                                    "bitor",
+                                                    "bool",
+                                                    "break",
+                                                    "case",
+                                                    "catch",
+                                                    "char",
+                                                    "char8_t",
+                                                    "char16_t",
+                                                    "char32_t",
+                                                    "class",
+                                                    "compl",
+                                                    "concept",
+                                                    "const",
+                                                    "consteval",
+                                                    "constexpr",
+                                                    "constinit",
+                                                    "const_cast",
+                                                    "continue",
+                                                    "co_await",
+                                                    "co_return",
+                                                    "co_yield",
+                                                    "decltype",
+                                                    "default",
+                                                    "delete",
+                                                    "do",
+                                                    "double",
+                                                    "dynamic_cast",
+                                                    "else",
+                                                    "enum",
+                                                    "explicit",
+                                                    "export",
+                                                    "extern",
+                                                    "false",
+                                                    "float",
+                                                    "for",
+                                                    "friend",
+                                                    "goto",
+                                                    "if",
+                                                    "inline",
+                                                    "int",
+                                                    "long",
+                                                    "mutable",
+                                                    "namespace",
+                                                    "new",
+                                                    "noexcept",
+                                                    "not",
+                                                    "not_eq",
+                                                    "nullptr",
+                                                    "operator",
+                                                    "or",
+                                                    "or_eq",
+                                                    "private",
+                                                    "protected",
+                                                    "public",
+                                                    "register",
+                                                    "reinterpret_cast",
+                                                    "requires",
+                                                    "restrict",
+                                                    "return",
+                                                    "short",
+                                                    "signed",
+                                                    "sizeof",
+                                                    "static",
+                                                    "static_assert",
+                                                    "static_cast",
+                                                    "struct",
+                                                    "switch",
+                                                    "template",
+                                                    "this",
+                                                    "thread_local",
+                                                    "throw",
+                                                    "true",
+                                                    "try",
+                                                    "typedef",
+                                                    "typeid",
+                                                    "typename",
+                                                    "union",
+                                                    "unsigned",
+                                                    "using",
+                                                    "virtual",
+                                                    "void",
+                                                    "volatile",
+                                                    "wchar_t",
+                                                    "while",
+                                                    "xor",
+                                                    "xor_eq",
+                                                    "std",
+                                                    "kcache"};
+  return std::find(std::begin(k_keywords), std::end(k_keywords), s) == std::end(k_keywords);
 }
 
 /// A C string literal; every byte outside printable ASCII (and '?', against
@@ -35,11 +139,14 @@ std::string c_string(std::string_view s) {
   return out + "\"";
 }
 
-/// A name inside a /* comment */: escaped as a literal's content, "*/" broken.
+/// A name inside a /* comment */: escaped as a literal's content, every "*/"
+/// (it would end the comment) and "/*" (-Wcomment: -Wall -Werror builds of
+/// the output would fail) broken by a space. A space creates no new pair.
 std::string comment_text(std::string_view name) {
   std::string text = c_string(name);
   text = text.substr(1, text.size() - 2);
-  for (auto at = text.find("*/"); at != std::string::npos; at = text.find("*/")) text.replace(at, 2, "* /");
+  for (std::size_t i = 0; i + 1 < text.size(); ++i)
+    if ((text[i] == '*' && text[i + 1] == '/') || (text[i] == '/' && text[i + 1] == '*')) text.insert(i + 1, " ");
   return text;
 }
 
@@ -147,9 +254,10 @@ std::string definitions(const std::vector<Kernel>& kernels, std::string_view tab
 Result<Sources> emit_sources(store::Store& store, const EmitOptions& options) {
   if (!is_c_identifier(options.name))
     return fail(Category::invalid_argument,
-                "--name '{}' is not a C identifier (letters, digits and '_', at most 64) — it names the files and "
+                "--name '{}' is not a C identifier (letters, digits and '_', at most 64; not a C or C++ keyword, "
+                "std or kcache, nor reserved: a leading '__' or '_' and a capital) — it names the files and "
                 "symbols",
-                options.name);
+                util::escape_untrusted(options.name));
   Sources out;
   std::vector<Kernel> kernels;
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {

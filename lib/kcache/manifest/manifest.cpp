@@ -75,21 +75,6 @@ bool has_control_character(std::string_view v) {
 }
 bool is_single_line_value(std::string_view v) { return !has_control_character(v); }
 
-/// What else would let a one-line value reach the next preamble line: a
-/// trailing backslash (a line continuation) or a block comment it opens and
-/// does not close. nullopt when the value is safe.
-std::optional<std::string> value_spills_over(std::string_view v) {
-  if (!v.empty() && v.back() == '\\')
-    return std::string("ends in a backslash, which would continue it onto the next preamble line");
-  for (std::size_t open = v.find("/*"); open != std::string_view::npos; open = v.find("/*", open)) {
-    const std::size_t close = v.find("*/", open + 2);
-    if (close == std::string_view::npos)
-      return std::string("opens a /* comment it does not close, which would swallow the next preamble lines");
-    open = close + 2;
-  }
-  return std::nullopt;
-}
-
 /// Longest `preamble` text (and preamble_file, by definition::k_max_source_bytes
 /// like any source): the text is part of every key, escaped.
 constexpr std::size_t k_max_preamble = 16u << 10;
@@ -765,6 +750,18 @@ Result<Manifest> load_manifest(const std::filesystem::path& path) {
   auto root = path.parent_path();
   if (root.empty()) root = ".";
   return parse_manifest(*text, path.string(), root);
+}
+
+std::optional<std::string> value_spills_over(std::string_view v) {
+  if (!v.empty() && v.back() == '\\')
+    return std::string("ends in a backslash, which would continue it onto the next preamble line");
+  for (std::size_t open = v.find("/*"); open != std::string_view::npos; open = v.find("/*", open)) {
+    const std::size_t close = v.find("*/", open + 2);
+    if (close == std::string_view::npos)
+      return std::string("opens a /* comment it does not close, which would swallow the next preamble lines");
+    open = close + 2;
+  }
+  return std::nullopt;
 }
 
 }  // namespace kcache::manifest

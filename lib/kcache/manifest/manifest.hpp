@@ -23,6 +23,7 @@
 #include "kcache/util/error.hpp"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,13 @@ inline constexpr std::size_t k_max_kernel_name = kcache::k_max_kernel_name;
 /// Most kernels one manifest may expand to, variants included; a larger
 /// variant product is refused (file:line) before any kernel is expanded.
 inline constexpr std::size_t k_max_kernels = 65536;
+
+/// Why a define or variant value would reach past its own preamble line (a
+/// trailing backslash continues it; a /* it does not close swallows what
+/// follows), or nullopt when it stays on its line. The one rule for values,
+/// used by the manifest parser and by `manifest from-commands` (which must
+/// refuse what the manifest it writes would refuse).
+std::optional<std::string> value_spills_over(std::string_view value);
 
 /// Reads and expands the manifest at `path`. not_found if the file is
 /// missing; invalid_argument with one line per problem otherwise.

@@ -3,12 +3,15 @@
 #include "kcache/migrate/migrate.hpp"
 #include "kcache/migrate/migrate_internal.hpp"
 
+#include "kcache/manifest/manifest.hpp"
+
 #include "kcache/util/path.hpp"
 #include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <variant>
@@ -477,6 +480,10 @@ class CommandParser {
     if (std::any_of(value.begin(), value.end(),
                     [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
       return refuse(fmt::format("-D{}: the value holds a control character — a define is one line", name));
+    // The manifest's rule for values (the manifest written must read back).
+    if (auto why = manifest::value_spills_over(value))
+      return refuse(fmt::format("-D{}: the value '{}' {} — kcache writes every define on a preamble line of its own",
+                                name, util::shown_untrusted(value), *why));
     auto [it, inserted] = m_defines.emplace(name, value);
     if (!inserted && it->second != value)
       return refuse(fmt::format("-D{} is given twice with different values ('{}' and '{}')", name,
@@ -803,6 +810,9 @@ Result<std::vector<Command>> parse_commands_with_notes(std::string_view text, co
   if (!options.root.is_absolute() || !options.cwd.is_absolute())
     return fail(Category::invalid_argument, "root and cwd must be absolute paths");
   Problems problems(display_name);
+  // A UTF-8 byte-order mark (editors on Windows write one) is not part of
+  // the first command.
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   std::size_t first = text.find_first_not_of(" \t\r\n");
   std::vector<RawCommand> raws;
   if (first != std::string_view::npos && text[first] == '[') {
@@ -822,6 +832,15 @@ Result<std::vector<Command>> parse_commands_with_notes(std::string_view text, co
     auto cmd = parser.parse();
     if (!cmd) {
       problems.add(raw.line, cmd.error().message);
+      continue;
+    }
+    // A command whose source is not there cannot be what a build runs: the
+    // manifest would name a file that no build finds.
+    std::error_code ec;
+    if (options.sources_must_exist && !std::filesystem::is_regular_file(options.root / cmd->source, ec)) {
+      problems.add(raw.line, fmt::format("source '{}' is not a file in {} — run from-commands where the build's "
+                                         "sources are (generated ones: after generating them)",
+                                         util::shown_untrusted(cmd->source), options.root.string()));
       continue;
     }
     auto [it, inserted] = outputs.emplace(cmd->output, cmd->line);

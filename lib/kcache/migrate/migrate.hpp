@@ -79,6 +79,10 @@ struct Options {
   std::filesystem::path cwd;
   /// Group commands into variant products; false: one [[kernel]] per command.
   bool variants = true;
+  /// Refuse a command whose source is not a regular file under root. Off
+  /// only where the commands are text without their project (the fuzz
+  /// target, unit tests of the option grammar).
+  bool sources_must_exist = true;
   Limits limits;
 };
 
