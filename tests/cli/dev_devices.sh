@@ -49,7 +49,10 @@ expect_exit 7 env KCACHE_VULKAN_LOADER=/nonexistent/libvulkan.so.1 "$KCACHE" ver
 
 # Selectors.
 expect_exit 3 "$KCACHE" build proj/kcache.toml --backend vulkan --device no-such-gpu
-expect_in err "no Vulkan device matches 'no-such-gpu'"
+expect_in err "no Vulkan device's name or fingerprint id matches 'no-such-gpu'"
 expect_in err "llvmpipe"
+# A number is an index only: "5" is in "LLVM 15.0.6" but names no device.
+expect_exit 3 "$KCACHE" build proj/kcache.toml --backend vulkan --device 5
+expect_in err "no Vulkan device 5: this machine has"
 expect_exit 2 "$KCACHE" build proj/kcache.toml --device 0
 expect_in err "--device only applies to --backend vulkan"

@@ -69,6 +69,14 @@ TEST_CASE("selectors: cuda:N, N, a name, empty = the first") {
   REQUIRE(!missing);
   CHECK(missing.error().category == Category::not_found);
   CHECK(contains(missing.error().message, "cuda:1 NVIDIA H200 (compute capability 9.0)"));
+  // A name matching several devices is refused with the matches, never the first taken.
+  std::vector<DeviceInfo> twins = {dev("NVIDIA H200", 9, 0, 13000), dev("NVIDIA H200", 9, 0, 13000)};
+  twins[1].ordinal = 1;
+  auto ambiguous = select_device(twins, "H200");
+  REQUIRE(!ambiguous);
+  CHECK(ambiguous.error().category == Category::invalid_argument);
+  CHECK(contains(ambiguous.error().message, "matches 2 CUDA devices"));
+  CHECK(select_device(twins, "cuda:1")->ordinal == 1);
   auto none = select_device({}, "cuda:0");
   REQUIRE(!none);
   CHECK(none.error().category == Category::device_unavailable);

@@ -81,6 +81,41 @@ TEST_CASE("device: fingerprint record lists every field that invalidates a blob"
   CHECK(diff[0].field == "driverInfo");
 }
 
+TEST_CASE("device: --device selectors: a number is an index only; a name must match one device") {
+  DeviceInfo lvp = fake_device();
+  lvp.name = "llvmpipe (LLVM 15.0.6, 256 bits)";
+  lvp.driver_id = 13;
+  lvp.seal_fingerprint();
+  const std::vector<DeviceInfo> one{lvp};
+  CHECK(select_from(one, "0")->name == lvp.name);
+  // "5" is a substring of the name: it used to pick device 0.
+  auto five = select_from(one, "5");
+  REQUIRE_FALSE(five);
+  CHECK(five.error().category == Category::not_found);
+  CHECK(contains(five.error().message, "no Vulkan device 5: this machine has 1 (indices 0 to 0)"));
+  CHECK(contains(five.error().message, "0: llvmpipe"));
+  CHECK(select_from(one, "LLVM")->name == lvp.name);
+  CHECK(select_from(one, lvp.fingerprint().substr(0, 6))->name == lvp.name);
+  CHECK(select_from(one, lvp.fingerprint())->name == lvp.name);
+
+  DeviceInfo gpu = fake_device();
+  gpu.index = 1;
+  std::vector<DeviceInfo> two{lvp, gpu};
+  two[0].index = 0;
+  CHECK(select_from(two, "1")->name == "Fake GPU");
+  CHECK(select_from(two, "fake gpu")->index == 1);
+  auto none = select_from(two, "Radeon");
+  REQUIRE_FALSE(none);
+  CHECK(none.error().category == Category::not_found);
+  CHECK(contains(none.error().message, "1: Fake GPU"));
+  two[1].name = "llvmpipe (LLVM 15.0.6, 128 bits)";
+  auto both = select_from(two, "llvmpipe");
+  REQUIRE_FALSE(both);
+  CHECK(both.error().category == Category::invalid_argument);
+  CHECK(contains(both.error().message, "matches 2 devices"));
+  CHECK_FALSE(select_from(two, ""));
+}
+
 TEST_CASE("device: version text decoding") {
   CHECK(api_version_text((1u << 22) | (3u << 12) | 230) == "1.3.230");
   CHECK(driver_version_text(0x10005, 1) == "0.0.1");

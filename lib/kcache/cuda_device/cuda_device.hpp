@@ -71,9 +71,10 @@ struct DeviceInfo {
 Result<DeviceInfo> parse_device_description(std::string_view text);
 
 /// The device a `--device` selector names among `devices`: "" = the first;
-/// "cuda:N" or "N" = ordinal N; otherwise the first whose name contains the
-/// text ("cuda:" prefix optional). not_found listing the devices (or saying
-/// there are none).
+/// "cuda:N" or "N" = ordinal N; otherwise the one device whose name contains
+/// the text ("cuda:" prefix optional). not_found listing the devices (or
+/// saying there are none); invalid_argument listing the matches when several
+/// match.
 Result<DeviceInfo> select_device(const std::vector<DeviceInfo>& devices, std::string_view selector);
 
 /// Whether a --device selector asks for a CUDA device ("cuda:..." or "cuda").

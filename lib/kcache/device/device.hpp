@@ -122,11 +122,15 @@ void use_vulkan_loader(std::string path);
 /// (with how to install one) when there is no loader or no device.
 Result<std::vector<DeviceInfo>> list_devices();
 
-/// One device by selector: a decimal index (when in range), else every device
-/// whose name contains `selector` (case-insensitive) or whose fingerprint id
-/// starts with it (hex, case-insensitive). invalid_argument listing the
-/// candidates when several match or the selector is empty; not_found listing
-/// the devices when none does; device_unavailable as list_devices.
+/// One of `devices` by selector: a number (under 16 digits) is an index and
+/// nothing else; otherwise the one device whose name contains `selector`
+/// (case-insensitive) or whose fingerprint id starts with it. not_found
+/// listing the devices for an index out of range or no match;
+/// invalid_argument listing the matches when several match, or for an empty
+/// selector. Pure: what --device means, testable without a GPU.
+Result<DeviceInfo> select_from(const std::vector<DeviceInfo>& devices, std::string_view selector);
+
+/// select_from(list_devices(), selector); device_unavailable as list_devices.
 Result<DeviceInfo> select_device(std::string_view selector);
 
 /// The device kcache uses when none is named: the first discrete GPU, else

@@ -1,6 +1,7 @@
 // DeviceInfo helpers, fingerprint records and device selection. Nothing here
 // touches Vulkan: list_devices() lives in vulkan_runtime.cpp.
 #include "kcache/device/device.hpp"
+#include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 
@@ -110,19 +111,21 @@ FingerprintRecord DeviceInfo::make_fingerprint_record() const {
   return r;
 }
 
-Result<DeviceInfo> select_device(std::string_view selector) {
+Result<DeviceInfo> select_from(const std::vector<DeviceInfo>& devices, std::string_view selector) {
   if (selector.empty())
     return fail(Category::invalid_argument,
                 "empty device selector: give an index, a name substring or a fingerprint id");
-  auto devices = KCACHE_TRY(list_devices());
-
-  if (is_decimal(selector)) {
+  const std::string shown = util::escape_untrusted(selector);
+  // A number is an index, never a name substring: "5" must not pick the
+  // device whose driver is "LLVM 15.0.6". Only a whole 16-digit fingerprint
+  // id can be all digits.
+  if (is_decimal(selector) && selector.size() < 16) {
     std::uint64_t index = 0;
     auto [end, ec] = std::from_chars(selector.data(), selector.data() + selector.size(), index);
     if (ec == std::errc() && end == selector.data() + selector.size() && index < devices.size()) return devices[index];
-    // Out of range: it may still be a fingerprint prefix made of digits.
+    return fail(Category::not_found, "no Vulkan device {}: this machine has {} (indices 0 to {}):{}", shown,
+                devices.size(), devices.size() - 1, describe_all(devices));
   }
-
   const std::string needle = lower(selector);
   std::vector<DeviceInfo> matches;
   for (const auto& d : devices) {
@@ -132,10 +135,15 @@ Result<DeviceInfo> select_device(std::string_view selector) {
   }
   if (matches.size() == 1) return matches.front();
   if (matches.empty())
-    return fail(Category::not_found, "no Vulkan device matches '{}'; devices:{}", selector, describe_all(devices));
+    return fail(Category::not_found, "no Vulkan device's name or fingerprint id matches '{}'; devices:{}", shown,
+                describe_all(devices));
   return fail(Category::invalid_argument,
-              "device selector '{}' is ambiguous; select one of these by index or fingerprint:{}", selector,
-              describe_all(matches));
+              "device selector '{}' matches {} devices; select one of them by index or fingerprint id:{}", shown,
+              matches.size(), describe_all(matches));
+}
+
+Result<DeviceInfo> select_device(std::string_view selector) {
+  return select_from(KCACHE_TRY(list_devices()), selector);
 }
 
 Result<DeviceInfo> default_device() {
