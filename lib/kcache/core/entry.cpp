@@ -9,13 +9,9 @@
 namespace kcache {
 namespace {
 
-constexpr std::uint8_t k_magic[4] = {'K', 'C', 'E', 1};
-// Caps for counts and strings: generous for real kernels, small enough that a
-// hostile record cannot make the decoder allocate much.
-constexpr std::uint32_t k_max_fields = 4096;
-constexpr std::size_t k_max_string = 64 << 10;
+constexpr std::uint8_t k_entry_magic[4] = {'K', 'C', 'E', 1};
 
-tl::unexpected<Error> corrupt(std::string_view what) {
+tl::unexpected<Error> corrupt_entry(std::string_view what) {
   return fail(Category::corruption, "entry record is corrupt: {}", what);
 }
 
@@ -170,7 +166,7 @@ void seal_payload(Entry& entry) { entry.payload_digest = util::hash_bytes(entry.
 
 std::vector<std::uint8_t> encode_entry(const Entry& entry) {
   util::ByteWriter w;
-  w.raw(k_magic);
+  w.raw(k_entry_magic);
   w.u16(k_entry_max_version);
   w.str(entry.kernel);
   put_hash(w, entry.key.id);
@@ -198,8 +194,8 @@ namespace {
 
 /// Checks a record's size, magic and version; returns the version.
 Result<std::uint16_t> record_version(std::span<const std::uint8_t> bytes) {
-  if (bytes.size() < 4 + 2 + 16) return corrupt("shorter than its fixed fields");
-  if (std::memcmp(bytes.data(), k_magic, 4) != 0) return corrupt("bad magic");
+  if (bytes.size() < 4 + 2 + 16) return corrupt_entry("shorter than its fixed fields");
+  if (std::memcmp(bytes.data(), k_entry_magic, 4) != 0) return corrupt_entry("bad magic");
   std::uint16_t version = static_cast<std::uint16_t>(bytes[4] | bytes[5] << 8);
   if (version < k_entry_min_version || version > k_entry_max_version)
     return fail(Category::version_mismatch, "entry record version {} is outside the supported range {}..{}", version,
@@ -210,30 +206,31 @@ Result<std::uint16_t> record_version(std::span<const std::uint8_t> bytes) {
 /// Reads the head's fields from just after the version up to the payload's
 /// length; leaves `r` after the payload, whose bytes it returns (a view).
 Result<std::span<const std::uint8_t>> read_head(util::ByteReader& r, EntryHead& h) {
-  auto kernel = r.str(k_max_string);
+  auto kernel = r.str(k_max_decoded_string);
   auto id = get_hash(r);
   auto ir = get_hash(r);
-  if (!kernel || !id || !ir) return corrupt("truncated key");
+  if (!kernel || !id || !ir) return corrupt_entry("truncated key");
   h.kernel = std::move(*kernel);
   h.key = {*id, *ir};
-  if (!get_fields(r, h.id_fields, k_max_fields, k_max_string) ||
-      !get_fields(r, h.ir_fields, k_max_fields, k_max_string))
-    return corrupt("bad field list");
+  if (!get_fields(r, h.id_fields, k_max_record_fields, k_max_decoded_string) ||
+      !get_fields(r, h.ir_fields, k_max_record_fields, k_max_decoded_string))
+    return corrupt_entry("bad field list");
   auto n_inputs = r.u32();
-  if (!n_inputs) return corrupt("truncated before the input list");
-  if (*n_inputs > k_max_fields) return corrupt(fmt::format("{} inputs; limit {}", *n_inputs, k_max_fields));
+  if (!n_inputs) return corrupt_entry("truncated before the input list");
+  if (*n_inputs > k_max_record_fields)
+    return corrupt_entry(fmt::format("{} inputs; limit {}", *n_inputs, k_max_record_fields));
   h.inputs.reserve(*n_inputs);
   for (std::uint32_t i = 0; i < *n_inputs; ++i) {
-    auto path = r.str(k_max_string);
+    auto path = r.str(k_max_decoded_string);
     auto hash = get_hash(r);
-    if (!path || !hash) return corrupt("truncated input list");
+    if (!path || !hash) return corrupt_entry("truncated input list");
     h.inputs.push_back({std::move(*path), *hash});
   }
   auto kind = r.u8();
-  if (!kind || !is_known_payload_kind(*kind)) return corrupt("unknown payload kind");
+  if (!kind || !is_known_payload_kind(*kind)) return corrupt_entry("unknown payload kind");
   h.payload_kind = static_cast<PayloadKind>(*kind);
   auto payload = r.blob(k_max_payload_bytes);
-  if (!payload) return corrupt("truncated");
+  if (!payload) return corrupt_entry("truncated");
   h.payload_bytes = payload->size();
   return *payload;
 }
@@ -252,8 +249,8 @@ Result<EntryHead> decode_entry_head(std::span<const std::uint8_t> bytes) {
   auto digest = get_hash(r);
   auto created = r.u64();
   auto origin = r.u8();
-  if (!digest || !created || !origin) return corrupt("truncated");
-  if (!is_known_origin_kind(*origin)) return corrupt("unknown origin kind");
+  if (!digest || !created || !origin) return corrupt_entry("truncated");
+  if (!is_known_origin_kind(*origin)) return corrupt_entry("unknown origin kind");
   h.origin_kind = static_cast<OriginKind>(*origin);
   return h;
 }
@@ -262,7 +259,7 @@ Result<Entry> decode_entry(std::span<const std::uint8_t> bytes) {
   const std::uint16_t version = KCACHE_TRY(record_version(bytes));
   Hash128 stored;
   std::memcpy(stored.bytes.data(), bytes.data() + bytes.size() - 16, 16);
-  if (util::hash_bytes(bytes.first(bytes.size() - 16)) != stored) return corrupt("record digest mismatch");
+  if (util::hash_bytes(bytes.first(bytes.size() - 16)) != stored) return corrupt_entry("record digest mismatch");
   util::ByteReader r(bytes.first(bytes.size() - 16));
   r.raw(4 + 2);
 
@@ -278,21 +275,21 @@ Result<Entry> decode_entry(std::span<const std::uint8_t> bytes) {
   auto digest = get_hash(r);
   auto created = r.u64();
   auto origin = r.u8();
-  auto detail = r.str(k_max_string);
-  if (!digest || !created || !origin || !detail) return corrupt("truncated");
-  if (!is_known_origin_kind(*origin)) return corrupt("unknown origin kind");
+  auto detail = r.str(k_max_decoded_string);
+  if (!digest || !created || !origin || !detail) return corrupt_entry("truncated");
+  if (!is_known_origin_kind(*origin)) return corrupt_entry("unknown origin kind");
   if (version >= 2) {
     auto validation = r.u8();
-    auto note = r.str(k_max_string);
-    if (!validation || !note) return corrupt("truncated validation fields");
-    if (*validation < 1 || *validation > 3) return corrupt("unknown validation kind");
+    auto note = r.str(k_max_decoded_string);
+    if (!validation || !note) return corrupt_entry("truncated validation fields");
+    if (*validation < 1 || *validation > 3) return corrupt_entry("unknown validation kind");
     e.validation = static_cast<Validation>(*validation);
     e.validation_note = std::move(*note);
   }
-  if (r.remaining() != 0) return corrupt("trailing bytes");
+  if (r.remaining() != 0) return corrupt_entry("trailing bytes");
   e.payload.assign(payload.begin(), payload.end());
   e.payload_digest = *digest;
-  if (util::hash_bytes(e.payload) != e.payload_digest) return corrupt("payload digest mismatch");
+  if (util::hash_bytes(e.payload) != e.payload_digest) return corrupt_entry("payload digest mismatch");
   e.created = *created;
   e.origin_kind = static_cast<OriginKind>(*origin);
   e.origin_detail = std::move(*detail);

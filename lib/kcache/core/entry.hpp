@@ -190,6 +190,11 @@ inline constexpr std::size_t k_max_kernel_name = 400;
 inline constexpr std::uint32_t k_max_record_inputs = 4096;
 /// Most fields in one of a record's field lists (id_fields, ir_fields).
 inline constexpr std::uint32_t k_max_record_fields = 4096;
+/// The record decoders' cap (entry, failure and namespace records) on any one
+/// string they read, checked before allocating: with k_max_record_fields it
+/// bounds what a hostile record can make a decoder allocate. The limits
+/// below are validation's, checked after decoding.
+inline constexpr std::size_t k_max_decoded_string = 64u << 10;
 /// Longest field name ("define:NAME", "spec_constant:3", ...).
 inline constexpr std::size_t k_max_field_name = 1024;
 /// Longest field value (a define or variant value, a toolchain version).

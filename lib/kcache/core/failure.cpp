@@ -1,5 +1,6 @@
 #include "kcache/core/failure.hpp"
 
+#include "kcache/core/entry.hpp"
 #include "kcache/util/bytes.hpp"
 
 #include <cstring>
@@ -7,11 +8,7 @@
 namespace kcache {
 namespace {
 
-constexpr std::uint8_t k_magic[4] = {'K', 'C', 'X', 1};
-// As the entry decoder's caps: generous for real kernels, small enough that a
-// hostile record cannot make the decoder allocate much.
-constexpr std::uint32_t k_max_fields = 4096;
-constexpr std::size_t k_max_string = 64 << 10;
+constexpr std::uint8_t k_failure_magic[4] = {'K', 'C', 'X', 1};
 constexpr Category k_categories[] = {Category::not_found,
                                      Category::invalid_argument,
                                      Category::corruption,
@@ -26,7 +23,7 @@ constexpr Category k_categories[] = {Category::not_found,
                                      Category::read_only,
                                      Category::busy};
 
-tl::unexpected<Error> corrupt(std::string_view what) {
+tl::unexpected<Error> corrupt_failure(std::string_view what) {
   return fail(Category::corruption, "failure record is corrupt: {}", what);
 }
 
@@ -61,7 +58,7 @@ std::string bound_failure_message(std::string_view message) {
 
 std::vector<std::uint8_t> encode_failure(const Failure& f) {
   util::ByteWriter w;
-  w.raw(k_magic);
+  w.raw(k_failure_magic);
   w.u16(k_failure_max_version);
   w.str(f.kernel);
   w.u8(static_cast<std::uint8_t>(f.phase));
@@ -84,8 +81,8 @@ std::vector<std::uint8_t> encode_failure(const Failure& f) {
 }
 
 Result<Failure> decode_failure(std::span<const std::uint8_t> bytes) {
-  if (bytes.size() < 4 + 2 + 16) return corrupt("shorter than its fixed fields");
-  if (std::memcmp(bytes.data(), k_magic, 4) != 0) return corrupt("bad magic");
+  if (bytes.size() < 4 + 2 + 16) return corrupt_failure("shorter than its fixed fields");
+  if (std::memcmp(bytes.data(), k_failure_magic, 4) != 0) return corrupt_failure("bad magic");
   util::ByteReader r(bytes.first(bytes.size() - 16));
   r.raw(4);
   auto version = r.u16();
@@ -94,44 +91,44 @@ Result<Failure> decode_failure(std::span<const std::uint8_t> bytes) {
                 k_failure_min_version, k_failure_max_version);
   Hash128 stored;
   std::memcpy(stored.bytes.data(), bytes.data() + bytes.size() - 16, 16);
-  if (util::hash_bytes(bytes.first(bytes.size() - 16)) != stored) return corrupt("record digest mismatch");
+  if (util::hash_bytes(bytes.first(bytes.size() - 16)) != stored) return corrupt_failure("record digest mismatch");
 
   Failure f;
-  auto kernel = r.str(k_max_string);
+  auto kernel = r.str(k_max_decoded_string);
   auto phase = r.u8();
   auto id = get_hash(r);
   auto ir = get_hash(r);
   auto ir_known = r.u8();
-  if (!kernel || !phase || !id || !ir || !ir_known) return corrupt("truncated key");
-  if (*phase < 1 || *phase > 6) return corrupt(fmt::format("unknown phase {}", *phase));
-  if (*ir_known > 1) return corrupt("ir_known is neither 0 nor 1");
-  if (*ir_known == 0 && *ir != Hash128{}) return corrupt("an ir is recorded but marked unknown");
+  if (!kernel || !phase || !id || !ir || !ir_known) return corrupt_failure("truncated key");
+  if (*phase < 1 || *phase > 6) return corrupt_failure(fmt::format("unknown phase {}", *phase));
+  if (*ir_known > 1) return corrupt_failure("ir_known is neither 0 nor 1");
+  if (*ir_known == 0 && *ir != Hash128{}) return corrupt_failure("an ir is recorded but marked unknown");
   f.kernel = std::move(*kernel);
   f.phase = static_cast<FailurePhase>(*phase);
   f.key = {*id, *ir};
   f.ir_known = *ir_known == 1;
-  if (!get_fields(r, f.id_fields, k_max_fields, k_max_string) ||
-      !get_fields(r, f.ir_fields, k_max_fields, k_max_string))
-    return corrupt("bad field list");
+  if (!get_fields(r, f.id_fields, k_max_record_fields, k_max_decoded_string) ||
+      !get_fields(r, f.ir_fields, k_max_record_fields, k_max_decoded_string))
+    return corrupt_failure("bad field list");
   auto n_inputs = r.u32();
-  if (!n_inputs) return corrupt("truncated before the input list");
+  if (!n_inputs) return corrupt_failure("truncated before the input list");
   // Each input takes at least 20 bytes (empty path, hash).
-  if (*n_inputs > k_max_fields || std::uint64_t{*n_inputs} * 20 > r.remaining())
-    return corrupt(fmt::format("{} inputs do not fit (limit {})", *n_inputs, k_max_fields));
+  if (*n_inputs > k_max_record_fields || std::uint64_t{*n_inputs} * 20 > r.remaining())
+    return corrupt_failure(fmt::format("{} inputs do not fit (limit {})", *n_inputs, k_max_record_fields));
   for (std::uint32_t i = 0; i < *n_inputs; ++i) {
-    auto path = r.str(k_max_string);
+    auto path = r.str(k_max_decoded_string);
     auto hash = get_hash(r);
-    if (!path || !hash) return corrupt("truncated input list");
+    if (!path || !hash) return corrupt_failure("truncated input list");
     f.inputs.push_back({std::move(*path), *hash});
   }
   auto category = r.str(64);
   auto message = r.str(k_max_failure_message);
   auto created = r.u64();
-  auto detail = r.str(k_max_string);
-  if (!category || !message || !created || !detail) return corrupt("truncated");
-  if (r.remaining() != 0) return corrupt("trailing bytes");
+  auto detail = r.str(k_max_decoded_string);
+  if (!category || !message || !created || !detail) return corrupt_failure("truncated");
+  if (r.remaining() != 0) return corrupt_failure("trailing bytes");
   auto cat = category_from_name(*category);
-  if (!cat) return corrupt("unknown error category");
+  if (!cat) return corrupt_failure("unknown error category");
   f.category = *cat;
   f.message = std::move(*message);
   f.created = *created;

@@ -1,6 +1,7 @@
 #include "kcache/core/namespace.hpp"
 
 #include "kcache/core/cuda.hpp"
+#include "kcache/core/entry.hpp"
 
 #include "kcache/util/hash.hpp"
 #include "kcache/util/text.hpp"
@@ -73,8 +74,6 @@ bool is_known_spirv_target(std::string_view target) {
 }
 
 Result<void> check_foreign_namespace(const Namespace& ns) {
-  constexpr std::size_t k_max_fields = 4096;
-  constexpr std::size_t k_max_string = 64u << 10;
   const auto shown = [](std::string_view s) { return util::escape_untrusted(s.substr(0, 120)); };
   // An unknown target is named as such even when it also holds control
   // characters: it would otherwise create a namespace of that name and have
@@ -83,11 +82,12 @@ Result<void> check_foreign_namespace(const Namespace& ns) {
     return fail(Category::corruption, "unknown SPIR-V target '{}' (known: {})", shown(ns.fingerprint),
                 fmt::join(k_spirv_targets, ", "));
   const auto& fields = ns.record.fields;
-  if (fields.size() > k_max_fields)
-    return fail(Category::corruption, "fingerprint record has {} fields; limit {}", fields.size(), k_max_fields);
+  if (fields.size() > k_max_record_fields)
+    return fail(Category::corruption, "fingerprint record has {} fields; limit {}", fields.size(), k_max_record_fields);
   for (const auto& [name, value] : fields) {
-    if (name.size() > k_max_string || value.size() > k_max_string)
-      return fail(Category::corruption, "fingerprint record field '{}' is over {} bytes", shown(name), k_max_string);
+    if (name.size() > k_max_decoded_string || value.size() > k_max_decoded_string)
+      return fail(Category::corruption, "fingerprint record field '{}' is over {} bytes", shown(name),
+                  k_max_decoded_string);
     if (!util::is_printable_utf8(name) || !util::is_printable_utf8(value))
       return fail(Category::corruption,
                   "fingerprint record field '{}' = '{}' holds control characters or invalid UTF-8", shown(name),

@@ -63,7 +63,7 @@ Result<void> check_pipeline_cache_header(std::span<const std::uint8_t> blob, con
 
 namespace {
 
-util::Hash128 hash_fields(const FingerprintRecord& record) {
+util::Hash128 hash_record_fields(const FingerprintRecord& record) {
   util::Hasher h;
   h.field("blob-fingerprint-scheme", "1");
   for (const auto& [k, v] : record.fields) h.field(k, v);
@@ -72,9 +72,11 @@ util::Hash128 hash_fields(const FingerprintRecord& record) {
 
 }  // namespace
 
-util::Hash128 fingerprint_hash(const FingerprintRecord& record) { return hash_fields(compatible_record(record)); }
+util::Hash128 fingerprint_hash(const FingerprintRecord& record) {
+  return hash_record_fields(compatible_record(record));
+}
 
-util::Hash128 schema1_fingerprint_hash(const FingerprintRecord& record) { return hash_fields(record); }
+util::Hash128 schema1_fingerprint_hash(const FingerprintRecord& record) { return hash_record_fields(record); }
 
 std::vector<std::uint8_t> wrap_blob_for(const util::Hash128& fingerprint, std::uint32_t driver_version,
                                         std::uint32_t pointer_size, std::span<const std::uint8_t> raw) {

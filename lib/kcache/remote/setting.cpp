@@ -12,7 +12,7 @@
 namespace kcache::remote {
 namespace {
 
-constexpr std::string_view k_magic = "kcache-remotes";
+constexpr std::string_view k_setting_magic = "kcache-remotes";
 
 /// What to do about a damaged setting, after what is wrong.
 constexpr std::string_view k_fix =
@@ -40,10 +40,11 @@ Result<std::vector<SettingRemote>> parse_remote_setting(std::string_view text, s
         return bad(line_no, fmt::format("a control byte 0x{:02x}", static_cast<unsigned char>(c)));
     if (line_no == 1) {
       // "kcache-remotes VERSION"
-      if (!line.starts_with(k_magic) || line.size() < k_magic.size() + 2 || line[k_magic.size()] != ' ')
+      if (!line.starts_with(k_setting_magic) || line.size() < k_setting_magic.size() + 2 ||
+          line[k_setting_magic.size()] != ' ')
         return bad(1, fmt::format("the first line is '{}', not '{} {}' (not a kcache remote setting)",
-                                  util::shown_untrusted(line, 60), k_magic, k_setting_version));
-      auto digits = line.substr(k_magic.size() + 1);
+                                  util::shown_untrusted(line, 60), k_setting_magic, k_setting_version));
+      auto digits = line.substr(k_setting_magic.size() + 1);
       unsigned version = 0;
       auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), version);
       if (ec != std::errc{} || p != digits.data() + digits.size() || digits.size() > 5 || version == 0)
@@ -63,12 +64,12 @@ Result<std::vector<SettingRemote>> parse_remote_setting(std::string_view text, s
     out.push_back({std::string(line), std::move(*url)});
   }
   if (line_no == 0)
-    return bad(1, fmt::format("the file is empty (it starts with '{} {}')", k_magic, k_setting_version));
+    return bad(1, fmt::format("the file is empty (it starts with '{} {}')", k_setting_magic, k_setting_version));
   return out;
 }
 
 std::string format_remote_setting(const std::vector<SettingRemote>& remotes) {
-  std::string out = fmt::format("{} {}\n", k_magic, k_setting_version);
+  std::string out = fmt::format("{} {}\n", k_setting_magic, k_setting_version);
   for (const auto& r : remotes) out += r.text + "\n";
   return out;
 }

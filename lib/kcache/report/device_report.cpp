@@ -12,11 +12,11 @@ namespace kcache::report {
 namespace {
 
 // ordered: the fingerprint record keeps its persisted field order.
-using json = nlohmann::ordered_json;
+using ordered_json = nlohmann::ordered_json;
 using maintain::VerifyStatus;
 
-json record_json(const FingerprintRecord& record) {
-  json out = json::object();
+ordered_json record_json(const FingerprintRecord& record) {
+  ordered_json out = ordered_json::object();
   for (const auto& [k, v] : record.fields) out[k] = v;
   return out;
 }
@@ -62,7 +62,7 @@ std::string devices_text(const std::vector<device::DeviceInfo>& devices, std::op
 
 std::string devices_json(const std::vector<device::DeviceInfo>& devices, std::optional<std::uint32_t> chosen,
                          const cuda_device::Survey* cuda, const std::string* vulkan_error) {
-  json list = json::array();
+  ordered_json list = ordered_json::array();
   for (const auto& d : devices) {
     list.push_back({{"index", d.index},
                     {"name", d.name},
@@ -78,13 +78,13 @@ std::string devices_json(const std::vector<device::DeviceInfo>& devices, std::op
                     {"record", record_json(d.record())},
                     {"device_uuid", device::uuid_text(d.device_uuid)}});
   }
-  json out = {{"schema", "kcache.devices/1"}, {"devices", std::move(list)}};
+  ordered_json out = {{"schema", "kcache.devices/1"}, {"devices", std::move(list)}};
   if (vulkan_error) out["vulkan_error"] = *vulkan_error;
   if (cuda) {
-    json c = {{"available", cuda->available()}, {"library", cuda->library}};
+    ordered_json c = {{"available", cuda->available()}, {"library", cuda->library}};
     if (!cuda->available()) c["reason"] = cuda->absent;
     if (cuda->cuda_version) c["cuda_version"] = cuda_device::cuda_version_text(cuda->cuda_version);
-    json cl = json::array();
+    ordered_json cl = ordered_json::array();
     for (const auto& d : cuda->devices)
       cl.push_back({{"ordinal", d.ordinal},
                     {"selector", fmt::format("cuda:{}", d.ordinal)},
@@ -150,15 +150,15 @@ std::string store_check_text(const maintain::StoreCheck& check) {
 }
 
 std::string store_check_json(const maintain::StoreCheck& check) {
-  json problems = json::array();
+  ordered_json problems = ordered_json::array();
   for (const auto& p : check.problems)
     problems.push_back({{"namespace", p.ns},
                         {"kernel", p.kernel},
                         {"category", category_name(p.error.category)},
                         {"message", p.error.message}});
-  json out = {{"schema", "kcache.verify/1"},     {"mode", "store"},
-              {"namespaces", check.namespaces},  {"entries", check.entries},
-              {"problems", std::move(problems)}, {"wall_ms", check.wall_ms}};
+  ordered_json out = {{"schema", "kcache.verify/1"},     {"mode", "store"},
+                      {"namespaces", check.namespaces},  {"entries", check.entries},
+                      {"problems", std::move(problems)}, {"wall_ms", check.wall_ms}};
   out["failure_records"] = check.failures;
   return internal::json_text(out);
 }
@@ -206,9 +206,9 @@ std::string device_verify_text(const maintain::DeviceVerify& v, const device::De
 }
 
 std::string device_verify_json(const maintain::DeviceVerify& v, const device::DeviceInfo& device) {
-  json rows = json::array();
+  ordered_json rows = ordered_json::array();
   for (const auto& r : v.rows) {
-    json row = {{"kernel", r.kernel}, {"status", verify_status_name(r.status)}};
+    ordered_json row = {{"kernel", r.kernel}, {"status", verify_status_name(r.status)}};
     if (r.create_ms >= 0) row["create_ms"] = r.create_ms;
     if (r.empty_cache_ms >= 0) row["empty_cache_ms"] = r.empty_cache_ms;
     if (r.blob_refused) row["blob_refused_by_driver"] = true;
@@ -216,25 +216,25 @@ std::string device_verify_json(const maintain::DeviceVerify& v, const device::De
     if (r.category) row["category"] = category_name(*r.category);
     rows.push_back(std::move(row));
   }
-  json counts = json::object();
+  ordered_json counts = ordered_json::object();
   for (auto s :
        {VerifyStatus::hit, VerifyStatus::miss, VerifyStatus::timed, VerifyStatus::refused, VerifyStatus::failure})
     counts[std::string(verify_status_name(s))] = v.count(s);
   const Sums s = sums(v);
-  json out = {{"schema", "kcache.verify/1"},
-              {"mode", "device"},
-              {"device",
-               {{"index", device.index},
-                {"name", device.name},
-                {"fingerprint", device.fingerprint()},
-                {"driver_version", device.driver_version_text()}}},
-              {"namespace", v.ns.name()},
-              {"timed", v.timed},
-              {"counts", std::move(counts)},
-              {"sent_to_driver", v.sent_to_driver},
-              {"create_ms_with_blob", s.with_blob},
-              {"wall_ms", v.wall_ms},
-              {"pipelines", std::move(rows)}};
+  ordered_json out = {{"schema", "kcache.verify/1"},
+                      {"mode", "device"},
+                      {"device",
+                       {{"index", device.index},
+                        {"name", device.name},
+                        {"fingerprint", device.fingerprint()},
+                        {"driver_version", device.driver_version_text()}}},
+                      {"namespace", v.ns.name()},
+                      {"timed", v.timed},
+                      {"counts", std::move(counts)},
+                      {"sent_to_driver", v.sent_to_driver},
+                      {"create_ms_with_blob", s.with_blob},
+                      {"wall_ms", v.wall_ms},
+                      {"pipelines", std::move(rows)}};
   if (s.both_n > 0) out["create_ms_empty_cache"] = s.without_blob;
   return internal::json_text(out);
 }
@@ -272,48 +272,48 @@ std::string cuda_verify_text(const maintain::CudaVerify& v, bool all) {
 
 std::string cuda_verify_json(const maintain::CudaVerify& v) {
   using maintain::CudaLoadStatus;
-  json rows = json::array();
+  ordered_json rows = ordered_json::array();
   for (const auto& r : v.rows) {
-    json row = {{"namespace", r.ns},
-                {"kernel", r.kernel},
-                {"kind", payload_kind_name(r.kind)},
-                {"symbol", r.symbol},
-                {"status", cuda_load_status_name(r.status)}};
+    ordered_json row = {{"namespace", r.ns},
+                        {"kernel", r.kernel},
+                        {"kind", payload_kind_name(r.kind)},
+                        {"symbol", r.symbol},
+                        {"status", cuda_load_status_name(r.status)}};
     if (r.load_ms >= 0) row["load_ms"] = r.load_ms, row["resolve_ms"] = r.resolve_ms;
     if (!r.message.empty()) row["message"] = r.message;
     if (r.category) row["category"] = category_name(*r.category);
     rows.push_back(std::move(row));
   }
-  json namespaces = json::array();
+  ordered_json namespaces = ordered_json::array();
   for (const auto& n : v.namespaces) {
-    json j = {{"namespace", n.ns}, {"runs", n.runs}, {"entries", n.entries}};
+    ordered_json j = {{"namespace", n.ns}, {"runs", n.runs}, {"entries", n.entries}};
     if (!n.runs) j["why_not"] = n.why_not;
     namespaces.push_back(std::move(j));
   }
-  json counts = json::object();
+  ordered_json counts = ordered_json::object();
   for (auto s : {CudaLoadStatus::loaded, CudaLoadStatus::refused, CudaLoadStatus::failed})
     counts[std::string(cuda_load_status_name(s))] = v.count(s);
   double cubin_ms = 0, ptx_ms = 0;
   for (const auto& r : v.rows)
     if (r.load_ms >= 0) (r.kind == PayloadKind::ptx ? ptx_ms : cubin_ms) += r.load_ms;
   const auto& d = v.device;
-  json out = {{"schema", "kcache.verify/1"},
-              {"mode", "cuda_device"},
-              {"device",
-               {{"ordinal", d.ordinal},
-                {"name", d.name},
-                {"compute_capability", d.compute_capability()},
-                {"cuda_version", cuda_device::cuda_version_text(d.cuda_version)},
-                {"driver_version", d.driver_version}}},
-              {"namespaces", std::move(namespaces)},
-              {"counts", std::move(counts)},
-              {"load_ms_cubin", cubin_ms},
-              {"load_ms_ptx", ptx_ms},
-              {"pairs", v.pairs},
-              {"pair_cubin_load_ms", v.pair_cubin_ms},
-              {"pair_ptx_jit_ms", v.pair_ptx_ms},
-              {"wall_ms", v.wall_ms},
-              {"entries", std::move(rows)}};
+  ordered_json out = {{"schema", "kcache.verify/1"},
+                      {"mode", "cuda_device"},
+                      {"device",
+                       {{"ordinal", d.ordinal},
+                        {"name", d.name},
+                        {"compute_capability", d.compute_capability()},
+                        {"cuda_version", cuda_device::cuda_version_text(d.cuda_version)},
+                        {"driver_version", d.driver_version}}},
+                      {"namespaces", std::move(namespaces)},
+                      {"counts", std::move(counts)},
+                      {"load_ms_cubin", cubin_ms},
+                      {"load_ms_ptx", ptx_ms},
+                      {"pairs", v.pairs},
+                      {"pair_cubin_load_ms", v.pair_cubin_ms},
+                      {"pair_ptx_jit_ms", v.pair_ptx_ms},
+                      {"wall_ms", v.wall_ms},
+                      {"entries", std::move(rows)}};
   return internal::json_text(out);
 }
 
