@@ -274,4 +274,46 @@ TEST_CASE("trust= takes 64 hex digits, at most k_max_trusted_keys of them") {
   auto r = parse_remote_url(many);
   REQUIRE_FALSE(r);
   CHECK(r.error().message.find("more than 16 trust= keys") != std::string::npos);
+
+TEST_CASE("refused values count toward max-failures: a hostile remote is skipped, not paid for by every kernel") {
+  const Namespace ns = spirv_namespace("vulkan1.2");
+  const Entry e = compiled_entry();
+  auto hostile = std::make_unique<MemoryBackend>();
+  auto* hostile_ptr = hostile.get();
+  std::vector<std::unique_ptr<Backend>> backends;
+  backends.push_back(std::move(hostile));
+  TierOptions options;
+  options.remotes = {url("redis://hostile?max-failures=2")};
+  RemoteTier tier(options, std::move(backends));
+  // Every key holds bytes that are no value (damaged, or a bomb refused by its size).
+  std::vector<Key> keys;
+  for (int i = 0; i < 5; ++i) {
+    Key k = e.key;
+    k.ir = util::hash_string("kernel " + std::to_string(i));
+    keys.push_back(k);
+    hostile_ptr->values[value_key("", ns.name(), k)] = std::vector<std::uint8_t>(64, 0xEE);
+  }
+  for (const auto& k : keys) CHECK_FALSE(tier.fetch(ns, "k", k));
+  auto s = tier.stats();
+  CHECK(s[0].refused == 2);
+  CHECK(hostile_ptr->requests == 2);
+  CHECK(s[0].skipped.find("2 consecutive failures") != std::string::npos);
+  CHECK(s[0].skipped.find("bad magic") != std::string::npos);
+
+  // A hit in between starts the count again: occasional damage never skips a remote.
+  auto mixed = std::make_unique<MemoryBackend>();
+  auto* mixed_ptr = mixed.get();
+  std::vector<std::unique_ptr<Backend>> more;
+  more.push_back(std::move(mixed));
+  RemoteTier tier2(options, std::move(more));
+  mixed_ptr->values[value_key("", ns.name(), e.key)] = *encode_value(ns.name(), encode_entry(e));
+  for (int i = 0; i < 3; ++i) {
+    mixed_ptr->values[value_key("", ns.name(), keys[i])] = std::vector<std::uint8_t>(64, 0xEE);
+    CHECK_FALSE(tier2.fetch(ns, "k", keys[i]));
+    CHECK(tier2.fetch(ns, "k", e.key));
+  }
+  auto s2 = tier2.stats();
+  CHECK(s2[0].refused == 3);
+  CHECK(s2[0].hits == 3);
+  CHECK(s2[0].skipped.empty());
 }

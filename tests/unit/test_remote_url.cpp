@@ -91,6 +91,20 @@ TEST_CASE("remote URLs from elsewhere are refused with a reason, the password ne
   CHECK(r.error().message.find("hunter2") == std::string::npos);
   CHECK_FALSE(parse_remote_url(std::string(5000, 'a')));
 
+  // A password holding '@', or one long enough to reach past the first 200
+  // bytes shown: the user info is hidden whatever the parser made of it.
+  for (const std::string& bad : std::vector<std::string>{
+           "redis://admin:hun@ter2@h:99999", "redis://admin:hun@ter2@h/x", "http://u:hun@ter2@h/a b/",
+           "redis:/admin:hunter2@h:99999", "redis://admin:" + std::string(300, 'Q') + "hunter2@h:99999",
+           "redis://admin:" + std::string(300, 'Q') + "hunter2@h/" + std::string(300, 'x')}) {
+    auto refused = parse_remote_url(bad);
+    INFO(bad);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message.find("ter2") == std::string::npos);
+    CHECK(refused.error().message.find("QQQQ") == std::string::npos);
+    CHECK(refused.error().message.find("***@h") != std::string::npos);
+  }
+
   // User info is bounded so that the shown form (each '@' in a user name
   // becomes "%40") parses back: a fuzz finding had a 3,900-byte user name
   // whose shown() was over k_max_url_bytes.

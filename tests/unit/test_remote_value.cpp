@@ -3,6 +3,7 @@
 #include "kcache/util/bytes.hpp"
 #include "kcache/util/file.hpp"
 #include "kcache/util/hash.hpp"
+#include "test_bundle_support.hpp"
 #include "test_support.hpp"
 
 #include <algorithm>
@@ -281,6 +282,46 @@ TEST_CASE("compressed records are bounded before anything is allocated: bombs ar
     auto r = decode_value(manual_v2(damaged, 1, size));
     if (r) CHECK_FALSE(decode_entry(r->record));
   }
+}
+
+TEST_CASE("a bomb inside the size limit is refused by its ratio, before anything is allocated") {
+  // 256 MiB of zeros, truthfully declared, in a few KiB: within
+  // k_max_value_bytes, so only the ratio of declared to compressed bytes
+  // tells it from a record (the issue's 8.7 KB value cost 830 MB).
+  const std::size_t size = std::size_t{256} << 20;
+  auto bomb = zstd_bomb(size);
+  REQUIRE(bomb.size() < 64 * 1024);
+  auto value = manual_v2(bomb, 1, static_cast<std::uint32_t>(size));
+  const auto base = test::begin_peak_measure();
+  auto r = decode_value(value);
+  const auto grew_kib = test::peak_growth_kib(base);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().category == Category::corruption);
+  CHECK(r.error().message.find("more than") != std::string::npos);
+  if (base != 0) CHECK(grew_kib < 8 * 1024);
+  // The writer never makes such a value: a record that compresses past the
+  // ratio is kept as it is.
+  std::vector<std::uint8_t> zeros(std::size_t{8} << 20, 0);
+  auto written = encode_value("spirv/vulkan1.2", zeros);
+  REQUIRE(written);
+  auto back = decode_value(*written);
+  REQUIRE(back);
+  CHECK(back->compression == ValueCompression::none);
+  CHECK(back->record == zeros);
+}
+
+TEST_CASE("decompression stops at the caller's allowed size, whatever the value declares") {
+  auto record = big_record();
+  auto value = encode_value("spirv/vulkan1.2", record);
+  REQUIRE(value);
+  REQUIRE(decode_value(*value, record.size()));
+  auto r = decode_value(*value, record.size() - 1);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().category == Category::corruption);
+  CHECK(r.error().message.find("over the limit of " + std::to_string(record.size() - 1)) != std::string::npos);
+  // Uncompressed records are held to it too.
+  auto v1 = encode_value("spirv/vulkan1.2", record, nullptr, 1);
+  CHECK_FALSE(decode_value(*v1, record.size() - 1));
 }
 
 // The golden file of value version 2 (lib/kcache/remote/FORMAT.md): a signed,

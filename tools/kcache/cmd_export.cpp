@@ -46,7 +46,9 @@ int run_export_to_url(const ExportArgs& args, transfer::ExportOptions options) {
   std::filesystem::remove_all(dir, ec);
   if (!result) return report_error(result.error());
   if (!sent) return report_error(sent.error());
-  fmt::print("{}", args.json ? report::export_json(*result, args.output) : report::export_text(*result, args.output));
+  // The URL as given may hold a password: reports show it hidden.
+  const std::string shown = remote::shown_bundle_url(args.output);
+  fmt::print("{}", args.json ? report::export_json(*result, shown) : report::export_text(*result, shown));
   fmt::print(stderr, "{}", report::export_damaged_text(*result));
   return k_exit_ok;
 }

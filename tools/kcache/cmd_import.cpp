@@ -98,7 +98,9 @@ int run_import(const ImportArgs& args) {
   }
   if (!result) return report_error(result.error());
   const auto& r = *result;
-  fmt::print("{}", args.json ? report::import_json(r, args.input) : report::import_text(r, in.label()));
+  // A URL as given may hold a password: the download's shown form hides it.
+  fmt::print("{}", args.json ? report::import_json(r, download ? download->shown() : args.input)
+                             : report::import_text(r, in.label()));
   if (r.empty_bundle) {
     if (!args.json) fmt::print("nothing to import: {} has no entries; the store is unchanged\n", in.label());
     return k_exit_ok;

@@ -24,10 +24,17 @@ namespace kcache::remote {
 /// Whether a bundle argument names an http(s) URL rather than a file.
 bool is_http_url(std::string_view text);
 
+/// How `text`, a bundle argument that is an http(s) URL, is shown in output
+/// and reports: the parsed URL's shown() without options, or, when it does
+/// not parse, the text with its user info replaced by "***" (escaped).
+std::string shown_bundle_url(std::string_view text);
+
 /// A GET of a bundle URL whose body is written into a pipe on its own
 /// thread. The URL is parse_remote_url's http(s) form naming a file (not
-/// ending in '/'); timeout-ms bounds connecting and any stall (fewer than 1
-/// byte per second for that long).
+/// ending in '/'); its user and password are sent (basic auth). timeout-ms
+/// bounds the whole transfer, connecting included (default 10 minutes: a
+/// bundle may be large); a stall (fewer than 1 byte per second) is bounded
+/// by timeout-ms too, at least 1 s (default 2 s). Redirects are not followed.
 class HttpDownload {
  public:
   /// Starts the transfer. invalid_argument for a bad URL, io_error when the
@@ -38,8 +45,9 @@ class HttpDownload {
   int fd() const { return m_read_fd; }
   /// Closes the read end, waits for the transfer and returns its outcome:
   /// io_error naming the URL for a refused connection, a timeout or an HTTP
-  /// status other than 200 (a failed transfer ends the stream early, so an
-  /// import sees a truncated bundle: report this error first).
+  /// status other than 200 (not_found for 404; a redirect names its
+  /// Location); a failed transfer ends the stream early, so an import sees
+  /// a truncated or empty bundle: report this error first.
   Result<void> finish();
   std::uint64_t bytes() const { return m_bytes; }
   std::string shown() const { return m_shown; }
@@ -54,9 +62,10 @@ class HttpDownload {
   std::optional<Error> m_error;
 };
 
-/// PUTs the file `path` to a bundle URL, streamed from disk. io_error naming
+/// PUTs the file `path` to a bundle URL, streamed from disk, with the URL's
+/// credentials and within its timeout-ms (as HttpDownload). io_error naming
 /// the URL and the HTTP status (store_full for 507/413, read_only for
-/// 403/405).
+/// 403/405; a redirect names its Location).
 Result<std::uint64_t> http_upload_file(std::string_view url, const std::filesystem::path& path);
 
 }  // namespace kcache::remote

@@ -57,6 +57,13 @@ std::size_t read_cb(char* out, std::size_t size, std::size_t n, void* user) {
 
 std::size_t discard_cb(char*, std::size_t size, std::size_t n, void*) { return size * n; }
 
+/// An answer: its HTTP status (-2: a body over the bound) and, for a
+/// redirect, where it points.
+struct Response {
+  long status = 0;
+  std::string location;
+};
+
 class HttpBackend final : public Backend {
  public:
   /// libcurl is loaded here, on the first HTTP remote of the process; when
@@ -68,7 +75,7 @@ class HttpBackend final : public Backend {
 
   Result<std::optional<std::vector<std::uint8_t>>> get(const std::string& key, std::size_t max_bytes) override {
     Sink sink{{}, max_bytes, false};
-    auto status = KCACHE_TRY(perform(
+    auto response = KCACHE_TRY(perform(
         key,
         [&](CURL* c) {
           m_curl->easy_setopt(c, CURLOPT_HTTPGET, 1L);
@@ -78,43 +85,44 @@ class HttpBackend final : public Backend {
           m_curl->easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(max_bytes));
         },
         &sink.over));
+    const long status = response.status;
     if (sink.over || status == -2)
       return fail(Category::corruption, "remote {}: the value of {} is over {} bytes", m_url.shown(), key, max_bytes);
     if (status == 404 || status == 410) return std::optional<std::vector<std::uint8_t>>{};
-    if (status != 200) return status_error(status, "GET", key);
+    if (status != 200) return status_error(response, "GET", key);
     return std::optional(std::move(sink.bytes));
   }
 
   Result<void> put(const std::string& key, std::span<const std::uint8_t> value) override {
     Source src{value, 0};
-    auto status = KCACHE_TRY(perform(key, [&](CURL* c) {
+    auto response = KCACHE_TRY(perform(key, [&](CURL* c) {
       m_curl->easy_setopt(c, CURLOPT_UPLOAD, 1L);
       m_curl->easy_setopt(c, CURLOPT_READFUNCTION, read_cb);
       m_curl->easy_setopt(c, CURLOPT_READDATA, &src);
       m_curl->easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(value.size()));
       m_curl->easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
     }));
-    if (status == 200 || status == 201 || status == 204) return {};
-    return status_error(status, "PUT", key);
+    if (response.status == 200 || response.status == 201 || response.status == 204) return {};
+    return status_error(response, "PUT", key);
   }
 
   Result<bool> exists(const std::string& key) override {
-    auto status = KCACHE_TRY(perform(key, [&](CURL* c) {
+    auto response = KCACHE_TRY(perform(key, [&](CURL* c) {
       m_curl->easy_setopt(c, CURLOPT_NOBODY, 1L);
       m_curl->easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
     }));
-    if (status == 200) return true;
-    if (status == 404 || status == 410) return false;
-    return status_error(status, "HEAD", key);
+    if (response.status == 200) return true;
+    if (response.status == 404 || response.status == 410) return false;
+    return status_error(response, "HEAD", key);
   }
 
   Result<void> remove(const std::string& key) override {
-    auto status = KCACHE_TRY(perform(key, [&](CURL* c) {
+    auto response = KCACHE_TRY(perform(key, [&](CURL* c) {
       m_curl->easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
       m_curl->easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
     }));
-    if (status == 200 || status == 204 || status == 404) return {};
-    return status_error(status, "DELETE", key);
+    if (response.status == 200 || response.status == 204 || response.status == 404) return {};
+    return status_error(response, "DELETE", key);
   }
 
   Result<std::optional<std::map<std::string, std::uint64_t>>> count_values(const std::string&) override {
@@ -122,7 +130,14 @@ class HttpBackend final : public Backend {
   }
 
  private:
-  tl::unexpected<Error> status_error(long status, std::string_view method, const std::string& key) {
+  tl::unexpected<Error> status_error(const Response& response, std::string_view method, const std::string& key) {
+    const long status = response.status;
+    if (status >= 300 && status < 400)
+      return fail(Category::io_error,
+                  "remote {}: {} {} answered HTTP {}: a redirect to {} (kcache does not follow redirects: give that "
+                  "URL)",
+                  m_url.shown(), method, key, status,
+                  response.location.empty() ? "nowhere" : shown_text(redacted_url_text(response.location)));
     // 507 Insufficient Storage (WebDAV), 413 (a body over the server's limit).
     Category cat = status == 507 || status == 413   ? Category::store_full
                    : status == 403 || status == 405 ? Category::read_only
@@ -130,11 +145,13 @@ class HttpBackend final : public Backend {
     return fail(cat, "remote {}: {} {} answered HTTP {}", m_url.shown(), method, key, status);
   }
 
-  /// Runs one request on a pooled handle; the HTTP status, or -2 when the
-  /// server declared a body over CURLOPT_MAXFILESIZE. io_error for transport
-  /// failures (refused, reset, timed out).
+  /// Runs one request on a pooled handle, all of it within timeout-ms
+  /// (CURLOPT_TIMEOUT_MS bounds the whole transfer, however the server
+  /// paces it); the HTTP status, or -2 when the server declared a body over
+  /// CURLOPT_MAXFILESIZE. io_error for transport failures (refused, reset,
+  /// timed out).
   template <typename F>
-  Result<long> perform(const std::string& key, F&& setup, const bool* aborted_by_sink = nullptr) {
+  Result<Response> perform(const std::string& key, F&& setup, const bool* aborted_by_sink = nullptr) {
     if (!m_curl) return tl::unexpected(Error(*m_curl_error).context(fmt::format("remote {}", m_url.shown())));
     Easy c = acquire();
     if (!c) return fail(Category::io_error, "remote {}: libcurl cannot make a handle", m_url.shown());
@@ -154,23 +171,22 @@ class HttpBackend final : public Backend {
     m_curl->easy_setopt(c.get(), CURLOPT_HTTPHEADER, headers.get());
     setup(c.get());
     CURLcode rc = m_curl->easy_perform(c.get());
-    long status = 0;
-    m_curl->easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &status);
+    Response response;
+    m_curl->easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &response.status);
+    char* location = nullptr;  // owned by the handle: copied before the reset
+    if (m_curl->easy_getinfo(c.get(), CURLINFO_REDIRECT_URL, &location) == CURLE_OK && location)
+      response.location = location;
     m_curl->easy_reset(c.get());
-    if (rc == CURLE_FILESIZE_EXCEEDED) {
+    if (rc == CURLE_FILESIZE_EXCEEDED || (rc == CURLE_WRITE_ERROR && aborted_by_sink && *aborted_by_sink)) {
       release(std::move(c));
-      return -2L;
-    }
-    if (rc == CURLE_WRITE_ERROR && aborted_by_sink && *aborted_by_sink) {
-      release(std::move(c));
-      return -2L;
+      return Response{-2, {}};
     }
     if (rc != CURLE_OK)
       return fail(Category::io_error, "remote {}: {}", m_url.shown(),
                   rc == CURLE_OPERATION_TIMEDOUT ? fmt::format("timed out after {} ms", m_url.timeout_ms)
                                                  : std::string(m_curl->easy_strerror(rc)));
     release(std::move(c));
-    return status;
+    return response;
   }
 
   Easy acquire() {

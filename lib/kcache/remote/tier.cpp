@@ -29,13 +29,27 @@ struct RemoteTier::Remote {
     std::lock_guard lock(mutex);
     ++stats.errors;
     if (stats.warnings.size() < k_max_kept_messages) stats.warnings.push_back(e.message);
-    if (++consecutive_failures >= url.max_failures && stats.skipped.empty())
-      stats.skipped = fmt::format("{} consecutive failures, the last: {}", consecutive_failures, e.message);
+    count_failure(e.message);
+  }
+
+  /// Counts a refused value (damaged, foreign, a bomb, over the size bound)
+  /// as a failure too: a remote serving such values would otherwise cost
+  /// every kernel of the run its fetch and check. Called with `mutex` held.
+  void refused_value(std::string_view kernel, const Error& e) {
+    ++stats.refused;
+    if (stats.refusals.size() < k_max_kept_messages) stats.refusals.push_back(fmt::format("{}: {}", kernel, e.message));
+    count_failure(e.message);
   }
 
   void worked() {
     std::lock_guard lock(mutex);
     consecutive_failures = 0;
+  }
+
+ private:
+  void count_failure(std::string_view message) {
+    if (++consecutive_failures >= url.max_failures && stats.skipped.empty())
+      stats.skipped = fmt::format("{} consecutive failures, the last: {}", consecutive_failures, message);
   }
 };
 
@@ -95,8 +109,8 @@ std::optional<Entry> RemoteTier::fetch(const Namespace& ns, std::string_view ker
       r->failed(got.error());
       continue;
     }
-    r->worked();
     if (got && !*got) {
+      r->worked();
       std::lock_guard lock(r->mutex);
       ++r->stats.misses;
       continue;
@@ -109,12 +123,11 @@ std::optional<Entry> RemoteTier::fetch(const Namespace& ns, std::string_view ker
     std::lock_guard lock(r->mutex);
     r->stats.bytes_read += size;
     if (!entry) {
-      ++r->stats.refused;
-      if (r->stats.refusals.size() < k_max_kept_messages)
-        r->stats.refusals.push_back(fmt::format("{}: {}", kernel, entry.error().message));
+      r->refused_value(kernel, entry.error());
       continue;
     }
     ++r->stats.hits;
+    r->consecutive_failures = 0;
     return std::move(*entry);
   }
   return std::nullopt;

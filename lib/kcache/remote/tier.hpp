@@ -4,7 +4,8 @@
 // written back to the writable ones. A remote never fails a build: each
 // failure is counted and answered as a miss, and after max-failures
 // consecutive failures (the URL's option) the remote is skipped for the rest
-// of the run.
+// of the run. A refused value (damaged, foreign, a decompression bomb, over
+// the size bound) is such a failure too; a hit or a miss resets the count.
 //
 // Thread-safety: fetch/publish/stats may be called from many threads.
 #pragma once

@@ -123,10 +123,9 @@ std::string RemoteUrl::http_base() const {
 
 Result<RemoteUrl> parse_remote_url(std::string_view text) {
   auto bad = [&](std::string_view why) -> tl::unexpected<Error> {
-    // Never echo a password: cut the user info out of what is shown.
-    std::string shown(text.substr(0, 200));
-    if (auto at = shown.find('@'); at != std::string::npos)
-      if (auto s = shown.find("://"); s != std::string::npos && s < at) shown.replace(s + 3, at - s - 3, "***");
+    // Never echo a password: the user info goes before the text is cut
+    // (cut first, a long password's '@' fell past the cut and it showed).
+    std::string shown = redacted_url_text(text).substr(0, 200);
     return fail(Category::invalid_argument, "remote '{}': {}; {}", util::escape_untrusted(shown), why, k_forms);
   };
   if (text.size() > k_max_url_bytes) return bad(fmt::format("longer than {} bytes", k_max_url_bytes));
@@ -230,6 +229,7 @@ Result<RemoteUrl> parse_remote_url(std::string_view text) {
       auto v = number(value, 1, 600000);
       if (!v) return bad("timeout-ms must be a number of milliseconds from 1 to 600000");
       url.timeout_ms = static_cast<unsigned>(*v);
+      url.timeout_given = true;
     } else if (name == "max-failures") {
       auto v = number(value, 1, 1000);
       if (!v) return bad("max-failures must be a number from 1 to 1000");
@@ -257,6 +257,18 @@ Result<RemoteUrl> parse_remote_url(std::string_view text) {
     }
   }
   return url;
+}
+
+std::string redacted_url_text(std::string_view text) {
+  std::string out(text);
+  const auto at = out.rfind('@');
+  if (at == std::string::npos) return out;
+  // The last '@', not the first: a password may hold '@' (the parser takes
+  // the last one too). Host, path and options cannot hold one.
+  auto s = out.find("://");
+  const std::size_t start = s != std::string::npos && s < at ? s + 3 : 0;
+  out.replace(start, at - start, "***");
+  return out;
 }
 
 std::vector<std::string> split_remote_list(std::string_view text) {

@@ -9,7 +9,9 @@
 //   file:///ABSOLUTE/PATH[?OPTIONS]                          a folder (a shared mount)
 //
 // OPTIONS, '&'-separated: read-only; timeout-ms=N (1..600000, default
-// 2000: connect and each request); prefix=TEXT (keys start with it, so
+// 2000: the whole of each request, connecting included, however the server
+// paces its answer; for a bundle URL, the whole transfer, default 600000,
+// with a stall bounded by 2000); prefix=TEXT (keys start with it, so
 // projects can share a server: [A-Za-z0-9._-] and '/', at most 128 bytes,
 // no ".." segment); max-failures=N (1..1000, default 3: consecutive failed
 // requests before the remote is skipped for the rest of the run);
@@ -56,6 +58,7 @@ struct RemoteUrl {
   std::string path;            ///< http: "/PATH/" (ends in '/'); file: the folder, absolute
   bool read_only = false;
   unsigned timeout_ms = 2000;
+  bool timeout_given = false;  ///< timeout-ms was in the URL (a bundle transfer's default differs)
   std::string prefix;
   unsigned max_failures = 3;
   std::vector<TrustedKey> trust;  ///< trust=: when non-empty, only values signed by one of these
@@ -70,6 +73,12 @@ struct RemoteUrl {
 /// Parses a remote URL. invalid_argument naming the URL (shown escaped, the
 /// password hidden) and what is wrong, with the accepted forms.
 Result<RemoteUrl> parse_remote_url(std::string_view text);
+
+/// `text`, a URL that may not parse, as it may be shown: everything between
+/// "://" (or the start) and the last '@' replaced by "***", so no part of a
+/// password shows whatever the text holds (a password may contain '@', and
+/// a URL may be cut for display after it). Not escaped.
+std::string redacted_url_text(std::string_view text);
 
 /// Splits KCACHE_REMOTE's value: URLs separated by spaces, tabs or newlines
 /// (a URL holds none). Empty items are skipped.

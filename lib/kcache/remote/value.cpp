@@ -50,7 +50,8 @@ Result<std::vector<std::uint8_t>> encode_value(std::string_view ns_name, std::sp
     std::size_t n = ZSTD_compress(packed.data(), packed.size(), record.data(), record.size(), k_value_zstd_level);
     if (ZSTD_isError(n)) return fail(Category::io_error, "compressing a remote value: zstd: {}", ZSTD_getErrorName(n));
     packed.resize(n);
-    if (n < record.size()) compression = ValueCompression::zstd;
+    // Past the ratio a reader would take it for a bomb: keep it as it is.
+    if (n < record.size() && record.size() / k_max_value_ratio <= n) compression = ValueCompression::zstd;
   }
   auto field = compression == ValueCompression::zstd ? std::span<const std::uint8_t>(packed) : record;
   util::ByteWriter w;
@@ -75,7 +76,8 @@ Result<std::vector<std::uint8_t>> encode_value(std::string_view ns_name, std::sp
   return w.take();
 }
 
-Result<ValueParts> decode_value(std::span<const std::uint8_t> bytes) {
+Result<ValueParts> decode_value(std::span<const std::uint8_t> bytes, std::size_t max_record_bytes) {
+  const std::size_t allowed = std::min(max_record_bytes, k_max_value_bytes);
   if (bytes.size() > k_max_value_bytes) return corrupt(fmt::format("over {} bytes", k_max_value_bytes));
   if (bytes.size() < 4 + 2 + 4 + 4 + 1 + 16) return corrupt("shorter than its fixed fields");
   if (std::memcmp(bytes.data(), k_magic, 4) != 0) return corrupt("bad magic (not a kcache remote value)");
@@ -118,6 +120,8 @@ Result<ValueParts> decode_value(std::span<const std::uint8_t> bytes) {
   }
   if (r.failed()) return corrupt("truncated");
   if (r.remaining() != 0) return corrupt("trailing bytes");
+  if (record_size > allowed)
+    return corrupt(fmt::format("declares a record of {} bytes, over the limit of {}", record_size, allowed));
   if (parts.compression == ValueCompression::none) {
     if (record_size != field->size())
       return corrupt(fmt::format("declares a record of {} bytes but holds {}", record_size, field->size()));
@@ -125,10 +129,13 @@ Result<ValueParts> decode_value(std::span<const std::uint8_t> bytes) {
     return parts;
   }
   // Bounded before anything is allocated: the declared size against the
-  // limit, then the frame's own content size against the declared one, and
-  // the output buffer is exactly that size (zstd stops at its end).
-  if (record_size > k_max_value_bytes)
-    return corrupt(fmt::format("declares a record of {} bytes, over the limit of {}", record_size, k_max_value_bytes));
+  // allowed one (above) and against the ratio (a bomb within the size limit
+  // is a few KiB declaring hundreds of MiB), then the frame's own content
+  // size against the declared one, and the output buffer is exactly that
+  // size: zstd stops as soon as the frame would write past its end.
+  if (record_size / k_max_value_ratio > field->size())
+    return corrupt(fmt::format("declares a record of {} bytes in {} compressed bytes, more than {} times as many",
+                               record_size, field->size(), k_max_value_ratio));
   if (ZSTD_findFrameCompressedSize(field->data(), field->size()) != field->size())
     return corrupt("the compressed record is not exactly one zstd frame");
   auto content = ZSTD_getFrameContentSize(field->data(), field->size());

@@ -32,6 +32,12 @@ inline constexpr int k_value_zstd_level = 9;
 /// The largest value read or written: one record of the largest payload plus
 /// its metadata (k_max_payload_bytes + 16 MiB).
 inline constexpr std::size_t k_max_value_bytes = k_max_payload_bytes + (16u << 20);
+/// The most a compressed record may expand: its declared size at most this
+/// many times its compressed bytes. zstd can expand a few KiB into 256 MiB
+/// of zeros (an 8.7 KB value cost 830 MB); real records compress about 4x
+/// (FORMAT.md "Choices"). The writer keeps a record that would compress
+/// past it uncompressed, so kcache never writes a value a reader refuses.
+inline constexpr std::size_t k_max_value_ratio = 1024;
 /// The longest namespace name a value may carry.
 inline constexpr std::size_t k_max_value_namespace = 256;
 
@@ -58,9 +64,8 @@ struct ValueParts {
 /// signed with `sign` when given, in format `version` (the newest by
 /// default; 1 only for tests and golden files). Version 2 compresses the
 /// record with zstd at k_value_zstd_level and keeps it as it is when that
-/// does not make it smaller. invalid_argument for an unknown version or a
-/// record over k_max_value_bytes; io_error when libsodium cannot start or zstd
-/// fails.
+/// does not make it smaller, or makes it over k_max_value_ratio times smaller. invalid_argument for an unknown version
+/// or a record over k_max_value_bytes; io_error when libsodium cannot start or zstd fails.
 Result<std::vector<std::uint8_t>> encode_value(std::string_view ns_name, std::span<const std::uint8_t> record,
                                                const bundle::KeyPair* sign = nullptr,
                                                std::uint16_t version = k_value_max_version);
@@ -68,12 +73,16 @@ Result<std::vector<std::uint8_t>> encode_value(std::string_view ns_name, std::sp
 /// Decodes untrusted value bytes: corruption for a bad magic, a digest
 /// mismatch, truncation, trailing bytes, an oversized or unprintable
 /// namespace, a bad signature flag, and in version 2 an unknown compression,
-/// a declared record size over k_max_value_bytes (refused before allocating:
-/// a decompression bomb costs nothing) or a record field that is not exactly
-/// one zstd frame of exactly the declared size; version_mismatch for a
-/// version outside k_value_min_version..k_value_max_version. Does not verify
-/// the signature (verify_value does) nor decode the record (decode_entry does).
-Result<ValueParts> decode_value(std::span<const std::uint8_t> bytes);
+/// a record over `max_record_bytes` (the caller's bound, at most
+/// k_max_value_bytes), a compressed record declaring over k_max_value_ratio
+/// times its compressed size (both refused before allocating: a
+/// decompression bomb costs nothing) or a record field that is not exactly
+/// one zstd frame of exactly the declared size; decompression never
+/// allocates more than the declared size and stops as soon as the frame
+/// holds more. version_mismatch for a version outside
+/// k_value_min_version..k_value_max_version. Does not verify the signature
+/// (verify_value does) nor decode the record (decode_entry does).
+Result<ValueParts> decode_value(std::span<const std::uint8_t> bytes, std::size_t max_record_bytes = k_max_value_bytes);
 
 /// Whether `parts` is signed by one of `trusted` and the signature covers its
 /// version, namespace and record (the decompressed record: what the reader
