@@ -114,10 +114,13 @@ expect_exit 0 "$KCACHE" build $M --store U -j2 --json --remote-read-only
 [[ $(json_get out "j['remotes'][0]['refused']") == "$N" && $(outcome out compiled) == "$N" ]] ||
   fail "a trusting remote served unsigned values: $(json_get out "j['remotes'][0]")"
 [[ $(json_get out "j['remotes'][0]['authenticated']") == True ]] || fail "not reported as authenticated"
-KCACHE_REMOTE="$Q_URL?trust=$hex" expect_exit 0 "$KCACHE" build $M --store U2 -j2 --json --sign ci.key
+KCACHE_REMOTE="$R_URL?trust=$hex" expect_exit 0 "$KCACHE" build $M --store U2 -j2 --json --remote-read-only
 [[ $(json_get out "j['remotes'][0]['refused']") == "$N" && $(outcome out compiled) == "$N" ]] ||
   fail "KCACHE_REMOTE's trust= was not applied: $(json_get out "j['remotes'][0]")"
-# U2 wrote its kernels back to Q signed: a store trusting the key now hits.
+# Signed values in an empty Q: a store trusting the key hits them.
+redis Q FLUSHALL >/dev/null
+expect_exit 0 "$KCACHE" build $M --store U4 -j2 --json --remote "$Q_URL?trust=$hex" --sign ci.key
+[[ $(json_get out "j['remotes'][0]['writes']") == "$N" ]] || fail "signed values not written: $(json_get out "j['remotes'][0]")"
 expect_exit 0 "$KCACHE" remote add "$Q_URL" --trust ci.pub --store U3
 expect_exit 0 "$KCACHE" build $M --store U3 -j2 --json
 [[ $(outcome out remote_hit) == "$N" ]] || fail "signed values were not served: $(json_get out "j['remotes'][0]")"

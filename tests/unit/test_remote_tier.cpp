@@ -274,6 +274,7 @@ TEST_CASE("trust= takes 64 hex digits, at most k_max_trusted_keys of them") {
   auto r = parse_remote_url(many);
   REQUIRE_FALSE(r);
   CHECK(r.error().message.find("more than 16 trust= keys") != std::string::npos);
+}
 
 TEST_CASE("refused values count toward max-failures: a hostile remote is skipped, not paid for by every kernel") {
   const Namespace ns = spirv_namespace("vulkan1.2");
