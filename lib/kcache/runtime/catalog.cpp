@@ -108,10 +108,11 @@ Interface to_interface(const device::detail::ModuleInterface& m) {
 // index out of its tables and die with SIGSEGV in the application (issue 27
 // item 2). So it sees only modules that spirv-val accepts; the structure
 // check first gives a damaged module its own message. A module stored as
-// validated that fails now was damaged after it was stored: corruption. One
-// stored under validate = "known" / "off" may be one the validator does not
-// know; it is served unreflected (interface_error says why), as the device
-// stage would refuse to build a pipeline of it.
+// validated that spirv-val now finds invalid was damaged after it was
+// stored: corruption. One stored under validate = "known" / "off", or one
+// using what this validator does not know, is served unreflected
+// (interface_error says why), as the device stage would refuse to build a
+// pipeline of it.
 Result<void> reflect_checked(Kernel& k, definition::ValidatePolicy policy) {
   const std::string where = fmt::format("kernel '{}' in spirv/{}", util::shown_untrusted(k.name), k.target);
   if (auto ok = compile::check_structure(k.spirv); !ok)
@@ -119,14 +120,16 @@ Result<void> reflect_checked(Kernel& k, definition::ValidatePolicy policy) {
                 "{}: its SPIR-V module is damaged ({}); run `kcache verify` on the store, or rebuild or re-import it",
                 where, compile::validation_note(ok.error().message));
   if (auto ok = compile::validate(k.spirv, k.target); !ok) {
-    if (policy == definition::ValidatePolicy::strict)
+    // validator_unsupported: this library's spirv-val may be older than the
+    // one that built the module; not a sign of damage, so not an error.
+    if (policy == definition::ValidatePolicy::strict && ok.error().category == Category::validation_failed)
       return fail(Category::corruption,
                   "{}: its SPIR-V module was stored as validated but spirv-val rejects it now ({}); the store or table "
                   "is damaged: run `kcache verify`, rebuild or re-import it",
                   where, compile::validation_note(ok.error().message));
     k.interface_error = fmt::format(
-        "not reflected: the module was stored without full validation and spirv-val does not accept it ({}); "
-        "kcache reflects only modules the validator accepts",
+        "not reflected: spirv-val does not accept the module ({}); kcache reflects only modules the validator "
+        "accepts",
         compile::validation_note(ok.error().message));
     return {};
   }

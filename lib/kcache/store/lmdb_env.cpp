@@ -84,10 +84,6 @@ std::string read_page(int fd, std::uint64_t pgno, std::uint32_t psize) {
   return n == static_cast<ssize_t>(psize) ? page : std::string();
 }
 
-}  // namespace
-
-namespace {
-
 constexpr std::size_t k_meta_last_pg = k_meta_dbs + 2 * k_db_size;  // after the free and main trees' MDB_db
 constexpr std::uint16_t k_page_branch = 0x01, k_node_bigdata = 0x01;
 constexpr std::size_t k_node_header = 8;  // lo(2) hi(2) flags(2) ksize(2)
@@ -146,7 +142,7 @@ std::optional<std::vector<std::uint64_t>> free_pages_past(int fd, std::uint64_t 
         const auto first = load<std::uint64_t>(page, data);
         const std::uint64_t pages = (k_page_header - 1 + size) / psize + 1;  // LMDB's OVPAGES
         if (size > k_max_free_list_bytes || data + 8 > page.size()) return std::nullopt;
-        if (first + pages > file_pages) {
+        if (first >= file_pages || pages > file_pages - first) {
           missing = Missing{std::max(first, file_pages), "an overflow page of the free-page tree"};
           return out;
         }
@@ -168,8 +164,7 @@ std::optional<std::vector<std::uint64_t>> free_pages_past(int fd, std::uint64_t 
 }
 
 /// One pass of check_file_length over the newest meta page, `txnid`'s.
-Result<std::optional<Missing>> find_missing_page(int fd, std::uint64_t txnid, std::uint32_t psize,
-                                                 std::uint64_t file_pages) {
+std::optional<Missing> find_missing_page(int fd, std::uint64_t txnid, std::uint32_t psize, std::uint64_t file_pages) {
   std::string meta;
   for (std::uint64_t pgno : {0, 1}) {
     std::string page = read_page(fd, pgno, psize);
@@ -248,7 +243,7 @@ Result<void> check_file_length(MDB_env* env, const fs::path& dir) {
     struct stat st {};
     if (::fstat(fd, &st) != 0) return os_fail(Category::io_error, dir, "cannot stat data.mdb", errno);
     const std::uint64_t file_pages = static_cast<std::uint64_t>(st.st_size) / psize;
-    auto missing = KCACHE_TRY(find_missing_page(fd, info.me_last_txnid, psize, file_pages));
+    auto missing = find_missing_page(fd, info.me_last_txnid, psize, file_pages);
     if (!missing) return {};
     MDB_envinfo now{};
     if (int rc = mdb_env_info(env, &now); rc != MDB_SUCCESS) return lmdb_fail(dir, "read the environment info", rc);
