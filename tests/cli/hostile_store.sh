@@ -29,10 +29,9 @@ n_entries=$(json_get inspect.json 'len(j["entries"])')
 ((${#kernels[@]} > 10)) || fail "the example stored only ${#kernels[@]} kernels"
 
 # 1. Truncated: an interrupted copy that kept only LMDB's two meta pages, so
-# every tree root lies past the end (what the open-time check promises; a
-# cut that keeps every root, e.g. half the file with the roots in the first
-# half, is not caught: README "Guarantees"). Every command refuses it; none
-# is killed.
+# every tree root lies past the end. (A cut that keeps every root but loses
+# a page in use is refused too: unit.store "cut last page".) Every command
+# refuses it; none is killed.
 cp -r good cut
 size=$((2 * 4096))
 truncate -s $size cut/data.mdb

@@ -12,6 +12,8 @@
 #include "kcache/device/device.hpp"
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -114,6 +116,48 @@ Bytes hostile_bundle_of(const Namespace& ns, const std::vector<Entry>& entries) 
   out.insert(out.end(), frame.begin(), frame.end());
   bundle::internal::append_trailer(out);
   return out;
+}
+
+/// The compute module of seed_compute.comp (beside the corpus folder).
+Bytes compute_module(const fs::path& corpus) {
+  std::ifstream in(corpus.parent_path() / "seed_compute.spv", std::ios::binary);
+  Bytes b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (b.size() < 20 || b.size() % 4 != 0) {
+    std::fprintf(stderr, "fuzz_make_seeds: no seed_compute.spv beside %s\n", corpus.c_str());
+    std::exit(1);
+  }
+  return b;
+}
+
+/// The word index of the first instruction with `opcode` in `module`.
+std::size_t find_op(const Bytes& module, std::uint32_t opcode) {
+  auto word = [&](std::size_t i) {
+    std::uint32_t w = 0;
+    std::memcpy(&w, module.data() + 4 * i, 4);
+    return w;
+  };
+  for (std::size_t i = 5; i < module.size() / 4 && (word(i) >> 16) != 0; i += word(i) >> 16)
+    if ((word(i) & 0xffffu) == opcode) return i;
+  std::abort();
+}
+
+Bytes with_word(Bytes module, std::size_t index, std::uint32_t value) {
+  std::memcpy(module.data() + 4 * index, &value, 4);
+  return module;
+}
+
+/// An input for a FuzzedDataProvider: `front` is what ConsumeBytes and
+/// strings read (from the start), `integrals` the bytes ConsumeIntegral
+/// reads, in the order it reads them (from the end).
+Bytes provider_input(Bytes front, const std::vector<std::uint8_t>& integrals) {
+  front.insert(front.end(), integrals.rbegin(), integrals.rend());
+  return front;
+}
+
+Bytes prefixed(std::uint8_t first, const Bytes& rest) {
+  Bytes b{first};
+  b.insert(b.end(), rest.begin(), rest.end());
+  return b;
 }
 
 }  // namespace
@@ -255,5 +299,77 @@ int main(int argc, char** argv) {
   write(pc, "foreign_uuid", flipped(raw, 20, 0x01));
   write(pc, "wrapped_bad_digest", flipped(wrapped, wrapped.size() - 1, 0x01));
   write(pc, "wrapped_bad_length", flipped(wrapped, 32, 0x01));
+
+  // The runtime's lookups (issue 27 item 2): a valid compute module, and the
+  // same with a result id past its bound (OpTypeVoid's, the SPIRV-Cross
+  // crash) and with an operand past it (OpEntryPoint's function).
+  const Bytes module = compute_module(root);
+  std::uint32_t bound = 0;
+  std::memcpy(&bound, module.data() + 12, 4);
+  const Bytes id_past_bound = with_word(module, find_op(module, 19) + 1, bound + 7);
+  const Bytes operand_past_bound = with_word(module, find_op(module, 15) + 2, bound + 3);
+  const fs::path rr = root / "runtime_record";
+  write(rr, "module_valid", prefixed(1, module));
+  write(rr, "module_result_id_past_bound", prefixed(1, id_past_bound));
+  write(rr, "module_result_id_past_bound_unvalidated", prefixed(3, id_past_bound));
+  write(rr, "module_operand_past_bound", prefixed(1, operand_past_bound));
+  write(rr, "module_operand_past_bound_unvalidated", prefixed(3, operand_past_bound));
+  write(rr, "module_truncated", prefixed(1, truncated(module, module.size() / 2 / 4 * 4)));
+  {
+    Entry compute = make_entry(0, PayloadKind::spirv, module);
+    compute.id_fields = {{"name", compute.kernel},
+                         {"entry", "main"},
+                         {"stage", "compute"},
+                         {"spec_constant:0", "int:64"},
+                         {"spec_constant:1", "int:-3"}};
+    write(rr, "record_valid", prefixed(0, encode_entry(compute)));
+    compute.payload = id_past_bound;
+    seal_payload(compute);
+    write(rr, "record_result_id_past_bound", prefixed(0, encode_entry(compute)));
+    compute.id_fields.emplace_back("validate", "off");
+    compute.validation = Validation::not_validated;
+    write(rr, "record_result_id_past_bound_unvalidated", prefixed(0, encode_entry(compute)));
+  }
+
+  // Embedded tables (fuzz_embedded_table.cpp reads them): the integral
+  // choices in the order the target makes them — target, kernel count, then
+  // per kernel name, key id, key ir, stage, entry point, spec constant count,
+  // magic, module length (3 bytes for one kernel, 2 for several).
+  const fs::path et = root / "embedded_table";
+  auto one_kernel = [](const Bytes& m, std::uint8_t stage) {
+    const auto n = static_cast<std::uint32_t>(m.size());
+    return provider_input(m, {0, 1, 2, 0, 0, stage, 0, 0, 1, static_cast<std::uint8_t>(n >> 16),
+                              static_cast<std::uint8_t>(n >> 8), static_cast<std::uint8_t>(n)});
+  };
+  write(et, "compute_valid", one_kernel(module, 0));
+  write(et, "compute_result_id_past_bound", one_kernel(id_past_bound, 0));
+  write(et, "compute_operand_past_bound", one_kernel(operand_past_bound, 0));
+  write(et, "unreflected_stage", one_kernel(id_past_bound, 1));
+  {
+    Bytes two = module;
+    two.insert(two.end(), id_past_bound.begin(), id_past_bound.end());
+    const auto n = static_cast<std::uint16_t>(module.size());
+    write(et, "two_kernels",
+          provider_input(two, {0,
+                               2,
+                               0,
+                               0,
+                               0,
+                               0,
+                               0,
+                               0,
+                               1,
+                               static_cast<std::uint8_t>(n >> 8),
+                               static_cast<std::uint8_t>(n),
+                               1,
+                               1,
+                               0,
+                               0,
+                               0,
+                               0,
+                               1,
+                               static_cast<std::uint8_t>(n >> 8),
+                               static_cast<std::uint8_t>(n)}));
+  }
   return 0;
 }

@@ -217,6 +217,23 @@ TEST_CASE("validate_under follows a recorded policy; genuinely invalid modules f
   zero.push_back(0);
   CHECK_FALSE(compile::check_structure(zero));
   CHECK_FALSE(compile::check_structure(std::vector<std::uint32_t>{0x07230203u, 0x10000, 0, 0, 0}));  // bound 0
+
+  // A result id at or past the header's bound (what crashed SPIRV-Cross in
+  // the runtime, issue 27 item 2) is refused under every policy, off too.
+  auto past_bound = ok->spirv;
+  for (std::size_t i = 5; i < past_bound.size(); i += past_bound[i] >> 16)
+    if ((past_bound[i] & 0xffffu) == 19) {  // OpTypeVoid: its result id is word 1
+      past_bound[i + 1] = past_bound[3];
+      break;
+    }
+  for (auto policy : {ValidatePolicy::strict, ValidatePolicy::known, ValidatePolicy::off}) {
+    auto refused_id = compile::validate_under(past_bound, "vulkan1.2", policy);
+    REQUIRE_FALSE(refused_id);
+    CHECK(refused_id.error().category == Category::validation_failed);
+  }
+  auto structure = compile::check_structure(past_bound);
+  REQUIRE_FALSE(structure);
+  CHECK(structure.error().message.find("id bound") != std::string::npos);
 }
 
 TEST_CASE("validation_note: one line, bounded") {

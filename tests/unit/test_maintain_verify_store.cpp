@@ -112,6 +112,35 @@ void main() { uint i = gl_GlobalInvocationID.x; data.values[i] = data.values[i] 
   CHECK(described(*all_cores) == described(*serial));
 }
 
+TEST_CASE("verify: a module stored unvalidated whose result id is past its bound is a problem (issue 27 item 2)") {
+  const auto valid = compile_source(R"(#version 450
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) buffer Data { float values[]; } data;
+void main() { data.values[gl_GlobalInvocationID.x] *= 2.0; }
+)");
+  auto past_bound = valid;
+  for (std::size_t i = 5; i < past_bound.size(); i += past_bound[i] >> 16)
+    if ((past_bound[i] & 0xffffu) == 19) {  // OpTypeVoid: its result id is word 1
+      past_bound[i + 1] = past_bound[3] + 7;
+      break;
+    }
+  // Under validate = "off" only the structure is checked; it must still
+  // catch what would crash SPIRV-Cross in an application's lookup.
+  Entry off = entry_with("off", past_bound);
+  off.id_fields.emplace_back("validate", "off");
+  off.validation = Validation::not_validated;
+  off.key = bound_key(off);
+  auto store = store::make_memory_store();
+  const std::vector<Entry> entries = {entry_with("good", valid), off};
+  REQUIRE(store->put(spirv_namespace("vulkan1.2"), entries));
+  auto check = maintain::check_store(*store, 1);
+  REQUIRE(check);
+  REQUIRE(check->problems.size() == 1);
+  CHECK(check->problems[0].kernel == "off");
+  CHECK(check->problems[0].error.category == Category::validation_failed);
+  CHECK(check->problems[0].error.message.find("id bound") != std::string::npos);
+}
+
 TEST_CASE("verify: cuda namespaces are checked, not an unknown backend; a cubin namespace holding PTX is a problem") {
   auto store = store::make_memory_store();
   REQUIRE(store->put(cuda_namespace("sm_90", "13.0", "13.0"),

@@ -12,6 +12,7 @@
 #include "raw_lmdb.hpp"
 #include "test_support.hpp"
 
+#include <fmt/format.h>
 #include <lmdb.h>
 #include <sched.h>
 #include <sys/mount.h>
@@ -19,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <thread>
 
 namespace kcache::store {
@@ -272,10 +274,8 @@ TEST_CASE("lmdb store: a truncated data.mdb is corruption at open, never SIGBUS"
   std::uintmax_t full = fs::file_size(data);
   REQUIRE(full > 16 * 20'000);
   // An interrupted copy that wrote LMDB's two meta pages and nothing more:
-  // every tree root lies past the end, which is what the open-time check
-  // promises to catch (a cut that keeps every root is not caught:
-  // lmdb_env.cpp check_file_length; cutting in half is caught only when a
-  // root falls in the lost half, which depends on the layout).
+  // every tree root lies past the end (a cut that keeps the roots is the
+  // next test's).
   fs::resize_file(data, 2 * 4096);
   for (bool read_only : {false, true}) {
     CAPTURE(read_only);
@@ -305,6 +305,58 @@ TEST_CASE("lmdb store: a truncated data.mdb is corruption at open, never SIGBUS"
   });
   CHECK(compact == 0);
   CHECK(fs::file_size(data) == 2 * 4096);  // refused, not "repaired"
+}
+
+TEST_CASE("lmdb store: after gc and rebuild churn, a cut last page is corruption at open, never SIGBUS") {
+  // Issue 27 item 3: with every tree root still inside the file, the cut
+  // page is a leaf or overflow page that only a read reaches (SIGBUS in
+  // inspect and build). Each open and full read runs in a child.
+  test::TempDir tmp;
+  fs::path dir = tmp.path() / "store";
+  {
+    auto store = open_ok(dir);
+    for (int round = 0; round < 4; ++round) {
+      // gc: drop every other kernel of the round before; then the rebuild
+      // stores new ones, so the last pages written hold live entries.
+      std::vector<std::string> gone;
+      for (int i = 0; round > 0 && i < 40; i += 2) gone.push_back(fmt::format("k{}-{}", round - 1, i));
+      auto removed = store->remove(k_ns.name(), gone);
+      REQUIRE_MESSAGE(removed.has_value(), removed.error().message);
+      std::vector<Entry> entries;
+      for (int i = 0; i < 40; ++i)
+        entries.push_back(make_entry(fmt::format("k{}-{}", round, i), 500 + 3000 * ((i + round) % 7), 'a' + i % 26));
+      put_ok(*store, entries);
+    }
+  }
+  fs::path data = dir / "data.mdb";
+  const std::uintmax_t full = fs::file_size(data);
+  // Opens and reads every entry: 0; refused as truncated: 1; another
+  // outcome: 2 and up; killed by a signal: 128 + signal.
+  auto open_and_read = [&] {
+    return in_child([&] {
+      auto store = open_lmdb_store(dir, {.read_only = true});
+      if (!store) {
+        if (store.error().category != Category::corruption) return 2;
+        return store.error().message.find("truncated") == std::string::npos ? 3 : 1;
+      }
+      auto r = (*store)->read(
+          [](Reader& reader) -> Result<void> { return reader.scan(k_ns.name(), [](Entry&&) { return true; }); });
+      return r ? 0 : 4;
+    });
+  };
+  REQUIRE(open_and_read() == 0);  // the churned store itself opens: no false alarm
+  const std::string whole = *util::read_file(data);
+  for (std::uintmax_t cut = 1; cut <= 6; ++cut) {
+    CAPTURE(cut);
+    fs::resize_file(data, full - cut * 4096);
+    const int status = open_and_read();
+    // A cut that loses only free pages is harmless and may open; a page in
+    // use past the end must be refused. The last page written is in use.
+    CHECK((status == 0 || status == 1));
+    if (cut == 1) CHECK(status == 1);
+    std::ofstream(data, std::ios::binary | std::ios::trunc)
+        .write(whole.data(), static_cast<std::streamsize>(whole.size()));
+  }
 }
 
 TEST_CASE("lmdb store: another program's LMDB environment is refused, not mixed into") {

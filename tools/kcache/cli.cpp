@@ -9,10 +9,15 @@
 #include "kcache/store/default_dir.hpp"
 
 #include <fmt/format.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string_view>
 
@@ -42,6 +47,36 @@ int report_error(const Error& e) {
   if (use_color()) fmt::print(stderr, "kcache: \033[1;31merror:\033[0m {}\n", message);
   else fmt::print(stderr, "kcache: error: {}\n", message);
   return exit_code_for(e.category);
+}
+
+int run_store_walk_isolated(const std::string& store_dir, const std::function<int()>& walk) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  if (pid < 0) return walk();  // no child to spare: walk here, as before
+  if (pid == 0) {
+    const int code = walk();
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::_exit(code);  // not exit(): the parent's atexit handlers and static objects are the parent's
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return report_error(Error{Category::io_error, fmt::format("waitpid: {}", std::strerror(errno))});
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  const int sig = WTERMSIG(status);
+  if (sig == SIGSEGV || sig == SIGBUS)
+    return report_error(
+        Error{Category::corruption,
+              fmt::format("store {} is damaged: reading it crashed ({}). LMDB keeps no checksums of its pages, so a "
+                          "damaged data.mdb can crash any program that reads it, applications using libkcache "
+                          "included: do not use or ship this store. Restore it from a copy, or move it away and "
+                          "rebuild it or re-import its bundles (docs/reliability.md \"A damaged store\")",
+                          store_dir, sig == SIGSEGV ? "SIGSEGV" : "SIGBUS")});
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+  return k_exit_internal;
 }
 
 bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }

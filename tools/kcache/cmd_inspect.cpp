@@ -142,7 +142,10 @@ void register_inspect(CLI::App& app, Action& action) {
   cmd->add_flag("--foreign", args->filter.foreign,
                 "list only namespaces that match no local Vulkan device, whose CUDA code no local CUDA device runs, or "
                 "(with --manifest) of no target it uses");
-  cmd->callback([args, &action] { action = [args] { return run_inspect(*args); }; });
+  // In a child: a damaged data.mdb that crashes the walk is reported, not a crash of kcache.
+  cmd->callback([args, &action] {
+    action = [args] { return run_store_walk_isolated(args->store.path(), [&] { return run_inspect(*args); }); };
+  });
 }
 
 }  // namespace kcache::cli

@@ -137,7 +137,10 @@ void register_verify(CLI::App& app, Action& action) {
   cmd->add_flag("--require-hits", args->require_hits, "with --device: exit 1 if any pipeline is a miss");
   cmd->add_flag("--all", args->all, "with --device: list every pipeline (CUDA: every entry), hits included");
   cmd->add_flag("--json", args->json, "print the result as JSON (schema kcache.verify/1)");
-  cmd->callback([args, &action] { action = [args] { return run_verify(*args); }; });
+  // In a child: a damaged data.mdb that crashes the walk is reported, not a crash of kcache.
+  cmd->callback([args, &action] {
+    action = [args] { return run_store_walk_isolated(args->store.path(), [&] { return run_verify(*args); }); };
+  });
 }
 
 }  // namespace kcache::cli

@@ -1,5 +1,7 @@
 #include "kcache/compile/compiler.hpp"
 
+#include "kcache/compile/validate_internal.hpp"
+
 #include <glslang/Public/ResourceLimits.h>
 #include <glslang/Public/ShaderLang.h>
 #include <glslang/SPIRV/GlslangToSpv.h>
@@ -53,10 +55,11 @@ struct TargetEnv {
 };
 
 TargetEnv target_env(std::string_view target) {
-  if (target == "vulkan1.0") return {glslang::EShTargetVulkan_1_0, glslang::EShTargetSpv_1_0, SPV_ENV_VULKAN_1_0};
-  if (target == "vulkan1.1") return {glslang::EShTargetVulkan_1_1, glslang::EShTargetSpv_1_3, SPV_ENV_VULKAN_1_1};
-  if (target == "vulkan1.3") return {glslang::EShTargetVulkan_1_3, glslang::EShTargetSpv_1_6, SPV_ENV_VULKAN_1_3};
-  return {glslang::EShTargetVulkan_1_2, glslang::EShTargetSpv_1_5, SPV_ENV_VULKAN_1_2};
+  const spv_target_env tools = tools_env(target);
+  if (target == "vulkan1.0") return {glslang::EShTargetVulkan_1_0, glslang::EShTargetSpv_1_0, tools};
+  if (target == "vulkan1.1") return {glslang::EShTargetVulkan_1_1, glslang::EShTargetSpv_1_3, tools};
+  if (target == "vulkan1.3") return {glslang::EShTargetVulkan_1_3, glslang::EShTargetSpv_1_6, tools};
+  return {glslang::EShTargetVulkan_1_2, glslang::EShTargetSpv_1_5, tools};
 }
 
 /// Resolves includes the way the C preprocessor does: `"x"` relative to the including
@@ -194,15 +197,6 @@ std::string clean_log(std::string_view log) {
     out += line;
   }
   return out;
-}
-
-/// A validator message that means "I do not know this" rather than "this is
-/// invalid": the module may be fine for a newer toolchain or a driver.
-bool is_unsupported_by_validator(std::string_view message) {
-  for (std::string_view marker : {"Invalid capability operand", "Invalid opcode", "Invalid extension operand",
-                                  "is not supported", "Unknown", "unknown"})
-    if (message.find(marker) != std::string_view::npos) return true;
-  return false;
 }
 
 std::string recipe_for(Optimize level) {
@@ -360,80 +354,6 @@ Result<Compiled> compile(const KernelSpec& spec, const Definition& def, PhaseTim
     return tl::unexpected(std::move(e).context(spec.source));
   }
   return out;
-}
-
-Result<void> validate(std::span<const std::uint32_t> spirv, std::string_view target) {
-  spvtools::SpirvTools tools(target_env(target).tools);
-  std::string messages;
-  tools.SetMessageConsumer([&](spv_message_level_t level, const char*, const spv_position_t&, const char* m) {
-    if (level <= SPV_MSG_ERROR) messages.append(m).append("\n");
-  });
-  spvtools::ValidatorOptions options;
-  if (tools.Validate(spirv.data(), spirv.size(), options)) return {};
-  while (!messages.empty() && messages.back() == '\n') messages.pop_back();
-  if (is_unsupported_by_validator(messages))
-    return fail(Category::validator_unsupported,
-                "spirv-val ({}) does not know something the module uses (not necessarily invalid): {}",
-                Toolchain::installed().versions().spirv_tools, messages);
-  return fail(Category::validation_failed, "spirv-val rejected the module: {}", messages);
-}
-
-Result<Validation> validate_under(std::span<const std::uint32_t> spirv, std::string_view target,
-                                  definition::ValidatePolicy policy, std::string* note) {
-  if (policy == definition::ValidatePolicy::off) {
-    KCACHE_CHECK(check_structure(spirv));
-    return Validation::not_validated;
-  }
-  auto valid = validate(spirv, target);
-  if (valid) return Validation::validated;
-  if (valid.error().category == Category::validator_unsupported && policy == definition::ValidatePolicy::known) {
-    if (note) *note = validation_note(valid.error().message);
-    return Validation::validator_unsupported;
-  }
-  return tl::unexpected(std::move(valid).error());
-}
-
-Result<void> check_structure(std::span<const std::uint32_t> spirv) {
-  if (spirv.size() < 5 || spirv[0] != 0x07230203u)
-    return fail(Category::validation_failed, "not a SPIR-V module (no 5-word header with the magic number)");
-  const std::uint32_t bound = spirv[3];
-  if (bound == 0 || bound > (1u << 22))
-    return fail(Category::validation_failed, "SPIR-V header: id bound {} is out of range", bound);
-  for (std::size_t i = 5; i < spirv.size();) {
-    const std::uint32_t count = spirv[i] >> 16;
-    if (count == 0 || count > spirv.size() - i)
-      return fail(Category::validation_failed, "SPIR-V instruction at word {} has word count {} ({} words left)", i,
-                  count, spirv.size() - i);
-    i += count;
-  }
-  return {};
-}
-
-std::string validation_note(std::string_view message) {
-  std::string out;
-  for (char c : message) {
-    const auto b = static_cast<unsigned char>(c);
-    const char shown = b < 0x20 || b == 0x7f ? ' ' : c;
-    if (shown == ' ' && (out.empty() || out.back() == ' ')) continue;
-    out += shown;
-  }
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  if (out.size() > 1024) {
-    std::size_t cut = 1024;
-    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;  // a character boundary
-    out.resize(cut);
-    out += "...";
-  }
-  return out;
-}
-
-Result<std::vector<std::uint32_t>> spirv_words(std::span<const std::uint8_t> bytes) {
-  if (bytes.size() % 4 != 0 || bytes.size() < 20)
-    return fail(Category::corruption, "SPIR-V module of {} bytes is not a whole number of words", bytes.size());
-  std::vector<std::uint32_t> words(bytes.size() / 4);
-  std::memcpy(words.data(), bytes.data(), bytes.size());
-  if (words[0] != 0x07230203u) return fail(Category::corruption, "not a SPIR-V module (bad magic number)");
-  return words;
 }
 
 }  // namespace kcache::compile

@@ -73,20 +73,25 @@ struct Compiled {
 /// validated (not_validated).
 Result<Compiled> compile(const definition::KernelSpec& spec, const definition::Definition& def, PhaseTimes& times);
 
-/// Validates a module for a target env ("vulkan1.2"); used on import.
+/// Validates a module for a target env ("vulkan1.2"); used on import, by
+/// verify, and by the runtime before it reflects a module. Links only
+/// SPIRV-Tools' validator (validate.cpp), not glslang.
 Result<void> validate(std::span<const std::uint32_t> spirv, std::string_view target);
 
 /// Validates a module under the policy it was stored with (its entry's
 /// "validate" id field): strict = validate(); known = validate() but a
-/// validator_unsupported result is accepted; off = check_structure() only.
+/// validator_unsupported result is accepted after check_structure(); off =
+/// check_structure() only.
 /// Returns what was found; `note`, when given, receives the validator's
 /// message (validation_note()) for validator_unsupported.
 Result<Validation> validate_under(std::span<const std::uint32_t> spirv, std::string_view target,
                                   definition::ValidatePolicy policy, std::string* note = nullptr);
 
 /// What `validate = "off"` still checks: the 5-word header (magic, an id
-/// bound in range) and that every instruction's word count is non-zero and
-/// fits. validation_failed otherwise. Says nothing about what the module means.
+/// bound in range), that every instruction's word count is non-zero and
+/// fits, and that the result type and result id of every opcode the SPIR-V
+/// headers know are non-zero and below the bound. validation_failed
+/// otherwise. Says nothing about what the module means.
 Result<void> check_structure(std::span<const std::uint32_t> spirv);
 
 /// A validator message as an entry's validation_note: one line (control

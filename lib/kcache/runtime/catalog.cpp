@@ -1,6 +1,9 @@
 #include "kcache/runtime/catalog.hpp"
 
+// The validator, run before SPIRV-Cross sees a module (reflect_checked).
+#include "kcache/compile/compiler.hpp"
 #include "kcache/core/cuda.hpp"
+#include "kcache/definition/kernel_spec.hpp"
 #include "kcache/device/pipeline_entry.hpp"
 // The same reflection the device stage builds pipelines with: an application
 // must create its layout and specialization exactly as kcache did, or the
@@ -98,6 +101,42 @@ Interface to_interface(const device::detail::ModuleInterface& m) {
   for (const auto& s : m.spec_entries) out.spec_entries.push_back({s.constantID, s.offset, s.size});
   out.spec_data = m.spec_data;
   return out;
+}
+
+// The interface of a compute kernel, reflected with SPIRV-Cross. SPIRV-Cross
+// trusts its input: a module naming an id past its header's bound makes it
+// index out of its tables and die with SIGSEGV in the application (issue 27
+// item 2). So it sees only modules that spirv-val accepts; the structure
+// check first gives a damaged module its own message. A module stored as
+// validated that spirv-val now finds invalid was damaged after it was
+// stored: corruption. One stored under validate = "known" / "off", or one
+// using what this validator does not know, is served unreflected
+// (interface_error says why), as the device stage would refuse to build a
+// pipeline of it.
+Result<void> reflect_checked(Kernel& k, definition::ValidatePolicy policy) {
+  const std::string where = fmt::format("kernel '{}' in spirv/{}", util::shown_untrusted(k.name), k.target);
+  if (auto ok = compile::check_structure(k.spirv); !ok)
+    return fail(Category::corruption,
+                "{}: its SPIR-V module is damaged ({}); run `kcache verify` on the store, or rebuild or re-import it",
+                where, compile::validation_note(ok.error().message));
+  if (auto ok = compile::validate(k.spirv, k.target); !ok) {
+    // validator_unsupported: this library's spirv-val may be older than the
+    // one that built the module; not a sign of damage, so not an error.
+    if (policy == definition::ValidatePolicy::strict && ok.error().category == Category::validation_failed)
+      return fail(Category::corruption,
+                  "{}: its SPIR-V module was stored as validated but spirv-val rejects it now ({}); the store or table "
+                  "is damaged: run `kcache verify`, rebuild or re-import it",
+                  where, compile::validation_note(ok.error().message));
+    k.interface_error = fmt::format(
+        "not reflected: spirv-val does not accept the module ({}); kcache reflects only modules the validator "
+        "accepts",
+        compile::validation_note(ok.error().message));
+    return {};
+  }
+  auto iface = device::detail::reflect_module(k.spirv, k.entry_point, k.spec);
+  if (iface) k.interface = to_interface(*iface);
+  else k.interface_error = iface.error().message;
+  return {};
 }
 
 // The blob part of a lookup: fills blob_status, blob_reason, pipeline_cache,
@@ -249,6 +288,7 @@ Result<void> Catalog::list(std::string_view target,
 
 Result<Kernel> Catalog::find(std::string_view name, const LookupOptions& options) const {
   Kernel k;
+  auto policy = definition::ValidatePolicy::strict;
   KCACHE_CHECK(m_store->read([&](store::Reader& reader) -> Result<void> {
     // Which target: the one asked, else the one the device's blob was built
     // from, else the only one that holds the name.
@@ -286,14 +326,11 @@ Result<Kernel> Catalog::find(std::string_view name, const LookupOptions& options
     k.stage = stage ? *stage : "";
     k.entry_point = entry ? *entry : "main";
     k.spec = KCACHE_TRY(spec_from_fields(e));
+    policy = definition::recorded_validate_policy(e.id_fields);
     if (options.device) KCACHE_CHECK(attach_blob(reader, *options.device, e, spirv_ns, k));
     return {};
   }));
-  if (k.stage == "compute") {
-    auto iface = device::detail::reflect_module(k.spirv, k.entry_point, k.spec);
-    if (iface) k.interface = to_interface(*iface);
-    else k.interface_error = iface.error().message;
-  }
+  if (k.stage == "compute") KCACHE_CHECK(reflect_checked(k, policy));
   return k;
 }
 

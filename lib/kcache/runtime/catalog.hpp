@@ -126,7 +126,9 @@ class Catalog {
 
   /// Looks `name` up. not_found when no SPIR-V of that name is stored for the
   /// target; invalid_argument when no target is given and several hold it;
-  /// corruption when the SPIR-V entry is unreadable or not a module. Blob
+  /// corruption when the SPIR-V entry is unreadable or not a module, or (a
+  /// compute kernel, before reflecting it) its module fails the structure
+  /// check, or spirv-val though it was stored as validated. Blob
   /// failures are not errors (Kernel::blob_status).
   Result<Kernel> find(std::string_view name, const LookupOptions& options) const;
 

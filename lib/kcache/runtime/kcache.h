@@ -155,7 +155,10 @@ KCACHE_API void kcache_store_close(kcache_store* store);
  *  `target`: the SPIR-V target environment ("vulkan1.2"), or NULL: then the
  *  target the device's blob was built from, else the only target the kernel
  *  is stored for (INVALID_ARGUMENT naming them when there are several).
- *  NOT_FOUND when no SPIR-V of that name is stored. A blob that fails a check
+ *  NOT_FOUND when no SPIR-V of that name is stored. CORRUPTION when the
+ *  entry is damaged, e.g. a compute kernel's module fails spirv-val, which
+ *  runs before kcache reflects it (a damaged module is an error, never a
+ *  crash). A blob that fails a check
  *  is not an error: the kernel comes with status REFUSED and the reason. */
 KCACHE_API kcache_status kcache_lookup(kcache_store* store, const char* name, const kcache_device* device,
                                        const char* target, kcache_kernel** out);

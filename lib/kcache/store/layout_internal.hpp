@@ -111,13 +111,19 @@
 // readers accept k_run_min_version..k_run_max_version.
 //
 // Damage. LMDB has no checksums; kcache's records carry their own digests.
-// - A truncated data.mdb (one whose newest meta page names a tree root past
-//   the end of the file: the free and main trees' roots and each named
-//   database's) is refused at open as corruption, before the map is read:
-//   LMDB maps the file and a page past its end is SIGBUS (lmdb_env.cpp
-//   check_file_length). Not (last_pg + 1) × page size: LMDB's last page may
-//   lie past the end legitimately (pages freed in the transaction that
-//   allocated them are never written; cli.life_gc_scale makes such a store).
+// - A truncated data.mdb is refused at open as corruption, before the map
+//   is read: LMDB maps the file and a page past its end is SIGBUS
+//   (lmdb_env.cpp check_file_length). Refused: a tree root past the end
+//   (the free and main trees' and each named database's), or any page
+//   between the end and the newest meta page's last page that the free-page
+//   tree does not list as free. Not simply (last_pg + 1) × page size: LMDB's
+//   last page may lie past the end legitimately (pages freed in the
+//   transaction that allocated them are never written, and are free;
+//   cli.life_gc_scale makes such a store).
+// - Damaged pages (a bit flip inside data.mdb) are not detected by LMDB,
+//   which has no page checksums, and may crash the process reading them.
+//   `kcache verify` walks the store in a child process, so such a store is
+//   reported as damaged (docs/reliability.md "A damaged store").
 // - An entry record that fails its checks costs that entry alone: get of it
 //   is corruption; scans skip it and list it in Reader::damaged(), so other
 //   entries, namespace listings and counts keep working and `kcache verify`

@@ -19,8 +19,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,67 +84,176 @@ std::string read_page(int fd, std::uint64_t pgno, std::uint32_t psize) {
   return n == static_cast<ssize_t>(psize) ? page : std::string();
 }
 
-}  // namespace
+constexpr std::size_t k_meta_last_pg = k_meta_dbs + 2 * k_db_size;  // after the free and main trees' MDB_db
+constexpr std::uint16_t k_page_branch = 0x01, k_node_bigdata = 0x01;
+constexpr std::size_t k_node_header = 8;  // lo(2) hi(2) flags(2) ksize(2)
+// A free list bigger than this is not read (the check then cannot tell, and
+// lets the store open as before): a real one is a few pages.
+constexpr std::size_t k_max_free_tree_pages = 1u << 16;
+constexpr std::uint64_t k_max_free_list_bytes = 64u << 20;
 
-// Why: LMDB maps data.mdb and trusts its meta page, so a page past the end
-// of a truncated file (an interrupted copy, a full disk under another tool)
-// is SIGBUS on first touch, in every command and in every application that
-// calls kcache_lookup. The file's length alone cannot tell: LMDB's last page
-// number may lie past the end legitimately (pages allocated and freed in one
-// transaction are never written). What every commit does write is the root
-// page of each tree it changed, so the check reads, with pread, the newest
-// meta page (the one with LMDB's last txnid), the free and main trees' roots
-// and, from the main root, each named database's root, and refuses the store
-// when any of them lies past the end of the file. A truncation that keeps
-// every root but cuts inner pages is not caught here.
-Result<void> check_file_length(MDB_env* env, const fs::path& dir) {
-  MDB_envinfo info{};
-  MDB_stat stat{};
-  if (int rc = mdb_env_info(env, &info); rc != MDB_SUCCESS) return lmdb_fail(dir, "read the environment info", rc);
-  if (int rc = mdb_env_stat(env, &stat); rc != MDB_SUCCESS) return lmdb_fail(dir, "read the environment stats", rc);
-  mdb_filehandle_t fd = -1;
-  if (int rc = mdb_env_get_fd(env, &fd); rc != MDB_SUCCESS) return lmdb_fail(dir, "get data.mdb's descriptor", rc);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return os_fail(Category::io_error, dir, "cannot stat data.mdb", errno);
-  const std::uint32_t psize = stat.ms_psize;
-  const std::uint64_t file_pages = static_cast<std::uint64_t>(st.st_size) / psize;
-  auto truncated = [&](std::uint64_t pgno, std::string_view what) {
-    return fail(Category::corruption,
-                "store {} is damaged: data.mdb was truncated ({} bytes, but {} is page {} of {} bytes, past its "
-                "end); kcache will not read it: restore it from a copy, or move the store away and rebuild",
-                dir.string(), st.st_size, what, pgno, psize);
-  };
+/// What the truncation check found: nothing, or the first page it needs
+/// that lies past the end of the file, and what that page is.
+struct Missing {
+  std::uint64_t pgno = 0;
+  std::string what;
+};
+
+/// The pages at or past `file_pages` that the free-page tree rooted at
+/// `root` lists as free, read with pread. nullopt when the tree cannot be
+/// read as one (damaged, or too big): then nothing is concluded from it.
+/// A page of the tree itself past the end is `missing`.
+std::optional<std::vector<std::uint64_t>> free_pages_past(int fd, std::uint64_t root, std::uint32_t psize,
+                                                          std::uint64_t file_pages, std::optional<Missing>& missing) {
+  std::vector<std::uint64_t> out, todo;
+  if (root != k_no_page) todo.push_back(root);
+  std::size_t visited = 0;
+  while (!todo.empty()) {
+    const std::uint64_t pgno = todo.back();
+    todo.pop_back();
+    if (++visited > k_max_free_tree_pages) return std::nullopt;
+    if (pgno >= file_pages) {
+      missing = Missing{pgno, "a page of the free-page tree"};
+      return out;
+    }
+    const std::string page = read_page(fd, pgno, psize);
+    if (page.empty()) return std::nullopt;
+    const auto flags = load<std::uint16_t>(page, 10);
+    const auto lower = load<std::uint16_t>(page, 12);
+    if (lower < k_page_header || lower > psize) return std::nullopt;
+    const std::size_t nodes = (lower - k_page_header) / 2;
+    for (std::size_t i = 0; i < nodes; ++i) {
+      const std::size_t node = load<std::uint16_t>(page, k_page_header + 2 * i);
+      if (node < k_page_header || node + k_node_header > page.size()) return std::nullopt;
+      const auto lo = load<std::uint16_t>(page, node), hi = load<std::uint16_t>(page, node + 2);
+      const auto node_flags = load<std::uint16_t>(page, node + 4);
+      const auto key_size = load<std::uint16_t>(page, node + 6);
+      if (flags & k_page_branch) {  // a child page number in lo, hi and flags (48 bits)
+        todo.push_back(lo | std::uint64_t{hi} << 16 | std::uint64_t{node_flags} << 32);
+        continue;
+      }
+      if (!(flags & k_page_leaf)) return std::nullopt;
+      // A leaf node: key = a transaction id, data = the pages it freed (an
+      // MDB_IDL: a count, then the page numbers), inline or in overflow pages.
+      const std::uint64_t size = lo | std::uint64_t{hi} << 16;
+      const std::size_t data = node + k_node_header + key_size;
+      std::string list;
+      if (node_flags & k_node_bigdata) {
+        const auto first = load<std::uint64_t>(page, data);
+        const std::uint64_t pages = (k_page_header - 1 + size) / psize + 1;  // LMDB's OVPAGES
+        if (size > k_max_free_list_bytes || data + 8 > page.size()) return std::nullopt;
+        if (first >= file_pages || pages > file_pages - first) {
+          missing = Missing{std::max(first, file_pages), "an overflow page of the free-page tree"};
+          return out;
+        }
+        list.resize(size);
+        if (::pread(fd, list.data(), size, static_cast<off_t>(first * psize + k_page_header)) !=
+            static_cast<ssize_t>(size))
+          return std::nullopt;
+      } else {
+        if (data + size > page.size()) return std::nullopt;
+        list = page.substr(data, size);
+      }
+      const auto count = load<std::uint64_t>(list, 0);
+      if (list.size() < 8 || count > list.size() / 8 - 1) return std::nullopt;
+      for (std::uint64_t j = 1; j <= count; ++j)
+        if (auto free = load<std::uint64_t>(list, 8 * j); free >= file_pages) out.push_back(free);
+    }
+  }
+  return out;
+}
+
+/// One pass of check_file_length over the newest meta page, `txnid`'s.
+std::optional<Missing> find_missing_page(int fd, std::uint64_t txnid, std::uint32_t psize, std::uint64_t file_pages) {
   std::string meta;
   for (std::uint64_t pgno : {0, 1}) {
     std::string page = read_page(fd, pgno, psize);
-    if (load<std::uint32_t>(page, k_page_header) == k_meta_magic &&
-        load<std::uint64_t>(page, k_meta_txnid) == info.me_last_txnid)
+    if (load<std::uint32_t>(page, k_page_header) == k_meta_magic && load<std::uint64_t>(page, k_meta_txnid) == txnid)
       meta = std::move(page);
   }
-  if (meta.empty()) return {};  // a writer committed in between: its pages precede its meta
-  std::vector<std::pair<std::uint64_t, std::string>> roots = {
-      {load<std::uint64_t>(meta, k_meta_dbs + k_db_root), "the free-page tree's root"},
-      {load<std::uint64_t>(meta, k_meta_dbs + k_db_size + k_db_root), "the main tree's root"}};
-  for (const auto& [pgno, what] : roots)
-    if (pgno != k_no_page && pgno >= file_pages) return truncated(pgno, what);
-  // The main tree holds one node per named database (five); its root is a
-  // leaf whose nodes carry each database's record, root included.
-  const std::uint64_t main_root = roots[1].first;
-  if (main_root == k_no_page) return {};
-  const std::string page = read_page(fd, main_root, psize);
-  if (page.empty() || !(load<std::uint16_t>(page, 10) & k_page_leaf)) return {};
-  const auto lower = load<std::uint16_t>(page, 12);
-  for (std::size_t i = 0; k_page_header + 2 * i + 2 <= lower && k_page_header + 2 * i + 2 <= page.size(); ++i) {
-    const std::size_t node = load<std::uint16_t>(page, k_page_header + 2 * i);
-    const auto flags = load<std::uint16_t>(page, node + 4);
-    const auto key_size = load<std::uint16_t>(page, node + 6);
-    if (!(flags & k_node_subdata)) continue;
-    const std::uint64_t root = load<std::uint64_t>(page, node + 8 + key_size + k_db_root);
-    if (root != k_no_page && root >= file_pages)
-      return truncated(root, fmt::format("database '{}''s root", util::escape_untrusted(page.substr(
-                                                                     std::min(node + 8, page.size()), key_size))));
+  if (meta.empty()) return std::nullopt;  // a writer committed in between: its pages precede its meta
+  const std::uint64_t free_root = load<std::uint64_t>(meta, k_meta_dbs + k_db_root);
+  const std::uint64_t main_root = load<std::uint64_t>(meta, k_meta_dbs + k_db_size + k_db_root);
+  for (const auto& [pgno, what] :
+       {std::pair{free_root, "the free-page tree's root"}, std::pair{main_root, "the main tree's root"}})
+    if (pgno != k_no_page && pgno >= file_pages) return Missing{pgno, what};
+  // The main tree holds one node per named database; its root is a leaf
+  // whose nodes carry each database's record, root included.
+  if (main_root != k_no_page) {
+    const std::string page = read_page(fd, main_root, psize);
+    if (!page.empty() && (load<std::uint16_t>(page, 10) & k_page_leaf)) {
+      const auto lower = load<std::uint16_t>(page, 12);
+      for (std::size_t i = 0; k_page_header + 2 * i + 2 <= lower && k_page_header + 2 * i + 2 <= page.size(); ++i) {
+        const std::size_t node = load<std::uint16_t>(page, k_page_header + 2 * i);
+        const auto flags = load<std::uint16_t>(page, node + 4);
+        const auto key_size = load<std::uint16_t>(page, node + 6);
+        if (!(flags & k_node_subdata)) continue;
+        const std::uint64_t root = load<std::uint64_t>(page, node + 8 + key_size + k_db_root);
+        if (root != k_no_page && root >= file_pages)
+          return Missing{root, fmt::format("database '{}''s root", util::escape_untrusted(page.substr(
+                                                                       std::min(node + 8, page.size()), key_size)))};
+      }
+    }
   }
-  return {};
+  // Every page up to the meta's last one is either in use or free. One in
+  // use past the end is SIGBUS when read; one that is free may lie past the
+  // end legitimately (a page allocated and freed in one transaction is never
+  // written) and is harmless. So the pages past the end must all be free.
+  const std::uint64_t last_pg = load<std::uint64_t>(meta, k_meta_last_pg);
+  if (last_pg < file_pages) return std::nullopt;
+  std::optional<Missing> missing;
+  auto free = free_pages_past(fd, free_root, psize, file_pages, missing);
+  if (missing) return missing;
+  if (!free) return std::nullopt;
+  std::sort(free->begin(), free->end());
+  free->erase(std::unique(free->begin(), free->end()), free->end());
+  std::uint64_t expect = file_pages;
+  for (std::uint64_t pgno : *free) {
+    if (pgno > last_pg) break;
+    if (pgno != expect) break;
+    ++expect;
+  }
+  if (expect <= last_pg) return Missing{expect, "a page in use (the free list does not list it)"};
+  return std::nullopt;
+}
+
+}  // namespace
+
+// Why: LMDB maps data.mdb and trusts its meta page, so a page past the end
+// of a truncated file (an interrupted copy, a full disk under another tool,
+// a cut last page) is SIGBUS on first touch, in every command and in every
+// application that calls kcache_lookup. The file's length alone cannot tell:
+// LMDB's last page number may lie past the end legitimately (pages allocated
+// and freed in one transaction are never written, and they are then in the
+// free list). So the check reads, with pread, the newest meta page (the one
+// with LMDB's last txnid), refuses the store when a tree root lies past the
+// end (the free and main trees' and each named database's), and otherwise
+// requires every page from the end of the file up to the meta's last page
+// to be listed in the free-page tree (read the same way). A writer that
+// commits meanwhile may reuse the pages read; the check then runs again.
+Result<void> check_file_length(MDB_env* env, const fs::path& dir) {
+  MDB_stat stat{};
+  if (int rc = mdb_env_stat(env, &stat); rc != MDB_SUCCESS) return lmdb_fail(dir, "read the environment stats", rc);
+  mdb_filehandle_t fd = -1;
+  if (int rc = mdb_env_get_fd(env, &fd); rc != MDB_SUCCESS) return lmdb_fail(dir, "get data.mdb's descriptor", rc);
+  const std::uint32_t psize = stat.ms_psize;
+  for (int attempt = 0;; ++attempt) {
+    MDB_envinfo info{};
+    if (int rc = mdb_env_info(env, &info); rc != MDB_SUCCESS) return lmdb_fail(dir, "read the environment info", rc);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return os_fail(Category::io_error, dir, "cannot stat data.mdb", errno);
+    const std::uint64_t file_pages = static_cast<std::uint64_t>(st.st_size) / psize;
+    auto missing = find_missing_page(fd, info.me_last_txnid, psize, file_pages);
+    if (!missing) return {};
+    MDB_envinfo now{};
+    if (int rc = mdb_env_info(env, &now); rc != MDB_SUCCESS) return lmdb_fail(dir, "read the environment info", rc);
+    if (now.me_last_txnid != info.me_last_txnid && attempt < 3) continue;
+    return fail(Category::corruption,
+                "store {} is damaged: data.mdb was truncated ({} bytes, but {} is page {} of {} bytes, past its "
+                "end); kcache will not read it: restore it from a copy, re-import its bundles into a new store, or "
+                "move the store away and rebuild",
+                dir.string(), st.st_size, missing->what, missing->pgno, psize);
+  }
 }
 
 Result<bool> Env::open_databases(bool create) {

@@ -65,9 +65,12 @@ Result<void> reserve_lock_file(const fs::path& dir, unsigned max_readers);
 // --- lmdb_env.cpp: integrity at open ----------------------------------------------
 
 /// corruption when data.mdb is shorter than (last page + 1) × page size of
-/// its newest meta page (a truncated copy), which LMDB would meet as SIGBUS.
-/// Call right after mdb_env_open succeeded, before any other LMDB call that
-/// reads a page of the tree; it reads only the meta pages.
+/// its newest meta page (a truncated copy, a cut last page) and a page past
+/// its end is one a tree may read (a root, or any page its free-page tree
+/// does not list as free), which LMDB would meet as SIGBUS. Call right after
+/// mdb_env_open succeeded, before any other LMDB call that reads a page of
+/// the tree; it reads the meta pages, the main tree's root and the free-page
+/// tree with pread, never through the map.
 Result<void> check_file_length(MDB_env* env, const fs::path& dir);
 
 // --- The environment -------------------------------------------------------------
