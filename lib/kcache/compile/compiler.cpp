@@ -1,4 +1,5 @@
 #include "kcache/compile/compiler.hpp"
+#include "kcache/util/text.hpp"
 
 #include <glslang/Public/ResourceLimits.h>
 #include <glslang/Public/ShaderLang.h>
@@ -363,6 +364,18 @@ Result<Compiled> compile(const KernelSpec& spec, const Definition& def, PhaseTim
 }
 
 Result<void> validate(std::span<const std::uint32_t> spirv, std::string_view target) {
+  if (auto bytes = spirv.size_bytes(); bytes > k_max_validated_module_bytes)
+    return fail(Category::validation_failed,
+                "the module is {} ({} bytes), over the {} spirv-val may check within kcache's memory bound",
+                util::human_bytes(bytes), bytes, util::human_bytes(k_max_validated_module_bytes));
+  // One pass over the word counts; a malformed count ends it, and spirv-val
+  // reports that module for what it is.
+  std::size_t instructions = 0;
+  for (std::size_t i = 5; i < spirv.size() && (spirv[i] >> 16) != 0; i += spirv[i] >> 16)
+    if (++instructions > k_max_validated_instructions)
+      return fail(Category::validation_failed,
+                  "the module has over {} instructions, more than spirv-val may check within kcache's memory bound",
+                  k_max_validated_instructions);
   spvtools::SpirvTools tools(target_env(target).tools);
   std::string messages;
   tools.SetMessageConsumer([&](spv_message_level_t level, const char*, const spv_position_t&, const char* m) {
