@@ -18,6 +18,8 @@
 #          refused before spirv-val (import; inspect reads it)
 #   cap    a valid module of just under 2^20 one-word instructions (4 MiB),
 #          the most spirv-val is given: imported (dry run) within the bound
+#   many   a valid module of just over 2^20 instructions (4.06 MiB):
+#          refused before spirv-val (import)
 source "$(dirname "$0")/lib.bash"
 GOLDEN=$KCACHE_SOURCE_DIR/bundles/golden/example-v1.kcb
 MIB=$((1 << 20)) TIME_CAP_S=${KCACHE_B4_TIME_CAP_S:-20}
@@ -44,6 +46,7 @@ for v in 1 2 3; do
   "$KCACHE_RELTOOL" bundle-records $v rec$v.kcb "$GOLDEN" 2 $((128 * MIB)) >/dev/null || fail "bundle-records $v"
   "$KCACHE_RELTOOL" bundle-module $v big$v.kcb "$GOLDEN" $((16 * MIB + 4)) >/dev/null || fail "bundle-module $v"
   "$KCACHE_RELTOOL" bundle-module $v cap$v.kcb "$GOLDEN" $((4 * MIB - 64 * 1024)) >/dev/null || fail "bundle-module $v"
+  "$KCACHE_RELTOOL" bundle-module $v many$v.kcb "$GOLDEN" $((4 * MIB + 64 * 1024)) >/dev/null || fail "bundle-module $v"
   times=$((v == 1 ? 2 : 3)) validate_kib=$((224 * 1024))
   head_cap=$((BASE_KIB + 3 * 32 * 1024)) rec_cap=$((BASE_KIB + times * (128 + 1) * 1024))
   big_cap=$((BASE_KIB + times * 17 * 1024)) cap_cap=$((BASE_KIB + times * 5 * 1024))
@@ -59,9 +62,14 @@ for v in 1 2 3; do
         fail "the module's refusal does not name the limit: $(cat "$WORK/err")"
       [[ $name == inspect ]] && cap=$cap_cap || cap=$((cap_cap + validate_kib))
       run "v$v $name module of 2^20 instructions" $cap 0 "$KCACHE" $cmd cap$v.kcb
+      if [[ $name == import ]]; then
+        run "v$v $name module over 2^20 instructions" $cap_cap 6 "$KCACHE" $cmd many$v.kcb
+        grep -q "instructions, more than spirv-val may check" "$WORK/err" ||
+          fail "the module's refusal does not name the instruction limit: $(cat "$WORK/err")"
+      fi
     }
   done
-  rm -f head$v.kcb old$v.kcb rec$v.kcb big$v.kcb cap$v.kcb
+  rm -f head$v.kcb old$v.kcb rec$v.kcb big$v.kcb cap$v.kcb many$v.kcb
 done
-figure B4-bounds "$runs runs (formats 1-3; inspect and import --dry-run -j 4; headers at 32 and 88 MiB, 2 records of 128 MiB, modules over 16 MiB and of 2^20 instructions), $failures over their bound: $worst"
+figure B4-bounds "$runs runs (formats 1-3; inspect and import --dry-run -j 4; headers at 32 and 88 MiB, 2 records of 128 MiB, modules over 16 MiB, of 2^20 instructions and over), $failures over their bound: $worst"
 ((failures == 0)) || fail "$failures runs over their memory or time bound"
