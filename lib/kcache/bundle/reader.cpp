@@ -586,9 +586,9 @@ Checked BundleReader::Impl::check_batch(const Batch& b) const {
 /// check_batch for a batch of one record larger than k_batch_bytes, which
 /// frees its bytes as soon as they are used: the stored form once restored
 /// (versions 2 and 3), the record once decoded (the Entry holds its own
-/// copy). So a record costs at most twice its size while it is checked, and
-/// its size (the Entry) after, never three times, and no batch buffer of
-/// that size outlives it.
+/// copy). So a record costs at most 3 x its size while it is restored
+/// (stored form, record, the transform's words), 2 x while it is decoded
+/// and its size (the Entry) after; no batch buffer of that size outlives it.
 Checked BundleReader::Impl::check_alone(Batch& b) const {
   auto release = [&b] {
     b.bytes.reset();
