@@ -17,11 +17,27 @@
 //                          store is whole (all or nothing); prints counts
 //   fill STORE BYTES       put 64 KiB entries until the store refuses one;
 //                          prints the refusal's category and message (D1)
+//   bundle-head V OUT BYTES
+//                          a format-V bundle whose header body (after
+//                          decompression) is about BYTES of distinct minimal
+//                          index entries, and no frames (B4 bounds: the
+//                          whole index is parsed, then the trailer is missing)
+//   bundle-records V OUT GOLDEN N BYTES
+//                          the first N entries of bundle GOLDEN with BYTES
+//                          zero bytes as payload (every digest right; spirv-val
+//                          refuses each at once)
+//   bundle-module V OUT GOLDEN BYTES
+//                          GOLDEN's first entry, its module padded with
+//                          OpNoLine to BYTES: a valid module of that size
+// zstd shrinks repeated bytes enormously, so each of these bundles is small
+// (KiB) whatever it declares: the bounds of FORMAT.md "Memory" must hold on
+// what is declared, not on the file's size.
 //
 // Exit codes: 0 ok, 1 check failed, 2 usage, else kcache's code for the
 // error category (4 store, 6 corruption).
 #include "reliability_support.hpp"
 
+#include "kcache/bundle/bundle_internal.hpp"
 #include "kcache/core/key_binding.hpp"
 #include "kcache/store/store.hpp"
 
@@ -30,6 +46,7 @@
 
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -216,14 +233,105 @@ int cmd_fill(const fs::path& dir, std::uint64_t map_size) {
   }
 }
 
+int write_file(const fs::path& out, std::span<const std::uint8_t> bytes) {
+  std::ofstream f(out, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  return f ? 0 : 4;
+}
+
+int cmd_bundle_head(int version, const fs::path& out, std::uint64_t body_bytes) {
+  bundle::BundleHeader h;
+  h.format_version = static_cast<std::uint16_t>(version);
+  h.ns = spirv_namespace("vulkan1.2");
+  h.compression = {1, 21, false, 64u << 20};
+  const std::size_t fixed = bundle::internal::encode_header_body(h).size() + 4;
+  const std::size_t per = 4 + 8 + 32 + 1 + 8 + 8 + 32;  // an index entry with an 8-byte name
+  const std::size_t n = body_bytes > fixed ? (body_bytes - fixed) / per : 0;
+  h.index.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    h.index[i].kernel = fmt::format("k{:07}", i);
+    h.index[i].payload_size = 4;
+    h.index[i].record_size = bundle::internal::k_min_record_size + 8;
+  }
+  h.block_entry_counts = {static_cast<std::uint32_t>(n)};
+  auto body = bundle::internal::encode_header_body(h);
+  if (version >= 2) body = bundle::internal::compress_frame(body, 1, 21, /*declare_size=*/true);
+  util::ByteWriter w;
+  w.raw(bundle::internal::k_magic);
+  w.u16(static_cast<std::uint16_t>(version));
+  w.u16(0);
+  w.u32(static_cast<std::uint32_t>(body.size()));
+  w.raw(body);
+  w.raw(bundle::digest_bytes(w.bytes()).bytes);
+  auto bytes = w.take();
+  bundle::internal::append_trailer(bytes);
+  std::printf("%zu entries, %zu-byte bundle\n", n, bytes.size());
+  return write_file(out, bytes);
+}
+
+Result<std::vector<Entry>> golden_entries(const fs::path& golden, Namespace& ns) {
+  auto reader = KCACHE_TRY(bundle::BundleReader::open_file(golden));
+  ns = reader.header().ns;
+  std::vector<Entry> out;
+  while (auto e = KCACHE_TRY(reader.next())) out.push_back(std::move(*e));
+  return out;
+}
+
+int write_entries(int version, const fs::path& out, const Namespace& ns, const std::vector<Entry>& entries) {
+  auto header = bundle::make_header(ns, {}, 1'700'000'000, entries);
+  bundle::WriteOptions o;
+  o.format_version = version;
+  auto ok = bundle::write_bundle_file(out, header, bundle::entries_from(entries), o);
+  if (!ok) return code_for(ok.error());
+  std::printf("%zu entries, %ju-byte bundle\n", entries.size(), static_cast<std::uintmax_t>(fs::file_size(out)));
+  return 0;
+}
+
+int cmd_bundle_records(int version, const fs::path& out, const fs::path& golden, std::size_t n, std::size_t bytes) {
+  Namespace ns;
+  auto entries = golden_entries(golden, ns);
+  if (!entries) return code_for(entries.error());
+  if (entries->size() < n) return 2;
+  entries->resize(n);
+  for (auto& e : *entries) {
+    e.payload.assign(bytes, 0);
+    seal_payload(e);
+  }
+  return write_entries(version, out, ns, *entries);
+}
+
+int cmd_bundle_module(int version, const fs::path& out, const fs::path& golden, std::size_t bytes) {
+  Namespace ns;
+  auto entries = golden_entries(golden, ns);
+  if (!entries) return code_for(entries.error());
+  entries->resize(1);
+  Entry& e = entries->front();
+  // OpNoLine (one word) may stand anywhere in a block: inserted after the
+  // first OpLabel, any number of them leaves the module valid.
+  std::vector<std::uint32_t> words(e.payload.size() / 4);
+  std::memcpy(words.data(), e.payload.data(), words.size() * 4);
+  std::size_t at = 5;
+  while (at < words.size() && (words[at] & 0xffff) != 248) at += words[at] >> 16;
+  if (at >= words.size()) return 1;
+  at += words[at] >> 16;
+  const std::size_t pad = bytes > e.payload.size() ? (bytes - e.payload.size()) / 4 : 0;
+  words.insert(words.begin() + static_cast<std::ptrdiff_t>(at), pad, (1u << 16) | 317u);
+  e.payload.resize(words.size() * 4);
+  std::memcpy(e.payload.data(), words.data(), e.payload.size());
+  seal_payload(e);
+  return write_entries(version, out, ns, *entries);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<std::string> a(argv + 1, argv + argc);
   auto usage = [] {
-    std::fprintf(stderr,
-                 "usage: kcache_reltool state|names STORE | hold-readers STORE N | write-loop STORE LOG ID [BATCH] |\n"
-                 "       check-batches STORE LOG [BATCH] | fill STORE MAP_BYTES\n");
+    std::fprintf(
+        stderr,
+        "usage: kcache_reltool state|names STORE | hold-readers STORE N | write-loop STORE LOG ID [BATCH] |\n"
+        "       check-batches STORE LOG [BATCH] | fill STORE MAP_BYTES |\n"
+        "       bundle-head V OUT BYTES | bundle-records V OUT GOLDEN N BYTES | bundle-module V OUT GOLDEN BYTES\n");
     return 2;
   };
   if (a.size() < 2) return usage();
@@ -236,5 +344,9 @@ int main(int argc, char** argv) {
   if (cmd == "check-batches" && (a.size() == 3 || a.size() == 4))
     return cmd_check_batches(a[1], a[2], a.size() == 4 ? std::stoi(a[3]) : 8);
   if (cmd == "fill" && a.size() == 3) return cmd_fill(a[1], std::stoull(a[2]));
+  if (cmd == "bundle-head" && a.size() == 4) return cmd_bundle_head(std::stoi(a[1]), a[2], std::stoull(a[3]));
+  if (cmd == "bundle-records" && a.size() == 6)
+    return cmd_bundle_records(std::stoi(a[1]), a[2], a[3], std::stoull(a[4]), std::stoull(a[5]));
+  if (cmd == "bundle-module" && a.size() == 5) return cmd_bundle_module(std::stoi(a[1]), a[2], a[3], std::stoull(a[4]));
   return usage();
 }

@@ -7,6 +7,7 @@
 #include "kcache/util/bytes.hpp"
 
 #include <chrono>
+#include <sstream>
 
 using namespace kcache;
 using namespace kcache::test;
@@ -309,7 +310,9 @@ TEST_CASE("B4: frames that lie about their sizes or windows are refused with bou
 }
 
 TEST_CASE("B4: a million tiny index entries stay within time and memory") {
-  // The most entries the default limits allow, with minimal names: written
+  // The most entries ReadLimits allows, with minimal names (an 88 MiB head:
+  // over the default header limit of 32 MiB, so read with that limit
+  // raised; the default refuses it at once, below): written
   // straight from FORMAT.md's index layout (cheaper than a BundleHeader; the
   // records are never needed, the reader stops at the first block).
   constexpr std::uint32_t n = 1'000'000, per_block = 1000;
@@ -352,7 +355,9 @@ TEST_CASE("B4: a million tiny index entries stay within time and memory") {
   const auto base = begin_peak_measure();
   auto t0 = std::chrono::steady_clock::now();
   {
-    auto reader = BundleReader::open(std::span(bytes));
+    bundle::ReadLimits wide;
+    wide.max_header_bytes = 128u << 20;
+    auto reader = BundleReader::open(std::span(bytes), wide);
     REQUIRE_MESSAGE(reader.has_value(), reader.error().message);
     CHECK(reader->header().index.size() == n);
     auto e = reader->next();  // the trailer sits where block 1 belongs
@@ -365,4 +370,28 @@ TEST_CASE("B4: a million tiny index entries stay within time and memory") {
           " MiB");
   if (base != 0) CHECK(growth_mib < 256);
   CHECK(ms < 10'000);
+  auto refused = BundleReader::open(std::span(bytes));
+  REQUIRE(!refused);
+  CHECK_MESSAGE(contains(refused.error().message, "limit 32 MiB"), refused.error().message);
+}
+
+TEST_CASE("the writer refuses a head over the default reader's header limit, before writing a byte") {
+  // 400,000 index entries of 12-byte names make a 37 MiB header body: a
+  // bundle no default reader would accept.
+  bundle::BundleHeader h;
+  h.ns = vulkan_ns();
+  h.index.resize(400'000);
+  for (std::size_t i = 0; i < h.index.size(); ++i) {
+    h.index[i].kernel = fmt::format("kernel{:06}", i);
+    h.index[i].payload_size = 4;
+    h.index[i].record_size = bundle::internal::k_min_record_size + 16;
+  }
+  std::ostringstream out;
+  auto written = bundle::write_bundle(out, h, [](std::size_t) -> Result<Entry> {
+    return fail(Category::invalid_argument, "no entry may be asked for");
+  });
+  REQUIRE(!written);
+  CHECK(written.error().category == Category::invalid_argument);
+  CHECK_MESSAGE(contains(written.error().message, "export them in several bundles"), written.error().message);
+  CHECK(out.str().empty());
 }

@@ -1,4 +1,6 @@
-// util/worker_pool: the -j rule and parallel_for.
+// util/worker_pool: the -j rule and parallel_for; util/ordered_parallel_map's
+// byte budget.
+#include "kcache/util/ordered_parallel_map.hpp"
 #include "kcache/util/worker_pool.hpp"
 
 #include <doctest/doctest.h>
@@ -50,4 +52,39 @@ TEST_CASE("parallel_for really runs in parallel when asked (one index waits for 
     while (started.load() < 2) std::this_thread::yield();
   });
   CHECK(started.load() == 2);
+}
+
+TEST_CASE("OrderedParallelMap with a byte budget: in flight stays within it, or one item alone, in order") {
+  // Costs 10, 10, 10, 100, 10, 10 against a budget of 25: at most two small
+  // items at once, the large one alone (over the budget, but never with
+  // another), and results in input order.
+  const std::vector<std::uint64_t> costs = {10, 10, 10, 100, 10, 10};
+  std::size_t produced = 0, in_flight = 0, most = 0;
+  std::uint64_t bytes = 0, most_bytes = 0;
+  using Map = OrderedParallelMap<std::size_t, std::size_t>;
+  Map::Budget budget{25, [&](const std::size_t& i) { return costs[i]; },
+                     [&]() -> std::uint64_t { return produced < costs.size() ? costs[produced] : 0; }};
+  auto map = Map::start(
+      4, [](const std::size_t& i) { return i * 2; }, std::move(budget));
+  REQUIRE(map);
+  auto produce = [&]() -> kcache::Result<std::optional<std::size_t>> {
+    if (produced == costs.size()) return std::optional<std::size_t>{};
+    ++in_flight;
+    bytes += costs[produced];
+    most = std::max(most, in_flight);
+    most_bytes = std::max(most_bytes, bytes);
+    return std::optional<std::size_t>(produced++);
+  };
+  for (std::size_t want = 0; want < costs.size(); ++want) {
+    auto got = (*map)->next(produce);
+    REQUIRE(got);
+    REQUIRE(got->has_value());
+    CHECK((*got)->item == want);
+    CHECK((*got)->result == want * 2);
+    --in_flight;
+    bytes -= costs[want];
+  }
+  CHECK(!(*map)->next(produce)->has_value());
+  CHECK(most == 2);
+  CHECK(most_bytes == 100);  // the large item, alone
 }

@@ -249,7 +249,10 @@ Result<void> write_bundle_file(const std::filesystem::path& path, const BundleHe
 /// Caps a reader enforces before allocating or decompressing; each refusal is
 /// corruption with the declared figure and the limit in the message.
 struct ReadLimits {
-  std::uint64_t max_header_bytes = 128u << 20;  ///< header body incl. index
+  /// Header body incl. index (after decompression). 32 MiB holds about
+  /// 250,000 entries of typical names; the parsed index costs about 1.6x the
+  /// body, so a larger head could not stay within FORMAT.md "Memory".
+  std::uint64_t max_header_bytes = 32u << 20;
   std::uint64_t max_entries = 1'000'000;
   std::uint64_t max_total_bytes = 16ull << 30;                        ///< sum of record sizes
   std::uint64_t max_record_bytes = k_max_payload_bytes + (1u << 20);  ///< one record
@@ -293,6 +296,10 @@ class BundleReader {
 
   /// The checked head. Valid for the reader's lifetime.
   const BundleHeader& header() const;
+  /// Moves the checked head out, so that a caller who keeps it after the
+  /// read does not hold two copies of a large index. The reader may only be
+  /// destroyed afterwards.
+  BundleHeader take_header();
 
   /// The next entry in index order, or nullopt after the last one. corruption
   /// when its bytes or what its record says fail any check, naming the entry

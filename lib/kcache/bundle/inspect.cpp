@@ -10,7 +10,7 @@ Result<BundleSummary> inspect_bundle(const BundleStream& in, const ReadLimits& l
   };
   auto checked = check();
   BundleSummary summary;
-  summary.header = reader.header();
+  summary.header = reader.take_header();
   summary.bundle_bytes = reader.bytes_read();
   if (!checked) summary.error = std::move(checked).error();
   return summary;

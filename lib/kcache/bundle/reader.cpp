@@ -296,6 +296,7 @@ struct BundleReader::Impl {
   Batch read_batch(bool single);
   Result<Entry> check_record(std::size_t i, std::span<const std::uint8_t> bytes) const;
   Checked check_batch(const Batch& b) const;
+  Checked check_alone(Batch& b) const;
   Result<void> next_batch();
   Result<std::optional<Entry>> next();
   Result<void> finish();
@@ -346,14 +347,19 @@ Result<void> BundleReader::Impl::read_head() {
   if (digest_bytes(head) != stored_digest) return corrupt("bundle header digest mismatch: the header is damaged");
 
   std::span<const std::uint8_t> body(head.data() + internal::k_preamble_size, header_size);
+  std::array<std::uint8_t, internal::k_signature_block_size> signature{};
+  if (is_signed) std::memcpy(signature.data(), head.data() + internal::k_preamble_size + header_size, signature.size());
   std::vector<std::uint8_t> unpacked;
   if (version >= 2) {
     unpacked = KCACHE_TRY(internal::decompress_header_body(body, limits));
     body = unpacked;
+    // The stored bytes are checked and unpacked: freed before the index is
+    // parsed, so the head never costs stored + body + parsed index at once.
+    std::vector<std::uint8_t>().swap(head);
   }
   header = KCACHE_TRY(internal::decode_header_body(body, version, limits));
   if (is_signed) {
-    const std::uint8_t* s = head.data() + internal::k_preamble_size + header_size;
+    const std::uint8_t* s = signature.data();
     if (s[0] != internal::k_signature_ed25519)
       return corrupt(fmt::format("bundle signature algorithm {} is unknown", s[0]));
     SignatureInfo sig;
@@ -577,6 +583,50 @@ Checked BundleReader::Impl::check_batch(const Batch& b) const {
   return out;
 }
 
+/// check_batch for a batch of one record larger than k_batch_bytes, which
+/// frees its bytes as soon as they are used: the stored form once restored
+/// (versions 2 and 3), the record once decoded (the Entry holds its own
+/// copy). So a record costs at most 3 x its size while it is restored
+/// (stored form, record, the transform's words), 2 x while it is decoded
+/// and its size (the Entry) after; no batch buffer of that size outlives it.
+Checked BundleReader::Impl::check_alone(Batch& b) const {
+  auto release = [&b] {
+    b.bytes.reset();
+    b.capacity = 0;
+  };
+  if (b.ends.size() != 1 || b.record(0).size() <= k_batch_bytes) {
+    Checked out = check_batch(b);
+    if (b.capacity > k_batch_bytes) release();
+    return out;
+  }
+  Checked out;
+  const std::size_t i = b.first;
+  std::span<const std::uint8_t> record = b.record(0);
+  std::unique_ptr<std::uint8_t, decltype(&std::free)> restored(nullptr, &std::free);
+  if (header.format_version >= 2) {
+    const auto size = static_cast<std::size_t>(header.index[i].record_size);
+    restored.reset(static_cast<std::uint8_t*>(std::malloc(std::max<std::size_t>(size, 1))));
+    if (!restored) {
+      out.error = Error{Category::io_error, fmt::format("out of memory restoring {}", entry_name(i))};
+      release();
+      return out;
+    }
+    std::span<std::uint8_t> target(restored.get(), size);
+    auto ok = internal::restore_record(record, header.index[i], target, header.format_version);
+    release();
+    if (!ok) {
+      out.error = Error{Category::corruption, fmt::format("bundle {}: {}", entry_name(i), ok.error().message)};
+      return out;
+    }
+    record = target;
+  }
+  auto entry = check_record(i, record);
+  release();
+  if (entry) out.entries.push_back(std::move(*entry));
+  else out.error = std::move(entry).error();
+  return out;
+}
+
 /// Makes `current` the next batch with its verdict: from the worker's
 /// window, or read and checked here when the next record is larger than a
 /// batch or no worker is wanted (or none could be started).
@@ -617,7 +667,7 @@ Result<void> BundleReader::Impl::next_batch() {
   }
   current = read_batch(big());
   if (current->error) read_failed = true;
-  checked = check_batch(*current);
+  checked = check_alone(*current);
   handed_in_batch = 0;
   return {};
 }
@@ -736,6 +786,10 @@ Result<BundleReader> BundleReader::open_file(const std::filesystem::path& path, 
 }
 
 const BundleHeader& BundleReader::header() const { return m_impl->header; }
+BundleHeader BundleReader::take_header() {
+  m_impl->window.reset();  // its checks read the index
+  return std::move(m_impl->header);
+}
 
 Result<std::optional<Entry>> BundleReader::next() {
   if (m_impl->failed) return tl::unexpected(*m_impl->failed);

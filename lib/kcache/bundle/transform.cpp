@@ -274,7 +274,14 @@ Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& 
   // The planes gathered into words first, in sequential passes: the walk
   // below then reads one word per operand and per head (about a quarter of
   // the reader's CPU before this).
-  thread_local std::vector<std::uint32_t> operand_words, head_words;
+  // Kept per thread up to k_kept_words, so that small records reuse them;
+  // a larger payload gets buffers of its own, freed on return, so that one
+  // large record does not hold its size for the rest of the read.
+  constexpr std::uint64_t k_kept_words = 256u << 10;
+  thread_local std::vector<std::uint32_t> kept_operands, kept_heads;
+  std::vector<std::uint32_t> own_operands, own_heads;
+  auto& operand_words = n_operands <= k_kept_words ? kept_operands : own_operands;
+  auto& head_words = n_heads <= k_kept_words ? kept_heads : own_heads;
   if (operand_words.size() < n_operands) operand_words.resize(static_cast<std::size_t>(n_operands));
   if (head_words.size() < n_heads) head_words.resize(static_cast<std::size_t>(n_heads));
   gather_planes(operands, static_cast<std::size_t>(n_operands), operand_words.data());

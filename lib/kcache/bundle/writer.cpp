@@ -4,6 +4,7 @@
 // output buffer: nothing proportional to the payload (FORMAT.md "Memory").
 #include "kcache/bundle/bundle_internal.hpp"
 #include "kcache/util/file.hpp"
+#include "kcache/util/text.hpp"
 
 #include "kcache/util/bytes.hpp"
 
@@ -133,6 +134,13 @@ Result<void> write_impl(Sink& sink, const BundleHeader& in_header, const EntrySo
   h.block_entry_counts = plan_blocks(h.index, options.block_bytes);
   if (auto ok = internal::check_header(h, /*from_elsewhere=*/false); !ok)
     return fail(Category::invalid_argument, "cannot write bundle: {}", ok.error().message);
+  // A head the default reader limit refuses would make a bundle nobody can
+  // import: refused here, before a byte is written.
+  if (const auto body = internal::encode_header_body(h).size(); body > ReadLimits{}.max_header_bytes)
+    return fail(Category::invalid_argument,
+                "cannot write bundle: its {} entries make a header of {}, over the {} a reader accepts; export "
+                "them in several bundles",
+                h.index.size(), util::human_bytes(body), util::human_bytes(ReadLimits{}.max_header_bytes));
   if (options.sign) {
     if (!internal::sodium_ready()) return fail(Category::io_error, "libsodium failed to initialise");
     SignatureInfo sig;

@@ -1,4 +1,5 @@
 #include "kcache/compile/compiler.hpp"
+#include "kcache/util/text.hpp"
 
 #include "kcache/compile/validate_internal.hpp"
 

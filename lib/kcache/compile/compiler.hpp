@@ -73,9 +73,20 @@ struct Compiled {
 /// validated (not_validated).
 Result<Compiled> compile(const definition::KernelSpec& spec, const definition::Definition& def, PhaseTimes& times);
 
+/// The largest module validate() hands to spirv-val, in bytes and in
+/// instructions. spirv-val's memory grows with both (about 150 bytes per
+/// one-word instruction: a 128 MiB module of OpNoLine peaked at 5 GB after
+/// 30 s), so a larger module is refused before it is parsed, and every
+/// validation stays inside lib/kcache/bundle/FORMAT.md "Memory". Compilers
+/// emit modules far below either.
+inline constexpr std::size_t k_max_validated_module_bytes = 16u << 20;
+inline constexpr std::size_t k_max_validated_instructions = 1u << 20;
+
 /// Validates a module for a target env ("vulkan1.2"); used on import, by
 /// verify, and by the runtime before it reflects a module. Links only
-/// SPIRV-Tools' validator (validate.cpp), not glslang.
+/// SPIRV-Tools' validator (validate.cpp), not glslang. validation_failed,
+/// before spirv-val runs, for a module over k_max_validated_module_bytes or
+/// k_max_validated_instructions.
 Result<void> validate(std::span<const std::uint32_t> spirv, std::string_view target);
 
 /// Validates a module under the policy it was stored with (its entry's

@@ -4,6 +4,7 @@
 // runtime before it reflects a module) link SPIRV-Tools without glslang.
 #include "kcache/compile/compiler.hpp"
 #include "kcache/compile/validate_internal.hpp"
+#include "kcache/util/text.hpp"
 
 #define SPV_ENABLE_UTILITY_CODE  // SpvHasResultAndType
 #include <spirv/unified1/spirv.h>
@@ -30,6 +31,18 @@ bool is_unsupported_by_validator(std::string_view message) {
 }
 
 Result<void> validate(std::span<const std::uint32_t> spirv, std::string_view target) {
+  if (auto bytes = spirv.size_bytes(); bytes > k_max_validated_module_bytes)
+    return fail(Category::validation_failed,
+                "the module is {} ({} bytes), over the {} spirv-val may check within kcache's memory bound",
+                util::human_bytes(bytes), bytes, util::human_bytes(k_max_validated_module_bytes));
+  // One pass over the word counts; a malformed count ends it, and spirv-val
+  // reports that module for what it is.
+  std::size_t instructions = 0;
+  for (std::size_t i = 5; i < spirv.size() && (spirv[i] >> 16) != 0; i += spirv[i] >> 16)
+    if (++instructions > k_max_validated_instructions)
+      return fail(Category::validation_failed,
+                  "the module has over {} instructions, more than spirv-val may check within kcache's memory bound",
+                  k_max_validated_instructions);
   spvtools::SpirvTools tools(tools_env(target));
   std::string messages;
   tools.SetMessageConsumer([&](spv_message_level_t level, const char*, const spv_position_t&, const char* m) {

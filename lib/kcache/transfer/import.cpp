@@ -139,13 +139,18 @@ Result<std::vector<std::uint8_t>> check_payload(const Entry& e, const Namespace&
   if (bundle_ns.backend == "spirv") {
     if (e.payload_kind != PayloadKind::spirv)
       return fail(Category::validation_failed, "a pipeline-cache blob in a spirv namespace");
-    auto words = KCACHE_TRY(compile::spirv_words(e.payload));
     // Under the policy its id fields record (README "validate"): a module
     // stored with validate = "known" may use what this spirv-val does not
     // know; one stored with "off" is checked for structure only.
+    const auto policy = definition::recorded_validate_policy(e.id_fields);
+    // Refused before its words are copied: spirv-val would refuse it anyway.
+    if (policy != definition::ValidatePolicy::off && e.payload.size() > compile::k_max_validated_module_bytes)
+      return fail(Category::validation_failed, "the module is {} ({} bytes), over the {} spirv-val may check",
+                  util::human_bytes(e.payload.size()), e.payload.size(),
+                  util::human_bytes(compile::k_max_validated_module_bytes));
+    auto words = KCACHE_TRY(compile::spirv_words(e.payload));
     std::string note;
-    const Validation found = KCACHE_TRY(compile::validate_under(
-        words, bundle_ns.fingerprint, definition::recorded_validate_policy(e.id_fields), &note));
+    const Validation found = KCACHE_TRY(compile::validate_under(words, bundle_ns.fingerprint, policy, &note));
     if (flag) flag->validation = found, flag->note = std::move(note);
     return std::vector<std::uint8_t>{};
   }
@@ -278,6 +283,22 @@ Result<PayloadChecked> check_for_import(const Entry& e, const Namespace& ns, con
 }
 using ValidatorWindow = util::OrderedParallelMap<Entry, Result<PayloadChecked>>;
 
+/// Bytes the validators may hold at once beyond one entry. With typical
+/// records (kilobytes) the window's count (4 per thread) binds; with large
+/// records or modules this does, so that -j never multiplies the largest
+/// one (FORMAT.md "Memory").
+constexpr std::uint64_t k_validate_budget = 64u << 20;
+
+/// What validating an entry of `payload` bytes may hold: the entry, and for
+/// a module its words and spirv-val's working set, which grows with the
+/// instruction count (about 150 bytes per one-word instruction, so 40x the
+/// module at worst, within compile::k_max_validated_instructions).
+std::uint64_t validation_cost(PayloadKind kind, std::uint64_t payload) {
+  if (kind != PayloadKind::spirv || payload > compile::k_max_validated_module_bytes) return payload;
+  return 2 * payload +
+         std::min<std::uint64_t>(40 * payload, 160 * std::uint64_t{compile::k_max_validated_instructions});
+}
+
 }  // namespace
 
 std::string_view import_action_name(ImportAction a) {
@@ -303,9 +324,11 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
   if (limits.threads == 0) limits.threads = 1;  // ImportOptions::jobs says why
   auto reader = KCACHE_TRY(bundle::open_stream(in, limits));
   ImportResult result;
-  result.header = reader.header();
   result.dry_run = options.dry_run;
-  const Namespace& ns = result.header.ns;
+  // The reader's head serves until the end, when it moves into the result:
+  // a copy would double what a large index costs.
+  const bundle::BundleHeader& header = reader.header();
+  const Namespace& ns = header.ns;
   // The namespace the entries go to. A vulkan bundle of fingerprint schema 1
   // (its record names one card) goes to its compatibility class, where every
   // card of that GPU model and driver finds it.
@@ -318,17 +341,17 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
     return fail(Category::fingerprint_mismatch, "{} ({}) does not match {}: {}", in.label(), ns.name(), target.text,
                 describe_differences(diffs, "bundle", "target"));
   if (!options.trusted.empty())
-    result.signer =
-        KCACHE_TRY(bundle::in_context(bundle::verify_signature(result.header, options.trusted), in.label()));
+    result.signer = KCACHE_TRY(bundle::in_context(bundle::verify_signature(header, options.trusted), in.label()));
 
   // Nothing to import: check the rest of the file (trailer digest) and write
   // nothing, not even the namespace record, which would leave an empty
   // namespace (and a new store) behind.
-  if (result.header.index.empty()) {
+  if (header.index.empty()) {
     if (auto e = KCACHE_TRY(bundle::in_context(reader.next(), in.label())))
       return fail(Category::corruption, "{}: an entry the index does not list", in.label());
     KCACHE_CHECK(bundle::in_context(reader.finish(), in.label()));
     result.empty_bundle = true;
+    result.header = reader.take_header();
     return result;
   }
 
@@ -341,15 +364,26 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
     return e;
   };
   std::optional<SpirvModules> modules;
-  if (ns.backend == "vulkan") modules = KCACHE_TRY(spirv_modules(store, result.header));
+  if (ns.backend == "vulkan") modules = KCACHE_TRY(spirv_modules(store, header));
   // The snapshot the conflict rules compare with, read before the write
   // transaction begins: while put_stream pulls entries the store holds its
   // writer lock, and the Store interface allows no read from inside it (the
   // memory store's lock is not reentrant). A writer that changes one of
   // these kernels in between is not compared; docs/design.md "Import policy".
-  const StoredEntries stored = KCACHE_TRY(stored_entries(store, into.name(), result.header));
+  const StoredEntries stored = KCACHE_TRY(stored_entries(store, into.name(), header));
+  // The next entry costs the reader its record and the decoded entry, then
+  // its validation.
+  ValidatorWindow::Budget budget{
+      k_validate_budget, [](const Entry& e) { return validation_cost(e.payload_kind, e.payload.size()); },
+      [&]() -> std::uint64_t {
+        const std::size_t i = reader.entries_read();
+        if (i >= header.index.size()) return 0;
+        const auto& ie = header.index[i];
+        return std::max(2 * ie.record_size, validation_cost(ie.payload_kind, ie.payload_size));
+      }};
   auto window = KCACHE_TRY(ValidatorWindow::start(
-      util::worker_threads(options.jobs), [&](const Entry& e) { return check_for_import(e, ns, target.record); }));
+      util::worker_threads(options.jobs), [&](const Entry& e) { return check_for_import(e, ns, target.record); },
+      std::move(budget)));
   auto next_valid = [&]() -> Result<std::optional<Entry>> {
     for (;;) {
       auto checked = KCACHE_TRY(window->next(read));
@@ -394,6 +428,8 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
         default: ++result.replaced; break;
       }
     }
+    window.reset();
+    result.header = reader.take_header();
     return result;
   }
 
@@ -411,10 +447,15 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
     return e;
   };
   auto summary = store.put_stream(into, stream);
+  window.reset();
   if (!summary) {
-    if (!result.refused.empty() && summary.error().message == k_refused) return result;
+    if (!result.refused.empty() && summary.error().message == k_refused) {
+      result.header = reader.take_header();
+      return result;
+    }
     return tl::unexpected(std::move(summary).error());
   }
+  result.header = reader.take_header();
   result.imported = summary->written;
   result.replaced = summary->replaced;
   result.already_present = summary->already_present;

@@ -1,8 +1,9 @@
 // Applies a function to a stream of items on worker threads while the caller
 // keeps producing them, and hands results back in input order. At most
 // `window` items are in flight, so memory stays bounded whatever the stream's
-// length. Used where reading must stay on one thread (a decompressing bundle
-// reader) but the per-item work (spirv-val) is CPU-bound.
+// length; with a byte budget, items of a few hundred MiB are not multiplied
+// by the window either. Used where reading must stay on one thread (a
+// decompressing bundle reader) but the per-item work (spirv-val) is CPU-bound.
 //
 // Thread-safety: next() is called from one thread; `fn` runs on the workers.
 #pragma once
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -36,15 +38,26 @@ class OrderedParallelMap {
   using Fn = std::function<Out(const In&)>;
   /// Produces the next item, nullopt at the end, or an error that next() returns at once.
   using Produce = std::function<Result<std::optional<In>>()>;
+  /// Optional memory accounting: `cost` is what an item holds while in
+  /// flight, `next_cost` what producing the next one will take (0 at the
+  /// end). A next item is produced only while the items in flight plus
+  /// next_cost() stay within `bytes`, or when nothing is in flight, so
+  /// memory stays within bytes + one item whatever the items' sizes.
+  struct Budget {
+    std::uint64_t bytes = 0;  ///< 0: count only (4 items per worker)
+    std::function<std::uint64_t(const In&)> cost;
+    std::function<std::uint64_t()> next_cost;
+  };
 
   /// Starts max(1, threads) workers with a window of 4 items per worker.
   /// io_error naming the OS's reason when a thread cannot be started (a
   /// process or thread limit); the workers already started are stopped and
   /// joined then, so a failed start never leaves a thread or a hang behind.
   /// The caller bounds `threads` (the window is computed in size_t).
-  static Result<std::unique_ptr<OrderedParallelMap>> start(unsigned threads, Fn fn) {
+  static Result<std::unique_ptr<OrderedParallelMap>> start(unsigned threads, Fn fn, Budget budget = {}) {
     threads = std::max(1u, threads);
-    std::unique_ptr<OrderedParallelMap> map(new OrderedParallelMap(std::move(fn), std::size_t{4} * threads));
+    std::unique_ptr<OrderedParallelMap> map(
+        new OrderedParallelMap(std::move(fn), std::size_t{4} * threads, std::move(budget)));
     map->m_workers.reserve(threads);
     for (unsigned t = 0; t < threads; ++t) {
       try {
@@ -74,12 +87,14 @@ class OrderedParallelMap {
   /// has no more. Keeps the window full before waiting.
   Result<std::optional<Mapped>> next(const Produce& produce) {
     while (!m_exhausted && m_slots.size() < m_window) {
+      if (m_budget.bytes != 0 && !m_slots.empty() && m_in_flight + m_budget.next_cost() > m_budget.bytes) break;
       auto item = KCACHE_TRY(produce());
       if (!item) {
         m_exhausted = true;
         break;
       }
       auto slot = std::make_shared<Slot>(std::move(*item));
+      if (m_budget.bytes != 0) m_in_flight += slot->cost = m_budget.cost(slot->item);
       m_slots.push_back(slot);
       std::lock_guard lock(m_mutex);
       m_todo.push_back(std::move(slot));
@@ -88,6 +103,7 @@ class OrderedParallelMap {
     if (m_slots.empty()) return std::optional<Mapped>{};
     auto slot = std::move(m_slots.front());
     m_slots.pop_front();
+    m_in_flight -= slot->cost;
     std::unique_lock lock(m_mutex);
     m_done.wait(lock, [&] { return slot->result.has_value(); });
     return std::optional<Mapped>{Mapped{std::move(slot->item), std::move(*slot->result)}};
@@ -97,10 +113,12 @@ class OrderedParallelMap {
   struct Slot {
     explicit Slot(In&& i) : item(std::move(i)) {}
     In item;
+    std::uint64_t cost = 0;     ///< Budget::cost of the item (caller's thread only)
     std::optional<Out> result;  ///< set by a worker under m_mutex
   };
 
-  OrderedParallelMap(Fn fn, std::size_t window) : m_fn(std::move(fn)), m_window(window) {}
+  OrderedParallelMap(Fn fn, std::size_t window, Budget budget)
+      : m_fn(std::move(fn)), m_window(window), m_budget(std::move(budget)) {}
 
   void work() {
     for (;;) {
@@ -121,6 +139,8 @@ class OrderedParallelMap {
 
   Fn m_fn;
   std::size_t m_window;
+  Budget m_budget;
+  std::uint64_t m_in_flight = 0;  // Budget::cost of m_slots (caller's thread only)
   bool m_exhausted = false;
   std::deque<std::shared_ptr<Slot>> m_slots;  // in flight, input order (caller's thread only)
   std::mutex m_mutex;
