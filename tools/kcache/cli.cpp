@@ -66,14 +66,20 @@ int run_store_walk_isolated(const std::string& store_dir, const std::function<in
       return report_error(Error{Category::io_error, fmt::format("waitpid: {}", std::strerror(errno))});
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   const int sig = WTERMSIG(status);
-  if (sig == SIGSEGV || sig == SIGBUS)
+  // SIGABRT too: a damaged length can make the walk abort (an allocation
+  // that cannot succeed ends in std::terminate), and under AddressSanitizer a
+  // SIGSEGV inside LMDB is reported and turned into an abort.
+  if (sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT)
     return report_error(
         Error{Category::corruption,
               fmt::format("store {} is damaged: reading it crashed ({}). LMDB keeps no checksums of its pages, so a "
                           "damaged data.mdb can crash any program that reads it, applications using libkcache "
                           "included: do not use or ship this store. Restore it from a copy, or move it away and "
                           "rebuild it or re-import its bundles (docs/reliability.md \"A damaged store\")",
-                          store_dir, sig == SIGSEGV ? "SIGSEGV" : "SIGBUS")});
+                          store_dir,
+                          sig == SIGSEGV  ? "SIGSEGV"
+                          : sig == SIGBUS ? "SIGBUS"
+                                          : "SIGABRT")});
   std::signal(sig, SIG_DFL);
   std::raise(sig);
   return k_exit_internal;
