@@ -28,3 +28,16 @@ for sub in build verify "import x.kcb"; do
 done
 KCACHE_JOBS=99999 expect_exit 2 "$KCACHE" import x.kcb
 expect_in err "from 1 to 4096"
+
+# Command-line mistakes read like every other error, with a way out.
+expect_exit 2 "$KCACHE" biuld
+expect_in err "kcache: error: 'biuld' is not a kcache command — did you mean 'build'? (\`kcache --help\` shows what it takes)"
+expect_exit 2 "$KCACHE" remote ad redis://h
+expect_in err "kcache: error: 'ad' is not a \`kcache remote\` command — did you mean 'add'?"
+expect_exit 2 "$KCACHE" zzzzzz
+expect_in err "'zzzzzz' is not a kcache command (\`kcache --help\`"
+grep -q "did you mean" err && fail "a far word got a suggestion"
+expect_exit 2 "$KCACHE" build --frobnicate
+expect_in err "kcache: error: The following argument was not expected: --frobnicate (\`kcache build --help\` shows what it takes)"
+expect_exit 2 "$KCACHE"
+expect_in err "kcache: error: A subcommand is required"

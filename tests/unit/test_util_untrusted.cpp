@@ -59,3 +59,15 @@ TEST_CASE("shown_untrusted cuts long text at a character boundary, then escapes"
   CHECK(is_printable_utf8(shown_untrusted(std::string(1000, '\xff'))));
   CHECK(shown_untrusted(std::string(1000, 'x')).size() == 123);
 }
+
+TEST_CASE("edit_distance counts insertions, deletions and substitutions") {
+  using kcache::util::edit_distance;
+  CHECK(edit_distance("", "") == 0);
+  CHECK(edit_distance("build", "build") == 0);
+  CHECK(edit_distance("biuld", "build") == 2);  // a swap is two substitutions
+  CHECK(edit_distance("buld", "build") == 1);
+  CHECK(edit_distance("builds", "build") == 1);
+  CHECK(edit_distance("", "gc") == 2);
+  CHECK(edit_distance("kitten", "sitting") == 3);
+  CHECK(edit_distance("ad", "add") == 1);
+}

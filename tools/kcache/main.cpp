@@ -5,11 +5,60 @@
 
 #include "kcache/device/device.hpp"
 #include "kcache/report/report.hpp"
+#include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+/// A command line CLI11 refused, as every other kcache error: "kcache:
+/// error: ..." and which --help to read. A word that names no subcommand
+/// where one is needed is named with the nearest known one.
+int report_usage_error(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  using namespace kcache::cli;
+  std::string message = e.what();
+  const CLI::App* level = &app;
+  std::string help = "kcache";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view word = argv[i];
+    if (word.starts_with('-')) break;  // options follow: the level is known
+    const CLI::App* next = nullptr;
+    for (const CLI::App* sub : level->get_subcommands({}))
+      if (sub->get_name() == word) next = sub;
+    if (next) {
+      level = next;
+      help += " " + next->get_name();
+      continue;
+    }
+    // A positional (of a leaf command, or `kcache manifest FILE`) unless the
+    // error is about this word or about a missing subcommand.
+    if (level->get_subcommands({}).empty() ||
+        !(message.find(word) != std::string::npos || message.starts_with("A subcommand is required")))
+      break;
+    std::string nearest;
+    std::size_t best = 3;  // at most two edits away: a typo, not another word
+    for (const CLI::App* sub : level->get_subcommands({})) {
+      if (sub->get_group().empty()) continue;  // hidden
+      const std::size_t d = kcache::util::edit_distance(word, sub->get_name());
+      if (d < best) best = d, nearest = sub->get_name();
+    }
+    message = fmt::format("'{}' is not a{} command", kcache::util::shown_untrusted(word, 60),
+                          level == &app ? " kcache" : fmt::format(" `{}`", help));
+    if (!nearest.empty()) message += fmt::format(" — did you mean '{}'?", nearest);
+    break;
+  }
+  while (!message.empty() && message.back() == '\n') message.pop_back();
+  return report_error(kcache::Error{kcache::Category::invalid_argument,
+                                    fmt::format("{} (`{} --help` shows what it takes)", message, help)});
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace kcache::cli;
@@ -51,8 +100,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : k_exit_usage;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    return report_usage_error(app, e, argc, argv);
   }
   try {
     return action ? action() : k_exit_usage;

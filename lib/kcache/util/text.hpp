@@ -16,6 +16,11 @@ std::string human_bytes(std::uint64_t bytes);
 /// Lowercase hex of `bytes`, two digits each.
 std::string to_hex(std::span<const std::uint8_t> bytes);
 
+/// Levenshtein distance between `a` and `b` (insertions, deletions and
+/// substitutions of bytes): how far a mistyped name is from a known one.
+/// O(|a|·|b|) time: for short names.
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
 /// "2025-01-31T12:00:00Z": unix seconds as ISO 8601 UTC.
 std::string iso_time(std::uint64_t unix_seconds);
 
