@@ -23,6 +23,9 @@ expect_in out "target = vulkan1.2"
 expect_in out "64 entries"
 expect_in out "saxpy[T=int,WIDTH=4]"
 expect_in out "integrity: ok"
+# Its creation time in ISO 8601, as every other time kcache shows.
+grep -qE "kcache bundle, format version [0-9]+, created [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z$" out ||
+  fail "the bundle's created time is not ISO 8601: $(head -1 out)"
 expect_exit 0 "$KCACHE" inspect vulkan1.2.kcb --json
 [[ $(json_get out 'len(j["entries"])') == 64 && $(json_get out 'j["ok"]') == True && $(json_get out 'j["signed"]') == False ]] ||
   fail "inspect --json of the bundle"

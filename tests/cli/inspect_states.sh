@@ -47,5 +47,9 @@ expect_exit 0 "$KCACHE" inspect two --why --manifest p/kcache.toml
 expect_in out "define:VALUE: stored 2 → current 22"
 expect_exit 0 "$KCACHE" inspect --stale --manifest p/kcache.toml --json
 [[ $(json_get out 'len(j["entries"])') == 1 ]] || fail "--stale filter"
+# A filter shows fewer rows, but the counts are the whole store's (they said
+# "0 fresh" while entries were fresh).
+expect_exit 0 "$KCACHE" inspect --stale --orphans --manifest p/kcache.toml
+expect_in out "in the store: 1 fresh, 1 stale, 1 orphan, 1 missing; 2 entries shown"
 expect_exit 0 "$KCACHE" inspect
 expect_in out "namespace spirv/vulkan1.2"

@@ -61,6 +61,8 @@ Result<StoreReport> inspect_store(store::Store& store, const manifest::Manifest*
   }));
   for (const auto& [key, spec] : classifier.wanted())
     if (!seen.count(key)) report.missing.push_back(key);
+  for (const auto& e : report.entries) ++report.state_counts[e.state];
+  report.missing_count = report.missing.size();
   return report;
 }
 
@@ -130,6 +132,7 @@ Result<std::vector<FingerprintRecord>> local_device_records() {
 
 void apply_filter(StoreReport& report, const InspectFilter& filter) {
   if (!filter.any()) return;
+  report.filtered = true;
   std::set<std::string> foreign;
   for (const auto& s : report.summaries)
     if (s.foreign) foreign.insert(s.ns);

@@ -15,6 +15,7 @@
 #include "kcache/store/store.hpp"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,6 +75,13 @@ struct StoreReport {
   /// above), listed here so that the caller reports them (store::DamagedEntry).
   std::vector<store::DamagedEntry> damaged;
   bool with_manifest = false;
+  /// Given a manifest: how many of the store's entries are in each state, and
+  /// how many manifest kernels are missing, counted before any filter
+  /// (apply_filter keeps these: a filtered listing still tells the whole).
+  std::map<EntryState, std::size_t> state_counts;
+  std::size_t missing_count = 0;
+  /// Whether apply_filter left out rows (entries counts only those shown).
+  bool filtered = false;
 };
 
 /// Lists a store and, given a manifest, marks every entry fresh, stale or

@@ -211,10 +211,17 @@ std::string store_text(const maintain::StoreReport& report) {
   }
   for (const auto& [ns, kernel] : report.missing) out += fmt::format("missing {} (in {})\n", kernel, ns);
   if (report.with_manifest) {
-    std::map<maintain::EntryState, std::size_t> n;
-    for (const auto& e : report.entries) ++n[e.state];
-    out += fmt::format("\n{} fresh, {} stale, {} orphan, {} missing\n", n[maintain::EntryState::fresh],
-                       n[maintain::EntryState::stale], n[maintain::EntryState::orphan], report.missing.size());
+    // The whole store's counts, also when a filter shows only some rows.
+    auto n = [&](maintain::EntryState s) {
+      auto it = report.state_counts.find(s);
+      return it == report.state_counts.end() ? std::size_t{0} : it->second;
+    };
+    out += fmt::format("\n{}{} fresh, {} stale, {} orphan, {} missing{}\n", report.filtered ? "in the store: " : "",
+                       n(maintain::EntryState::fresh), n(maintain::EntryState::stale), n(maintain::EntryState::orphan),
+                       report.missing_count,
+                       report.filtered ? fmt::format("; {} entr{} shown", report.entries.size(),
+                                                     report.entries.size() == 1 ? "y" : "ies")
+                                       : "");
   }
   for (const auto& d : report.damaged) out += fmt::format("DAMAGED {} {}: {}\n", d.ns, d.kernel, d.error.message);
   if (!report.damaged.empty())

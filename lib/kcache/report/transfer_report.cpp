@@ -157,8 +157,8 @@ std::string merge_conflicts_text(const bundle::MergeResult& result) {
 
 std::string bundle_text(const bundle::BundleSummary& summary, std::string_view bundle_label) {
   const auto& h = summary.header;
-  std::string text = fmt::format("{}: kcache bundle, format version {}, created {} (unix)\n", bundle_label,
-                                 h.format_version, h.created);
+  std::string text = fmt::format("{}: kcache bundle, format version {}, created {}\n", bundle_label, h.format_version,
+                                 util::iso_time(h.created));
   text += fmt::format("  namespace {}\n  fingerprint record:\n", h.ns.name());
   for (const auto& [k, v] : h.ns.record.fields) text += fmt::format("    {} = {}\n", k, v);
   text += "  tools:";
