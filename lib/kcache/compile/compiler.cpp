@@ -1,5 +1,4 @@
 #include "kcache/compile/compiler.hpp"
-#include "kcache/util/text.hpp"
 
 #include "kcache/compile/validate_internal.hpp"
 
