@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kcache::cli {
 
@@ -145,6 +146,17 @@ void register_pipeline_worker(CLI::App& app, Action& action);
 /// The CUDA driver library to load: $KCACHE_CUDA_DRIVER when set and not
 /// empty, else libcuda.so.1 (cuda_device::k_default_library).
 std::string cuda_driver_library();
+
+/// What built entries record as their origin: "built by kcache VERSION on HOST".
+std::string build_origin();
+
+/// The launcher (cmd_launcher.cpp): runs `tool` ("glslc" or
+/// "glslangValidator") with `args` through the store, as `kcache glslc ARGS`
+/// or a link named glslc does; returns the exit code the tool would.
+int run_launcher(const std::string& tool, const std::vector<std::string>& args);
+/// `kcache glslc` and `kcache glslangValidator` in --help (main.cpp runs the
+/// launcher before parsing, since their options are the tools').
+void register_launcher(CLI::App& app, Action& action);
 
 /// The --version text: kcache and every library version that matters.
 std::string version_text();

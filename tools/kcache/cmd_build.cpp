@@ -65,7 +65,7 @@ Result<build::RunOptions> run_options(const BuildArgs& args) {
   if (!args.shard.empty()) options.build.shard = KCACHE_TRY(build::parse_shard(args.shard));
   options.build.explain = args.explain;
   options.build.retry_failed = args.retry_failed;
-  options.build.origin = fmt::format("built by kcache {} on {}", KCACHE_VERSION, host_name());
+  options.build.origin = build_origin();
   options.build.clock = &clock();
   options.build.toolchain = &toolchain();
   options.build.nvrtc_path = nvrtc_path(args.nvrtc);
@@ -148,6 +148,8 @@ int run_build(const BuildArgs& args) {
 }
 
 }  // namespace
+
+std::string build_origin() { return fmt::format("built by kcache {} on {}", KCACHE_VERSION, host_name()); }
 
 void register_build(CLI::App& app, Action& action) {
   auto args = std::make_shared<BuildArgs>();

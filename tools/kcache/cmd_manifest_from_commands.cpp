@@ -2,6 +2,7 @@
 // command log (lib/kcache/migrate).
 #include "cli.hpp"
 
+#include "kcache/manifest/manifest.hpp"
 #include "kcache/migrate/migrate.hpp"
 #include "kcache/report/adopt_report.hpp"
 #include "kcache/util/file.hpp"
@@ -18,6 +19,8 @@ struct FromCommandsArgs {
   std::string output = "-";
   std::string root;
   std::string cwd;
+  std::vector<std::string> set;
+  std::vector<std::string> for_globs;
   bool no_variants = false;
   bool force = false;
   bool json = false;
@@ -31,9 +34,32 @@ int run_from_commands(const FromCommandsArgs& args) {
   migrate::Options options;
   options.variants = !args.no_variants;
   options.cwd = args.cwd.empty() ? here : fs::absolute(args.cwd).lexically_normal();
-  if (!args.root.empty()) options.root = fs::absolute(args.root).lexically_normal();
-  else if (args.output != "-") options.root = fs::absolute(args.output).parent_path().lexically_normal();
-  else options.root = here;
+  // A manifest's paths start at its own folder, so a manifest written to a
+  // file has that file's folder as its root; --root names it for stdout.
+  if (args.output != "-") {
+    options.root = fs::absolute(args.output).parent_path().lexically_normal();
+    if (!args.root.empty() && fs::absolute(args.root).lexically_normal() != options.root)
+      return report_error(Error{Category::invalid_argument,
+                                fmt::format("--root {} is not the folder of -o {}: a manifest's paths start at its "
+                                            "own folder — write it where its root is (-o {}/kcache.toml) or leave "
+                                            "--root out",
+                                            args.root, args.output, args.root)});
+  } else {
+    options.root = args.root.empty() ? here : fs::absolute(args.root).lexically_normal();
+  }
+  if (!args.for_globs.empty() && args.for_globs.size() != args.set.size())
+    return report_error(Error{Category::invalid_argument,
+                              fmt::format("{} --set and {} --for: give one --for after each --set (or none: every "
+                                          "kernel)",
+                                          args.set.size(), args.for_globs.size())});
+  for (std::size_t i = 0; i < args.set.size(); ++i) {
+    const auto eq = args.set[i].find('=');
+    if (eq == std::string::npos)
+      return report_error(
+          Error{Category::invalid_argument, fmt::format("--set {}: expected KEY=VALUE", args.set[i])});
+    options.settings.push_back(
+        {args.for_globs.empty() ? "*" : args.for_globs[i], args.set[i].substr(0, eq), args.set[i].substr(eq + 1)});
+  }
   if (args.output != "-" && !args.force && fs::exists(args.output, ec))
     return report_error(
         Error{Category::invalid_argument, fmt::format("{} exists — pass --force to replace it", args.output)});
@@ -50,6 +76,19 @@ int run_from_commands(const FromCommandsArgs& args) {
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(result->manifest.data());
     auto written = util::write_file_atomic(args.output, std::span<const std::uint8_t>(bytes, result->manifest.size()));
     if (!written) return report_error(written.error());
+    // Checked where it lies: loaded as `kcache build` will load it.
+    auto loaded = manifest::load_manifest(args.output);
+    if (!loaded || loaded->kernels.size() != result->commands.size()) {
+      fs::remove(args.output, ec);
+      return report_error(Error{
+          Category::invalid_argument,
+          fmt::format("the manifest written to {} does not load as written (a kcache bug; please report it with the "
+                      "input), so it was removed: {}",
+                      args.output,
+                      loaded ? fmt::format("{} kernels for {} commands", loaded->kernels.size(),
+                                           result->commands.size())
+                             : loaded.error().message)});
+    }
   }
   // The manifest owns stdout when it goes there; the report then goes to stderr.
   fmt::print(
@@ -69,24 +108,35 @@ void register_manifest_from_commands(CLI::App& manifest, Action& action) {
       "(shell quoting; '#' comments), or a compile_commands.json array (\"command\" or\n"
       "\"arguments\", \"directory\") — and write a manifest that builds the same modules.\n"
       "Understood: glslc -D -I -O -Os -O0 -c -o -x --target-env= --target-spv= -fshader-stage=\n"
-      "-fentry-point= -fauto-map-locations (compute) -w -Werror -MD -MF -mfmt=bin;\n"
+      "-fentry-point= -fauto-map-locations (compute) -w -Werror -MD -MF -MT -mfmt=bin;\n"
       "glslangValidator -V --target-env -S -e --entry-point --source-entrypoint -D -I -o -Od\n"
       "--aml --spirv-val -s -w -l. Options kcache cannot express (-g, -Os of glslangValidator,\n"
       "-fauto-bind-uniforms, OpenGL targets, a --target-spv unlike the target's, ...) and\n"
       "unknown ones are refused, naming the line. Kernels are named after their outputs;\n"
       "options every command shares go to [defaults]; commands that differ only in define\n"
       "values forming a Cartesian product become one kernel with [kernel.variants]\n"
-      "(names base[KEY=value,...]; --json lists every output's kernel). The manifest is\n"
-      "expanded and checked against the commands before it is written.\n"
+      "(names base[KEY=value,...]; --json lists every output's kernel). A line may leave the\n"
+      "program out when its options fit only one of the two. The manifest is expanded and\n"
+      "checked against the commands before it is written, and loaded again from where it\n"
+      "was written.\n"
       "Examples:\n"
       "  ./gen_shaders.sh --dry-run | kcache manifest from-commands - -o kcache.toml\n"
-      "  kcache manifest from-commands build/compile_commands.json -o shaders/kcache.toml");
+      "  kcache manifest from-commands build/compile_commands.json -o shaders/kcache.toml\n"
+      "  kcache manifest from-commands log.txt -o kcache.toml --set validate=known --for '*_dot2*'\n"
+      "  kcache manifest from-commands --from-store -o kcache.toml   (what `kcache glslc` compiled)");
   cmd->add_option("commands", args->input, "file of compile commands (text or JSON), or - for stdin")->required();
   cmd->add_option("-o,--output", args->output, "manifest to write (atomically), or - for stdout")
       ->capture_default_str();
   cmd->add_option("--root", args->root,
-                  "the manifest's folder: paths are written relative to it and must lie inside it "
-                  "(default: the folder of -o, or the current directory)");
+                  "the manifest's folder when it goes to stdout: sources and include dirs are written "
+                  "relative to it and must lie inside it (default: the current directory; with -o FILE "
+                  "the root is FILE's folder). Outputs may be anywhere: they only name kernels");
+  cmd->add_option("--set", args->set,
+                  "KEY=VALUE: a manifest key the commands cannot express, set on the kernels of the "
+                  "matching --for (or on every kernel); repeatable. Keys: validate (strict, known, off)");
+  cmd->add_option("--for", args->for_globs,
+                  "GLOB: the kernels (by [[kernel]] name, * and ?) the --set before it applies to; "
+                  "repeatable, one per --set");
   cmd->add_option("--cwd", args->cwd,
                   "where the commands ran: their relative paths start here unless a JSON entry gives "
                   "\"directory\" (default: the current directory)");

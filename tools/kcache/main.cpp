@@ -4,6 +4,7 @@
 #include "cli.hpp"
 
 #include "kcache/device/device.hpp"
+#include "kcache/launcher/launcher.hpp"
 #include "kcache/report/report.hpp"
 #include "kcache/util/text.hpp"
 
@@ -66,6 +67,13 @@ int main(int argc, char** argv) {
   // The library reads no environment: the CLI names the loader its users
   // chose (tests name a missing one to simulate a machine without Vulkan).
   if (const char* loader = std::getenv("KCACHE_VULKAN_LOADER")) kcache::device::use_vulkan_loader(loader);
+  // The launcher first: a link named glslc, or `kcache glslc ARGS`, takes
+  // the tool's options, which CLI11 must not see (and a compile command
+  // should not pay for building the whole command line).
+  if (auto tool = kcache::launcher::tool_named(argv[0]))
+    return run_launcher(*tool, std::vector<std::string>(argv + 1, argv + argc));
+  if (argc >= 2 && (std::string_view(argv[1]) == "glslc" || std::string_view(argv[1]) == "glslangValidator"))
+    return run_launcher(argv[1], std::vector<std::string>(argv + 2, argv + argc));
   CLI::App app{
       "kcache — prebuild GPU kernels offline and ship them.\n\n"
       "A CI step runs `kcache build` over a kernel manifest (kcache.toml): each kernel is\n"
@@ -93,6 +101,7 @@ int main(int argc, char** argv) {
   register_manifest(app, action);
   register_emit(app, action);
   register_remote(app, action);
+  register_launcher(app, action);
   register_pipeline_worker(app, action);
   bound_thread_counts(app);
   // Set after the subcommands are registered: they keep the short footer.

@@ -88,14 +88,16 @@ std::optional<Error> unstored_error(const BuildResult& result) {
                            first ? first->message : std::string("the store refused the write"), kept)};
 }
 
-Result<void> record_run(store::Store& store, const BuildResult& result, const util::Clock& clock) {
+Result<void> record_run(store::Store& store, const BuildResult& result, const util::Clock& clock,
+                        const store::Invocation* invocation) {
   store::UsageBatch batch;
   batch.time = clock.now();
   for (const auto& r : result.receipts)
     if (r.outcome == Outcome::hit) batch.used.emplace_back(r.ns, r.kernel);
   store::RunRecord run;
   run.time = batch.time;
-  run.command = "build";
+  run.command = invocation ? invocation->tool : "build";
+  if (invocation) run.invocation = *invocation;
   run.kernels = static_cast<std::uint32_t>(result.receipts.size());
   run.hits = static_cast<std::uint32_t>(result.count(Outcome::hit));
   run.compiled = static_cast<std::uint32_t>(result.count(Outcome::compiled));

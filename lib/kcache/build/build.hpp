@@ -125,8 +125,11 @@ std::optional<Error> unstored_error(const BuildResult& result);
 /// (Store::record_usage): the last-used time of every hit, and a run record
 /// (counts, wall time, bytes written, time per phase) for `kcache stats`.
 /// Call it once per run, after every stage. read_only / store_full as the
-/// store's; the caller treats a failure as a warning.
-Result<void> record_run(store::Store& store, const BuildResult& result, const util::Clock& clock);
+/// store's; the caller treats a failure as a warning. `invocation`: the
+/// launcher's command, recorded with the run (command = its tool); null for
+/// `kcache build`.
+Result<void> record_run(store::Store& store, const BuildResult& result, const util::Clock& clock,
+                        const store::Invocation* invocation = nullptr);
 
 /// Builds every kernel of `manifest` (or of its shard) into `store`.
 /// Per-kernel failures are receipts, not errors; the Result fails only when

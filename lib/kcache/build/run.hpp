@@ -28,6 +28,8 @@ struct RunOptions {
   bool record_usage = true;
   /// Fill RunResult::dependencies.
   bool collect_dependencies = false;
+  /// The launcher's command, kept in the run record (`record_run`).
+  std::optional<store::Invocation> invocation;
 };
 
 struct RunResult {

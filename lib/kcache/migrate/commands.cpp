@@ -418,18 +418,12 @@ class CommandParser {
  public:
   CommandParser(const RawCommand& raw, const Options& o, Notes& notes) : m_raw(raw), m_o(o), m_notes(notes) {}
 
-  Result<Command> parse() {
-    const std::string& program = m_raw.words.front();
-    if (program.find('=') != std::string::npos && program.find('/') == std::string::npos)
-      return refuse(fmt::format("'{}' sets an environment variable — give the compile command alone",
-                                util::shown_untrusted(program)));
-    std::string tool = std::filesystem::path(program).filename().string();
+  /// Parses the words as `tool`'s ("glslc" or "glslangValidator"); `first`
+  /// is the index of the first option (0 when the program is left out).
+  Result<Command> parse_as(std::string tool, std::size_t first) {
     m_cmd.line = m_raw.line;
-    if (tool == "glslc") m_cmd.tool = "glslc";
-    else if (tool == "glslangValidator" || tool == "glslang") m_cmd.tool = "glslangValidator";
-    else
-      return refuse(fmt::format("'{}' is not glslc or glslangValidator — give one compile command per line",
-                                util::shown_untrusted(program)));
+    m_cmd.tool = std::move(tool);
+    m_first = first;
     KCACHE_CHECK(m_cmd.tool == "glslc" ? parse_glslc() : parse_glslang());
     return finish();
   }
@@ -467,6 +461,16 @@ class CommandParser {
                   "source, include dir and output (--root)",
                   what, util::shown_untrusted(given), m_o.root.string());
     return rel;
+  }
+
+  /// An output (-o, -MF) relative to the root when inside it, else absolute
+  /// and normal: outputs only name kernels, and an out-of-tree build always
+  /// writes them elsewhere.
+  std::string output_path(std::string_view given) const {
+    std::filesystem::path p(given);
+    auto abs = (p.is_absolute() ? p : m_raw.directory / p).lexically_normal();
+    auto rel = abs.lexically_relative(m_o.root).generic_string();
+    return util::is_contained_relative_path(rel) ? rel : abs.generic_string();
   }
 
   Result<void> set_define(std::string_view text) {
@@ -507,7 +511,7 @@ class CommandParser {
   Result<void> parse_glslc() {
     const auto& w = m_raw.words;
     bool files_only = false;
-    for (std::size_t i = 1; i < w.size(); ++i) {
+    for (std::size_t i = m_first; i < w.size(); ++i) {
       const std::string& a = w[i];
       if (files_only || a.empty() || a[0] != '-' || a == "-") {
         if (a == "-") return refuse("source '-' (standard input) — name the source file");
@@ -519,7 +523,7 @@ class CommandParser {
       } else if (a.starts_with("-o")) {
         m_output = a.substr(2);
       } else if (a == "-c") {
-        // compile to a binary module: what kcache does
+        m_cmd.compile_only = true;
       } else if (a == "-D") {
         KCACHE_CHECK(set_define(KCACHE_TRY(value_of(i, a))));
       } else if (a.starts_with("-D")) {
@@ -567,12 +571,22 @@ class CommandParser {
       } else if (a == "-Werror") {
         drop(a, "turns warnings into errors (kcache reports warnings; the module is the same)");
       } else if (a == "-MD" || a == "-MMD") {
+        m_cmd.write_depfile = true;
         drop(a, "writes a dependency file; `kcache build --depfile` writes one for the whole manifest");
-      } else if (a == "-MF" || a == "-MT" || a == "-MQ") {
-        (void)KCACHE_TRY(value_of(i, a));
+      } else if (a == "-MF") {
+        m_depfile = KCACHE_TRY(value_of(i, a));
         drop(a, "names the dependency file; `kcache build --depfile` writes one for the whole manifest");
+      } else if (a == "-MT") {
+        m_cmd.dep_targets.push_back(KCACHE_TRY(value_of(i, a)));
+        drop(a, "names the dependency file's target; `kcache build --depfile` writes one for the whole manifest");
+      } else if (a == "-MQ") {
+        return cannot(a, "the launcher writes targets as given (-MT), not quoted for make");
       } else if (a == "-mfmt=bin") {
-        // a binary module: what kcache stores
+        m_cmd.format = OutputFormat::bin;
+      } else if (a == "-mfmt=c") {
+        m_cmd.format = OutputFormat::c;
+      } else if (a == "-mfmt=num") {
+        m_cmd.format = OutputFormat::num;
       } else if (a.starts_with("-std=")) {
         return cannot(a, "kcache compiles with the #version the shader declares; write it in the shader");
       } else if (a == "-S" || a == "-E" || a == "-M" || a == "-MM" || a.starts_with("-mfmt=")) {
@@ -597,7 +611,7 @@ class CommandParser {
     const auto& w = m_raw.words;
     bool vulkan = false;
     std::optional<std::string> source_entry;
-    for (std::size_t i = 1; i < w.size(); ++i) {
+    for (std::size_t i = m_first; i < w.size(); ++i) {
       const std::string& a = w[i];
       if (a.empty() || a[0] != '-') {
         KCACHE_CHECK(set_source(a));
@@ -677,15 +691,22 @@ class CommandParser {
 
   Result<Command> finish() {
     if (!m_source) return refuse("no source file");
-    if (!m_output) return refuse("no -o OUTPUT — kcache names each kernel after its output; give every command an -o");
-    for (const std::string* text : {&*m_source, &*m_output})
+    if (!m_output && m_o.require_output)
+      return refuse("no -o OUTPUT — kcache names each kernel after its output; give every command an -o");
+    for (const std::string* text : {&*m_source, m_output ? &*m_output : &*m_source})
       if (!util::is_printable_utf8(*text))
         return refuse(fmt::format("path '{}' is not printable UTF-8", util::shown_untrusted(*text)));
     for (const auto& [name, value] : m_defines)
       if (!util::is_printable_utf8(value)) return refuse(fmt::format("-D{}: the value is not printable UTF-8", name));
     m_cmd.source = KCACHE_TRY(relative_path(*m_source, "source"));
-    m_cmd.output = KCACHE_TRY(relative_path(*m_output, "output"));
+    m_cmd.source_as_given = *m_source;
+    if (m_output) {
+      m_cmd.output = output_path(*m_output);
+      m_cmd.output_as_given = *m_output;
+    }
+    if (m_depfile) m_cmd.depfile = output_path(*m_depfile);
     for (const auto& dir : m_includes) m_cmd.include_dirs.push_back(KCACHE_TRY(relative_path(dir, "include dir")));
+    m_cmd.include_dirs_as_given = m_includes;
     if (m_language) m_cmd.language = *m_language;
     else if (m_cmd.source.ends_with(".hlsl")) m_cmd.language = Language::hlsl;
     if (m_stage) m_cmd.stage = *m_stage;
@@ -725,7 +746,8 @@ class CommandParser {
   const Options& m_o;
   Notes& m_notes;
   Command m_cmd;
-  std::optional<std::string> m_source, m_output, m_entry, m_spv;
+  std::size_t m_first = 1;
+  std::optional<std::string> m_source, m_output, m_entry, m_spv, m_depfile;
   std::optional<Stage> m_stage;
   std::optional<Language> m_language;
   std::vector<std::string> m_includes;
@@ -733,7 +755,62 @@ class CommandParser {
   bool m_auto_map_locations = false;
 };
 
+/// The program a command names: "glslc", "glslangValidator", or "" when
+/// the first word is not one of them.
+std::string tool_of(std::string_view program) {
+  const std::string name = std::filesystem::path(program).filename().string();
+  if (name == "glslc") return "glslc";
+  if (name == "glslangValidator" || name == "glslang") return "glslangValidator";
+  return "";
+}
+
+/// One raw command understood: by the program it names, or, when it names
+/// none and starts with an option or a source, by the one tool whose options
+/// it fits (both fitting is ambiguous: the output differs between them).
+Result<Command> parse_raw(const RawCommand& raw, const Options& o, Notes& notes) {
+  const std::string& program = raw.words.front();
+  if (std::string tool = tool_of(program); !tool.empty()) return CommandParser(raw, o, notes).parse_as(tool, 1);
+  const bool option_or_source = program.starts_with('-') || stage_from_source(program).has_value();
+  if (!option_or_source && program.find('=') != std::string::npos && program.find('/') == std::string::npos)
+    return fail(Category::invalid_argument, "'{}' sets an environment variable — give the compile command alone",
+                util::shown_untrusted(program));
+  if (!option_or_source)
+    return fail(Category::invalid_argument,
+                "'{}' is not glslc or glslangValidator — give one compile command per line",
+                util::shown_untrusted(program));
+  Notes glslc_notes, glslang_notes;
+  auto as_glslc = CommandParser(raw, o, glslc_notes).parse_as("glslc", 0);
+  auto as_glslang = CommandParser(raw, o, glslang_notes).parse_as("glslangValidator", 0);
+  if (as_glslc && as_glslang)
+    return fail(Category::invalid_argument,
+                "the command names no program and its options fit both glslc and glslangValidator — start it "
+                "with the program");
+  if (as_glslc) {
+    for (auto& [option, count_why] : glslc_notes.dropped) notes.add(option, count_why.second);
+    return as_glslc;
+  }
+  if (as_glslang) {
+    for (auto& [option, count_why] : glslang_notes.dropped) notes.add(option, count_why.second);
+    return as_glslang;
+  }
+  return fail(Category::invalid_argument,
+              "the command names no program and its options fit neither tool (as glslc: {}; as glslangValidator: "
+              "{}) — start it with the program",
+              as_glslc.error().message, as_glslang.error().message);
+}
+
 }  // namespace
+
+Result<Command> parse_command(const std::vector<std::string>& words, const std::filesystem::path& directory,
+                              const Options& options) {
+  if (words.empty()) return fail(Category::invalid_argument, "empty command");
+  if (words.size() > options.limits.max_words)
+    return fail(Category::invalid_argument, "more than {} words in one command", options.limits.max_words);
+  if (!options.root.is_absolute() || !directory.is_absolute())
+    return fail(Category::invalid_argument, "root and directory must be absolute paths");
+  Notes notes;
+  return parse_raw(RawCommand{0, words, directory}, options, notes);
+}
 
 Result<std::vector<std::string>> split_shell_words(std::string_view line, std::size_t max_words) {
   std::vector<std::string> words;
@@ -828,10 +905,15 @@ Result<std::vector<Command>> parse_commands_with_notes(std::string_view text, co
   std::vector<Command> out;
   std::map<std::string, int> outputs;
   for (const auto& raw : raws) {
-    CommandParser parser(raw, options, notes);
-    auto cmd = parser.parse();
+    auto cmd = parse_raw(raw, options, notes);
     if (!cmd) {
       problems.add(raw.line, cmd.error().message);
+      continue;
+    }
+    if (cmd->format != OutputFormat::bin) {
+      problems.add(raw.line, fmt::format("{} -mfmt={}: it writes the module as text; a manifest builds the binary "
+                                         "module (drop -mfmt, or keep this command outside the manifest)",
+                                         cmd->tool, cmd->format == OutputFormat::c ? "c" : "num"));
       continue;
     }
     // A command whose source is not there cannot be what a build runs: the

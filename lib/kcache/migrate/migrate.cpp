@@ -4,6 +4,7 @@
 
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/migrate/migrate_internal.hpp"
+#include "kcache/util/glob.hpp"
 #include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
@@ -218,6 +219,15 @@ auto common(const std::vector<Command>& cmds, Get get) -> std::optional<std::dec
 }  // namespace
 
 Result<Migration> from_commands(std::string_view text, const std::string& display_name, const Options& options) {
+  for (const auto& setting : options.settings) {
+    if (setting.key != k_settable_keys)
+      return fail(Category::invalid_argument,
+                  "--set {}: from-commands sets only {} (the commands give every other key)",
+                  util::shown_untrusted(setting.key), k_settable_keys);
+    if (!definition::parse_validate_policy(setting.value))
+      return fail(Category::invalid_argument, "--set validate={}: validate is strict, known or off",
+                  util::shown_untrusted(setting.value));
+  }
   Migration out;
   out.commands = KCACHE_TRY(parse_commands_with_notes(text, display_name, options, out.notes));
   const auto& cmds = out.commands;
@@ -328,6 +338,11 @@ Result<Migration> from_commands(std::string_view text, const std::string& displa
         own.push_back(d);
     }
     if (!own.empty()) m += fmt::format("defines = {}\n", toml_defines(own));
+    // --set KEY=VALUE --for GLOB: the last setting whose glob matches wins.
+    const KeySetting* chosen = nullptr;
+    for (const auto& setting : options.settings)
+      if (util::match_glob(setting.glob, t.name)) chosen = &setting;
+    if (chosen) m += fmt::format("{} = {}\n", chosen->key, toml_string(chosen->value));
     if (!t.variants.empty()) {
       m += "[kernel.variants]\n";
       for (const auto& [k, values] : t.variants) m += fmt::format("{} = {}\n", k, toml_list(values, true));
@@ -336,6 +351,10 @@ Result<Migration> from_commands(std::string_view text, const std::string& displa
     ++out.kernel_tables;
     for (std::size_t i : t.members) out.outputs.emplace_back(expanded_name(cmds, t, i), cmds[i].output);
   }
+  for (const auto& setting : options.settings)
+    if (std::none_of(tables.begin(), tables.end(), [&](const Table& t) { return util::match_glob(setting.glob, t.name); }))
+      return fail(Category::invalid_argument, "--for '{}' matches no kernel (kernels are named after their outputs)",
+                  util::shown_untrusted(setting.glob));
   // Outputs in input order.
   {
     std::map<std::string, std::string> by_output;

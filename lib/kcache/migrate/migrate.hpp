@@ -14,7 +14,8 @@
 //     "arguments" (the words), and optionally "directory" (where the command
 //     ran; relative paths start there), as compile_commands.json has them.
 // Each command is `glslc ...` or `glslangValidator ...` (also `glslang`, any
-// directory before the name). Every option is either understood and kept in
+// directory before the name), or the options alone when they fit exactly
+// one of the two (a log that leaves the program out). Every option is either understood and kept in
 // the manifest, understood and dropped because it cannot change the module
 // (-c, -w, -MD, --spirv-val, ... : listed in Migration::notes), or refused
 // with the line and what to do: an option kcache cannot express (-g,
@@ -54,11 +55,18 @@ struct Limits {
   std::size_t max_json_depth = 32;
 };
 
+/// What glslc -mfmt= writes: the binary module, or its words as text (a C
+/// initializer list, or comma-separated numbers).
+enum class OutputFormat { bin, c, num };
+
 /// One compile command, understood.
 struct Command {
-  int line = 0;        ///< 1-based line of the input where it starts
-  std::string tool;    ///< "glslc" or "glslangValidator"
-  std::string output;  ///< -o, relative to the manifest's folder
+  int line = 0;      ///< 1-based line of the input where it starts
+  std::string tool;  ///< "glslc" or "glslangValidator"
+  /// -o, relative to the manifest's folder when inside it, else absolute
+  /// (outputs only name kernels); "" when the command gives none (allowed
+  /// only with Options::require_output off).
+  std::string output;
   std::string source;  ///< relative to the manifest's folder
   definition::Stage stage = definition::Stage::compute;
   definition::Language language = definition::Language::glsl;
@@ -68,7 +76,27 @@ struct Command {
   bool strip = false;                     ///< the tool strips debug instructions (glslc -O / -Os)
   std::vector<std::string> include_dirs;  ///< relative to the manifest's folder, in order
   std::vector<Field> defines;             ///< sorted by name
+  // What the command writes besides the module (the launcher writes it too;
+  // from-commands drops it, see Migration::notes).
+  OutputFormat format = OutputFormat::bin;  ///< glslc -mfmt=
+  bool compile_only = false;                ///< glslc -c: no -o means SOURCE.spv, not a.spv
+  bool write_depfile = false;               ///< glslc -MD / -MMD
+  std::string depfile;                      ///< -MF, as the output ("" = OUTPUT.d)
+  std::vector<std::string> dep_targets;     ///< -MT values, in order ("" = the output as given)
+  std::string output_as_given;              ///< -o exactly as written (a depfile's default target)
+  std::string source_as_given;              ///< the source exactly as written (a depfile's first input)
+  std::vector<std::string> include_dirs_as_given;
 };
+
+/// A manifest key set on the kernels whose name matches a glob
+/// (`from-commands --set KEY=VALUE --for GLOB`).
+struct KeySetting {
+  std::string glob;  ///< util::match_glob pattern over [[kernel]] names
+  std::string key;   ///< one of k_settable_keys
+  std::string value;
+};
+/// The keys KeySetting may set: those the commands cannot express.
+inline constexpr std::string_view k_settable_keys = "validate";
 
 struct Options {
   /// The manifest's folder (absolute): sources, include dirs and outputs
@@ -83,6 +111,11 @@ struct Options {
   /// only where the commands are text without their project (the fuzz
   /// target, unit tests of the option grammar).
   bool sources_must_exist = true;
+  /// Refuse a command without -o (from-commands names kernels after their
+  /// outputs); off for the launcher, which applies the tools' defaults.
+  bool require_output = true;
+  /// Keys set on matching kernels, in order (a later one wins).
+  std::vector<KeySetting> settings;
   Limits limits;
 };
 
@@ -106,6 +139,13 @@ struct Migration {
 /// parse_commands, grouping, the manifest text and its check.
 /// `display_name` names the input in messages.
 Result<Migration> from_commands(std::string_view text, const std::string& display_name, const Options& options);
+
+/// One command's words (words[0] the program, or the first option when the
+/// program is left out and the options fit exactly one of the tools), as
+/// parse_commands reads each line. invalid_argument naming the option and
+/// what to do for a command kcache cannot express.
+Result<Command> parse_command(const std::vector<std::string>& words, const std::filesystem::path& directory,
+                              const Options& options);
 
 /// Splits one command line into words as a POSIX shell would, refusing
 /// expansions and redirections (see above). Exposed for the fuzz target.

@@ -105,10 +105,20 @@
 //   remote_errors    u32          [version 2] failed requests
 //   remote_bytes_read    u64      [version 2]
 //   remote_bytes_written u64      [version 2]
+//   has_invocation   u8           [version 3] 1: the launcher's command follows
+//   tool             str          [version 3, has_invocation] "glslc", "glslangValidator"
+//   directory        str          [version 3, has_invocation] where it ran
+//   n_args           u32          [version 3, has_invocation] then n × str: the words
+//                                 after the program (all strings together at most
+//                                 k_max_invocation_bytes)
+//   not_cacheable    str          [version 3, has_invocation] why the real program
+//                                 ran ("" = served)
 //   record_digest    h128         XXH3-128 of every byte above
 //
 // A new field is appended before record_digest and bumps the version;
-// readers accept k_run_min_version..k_run_max_version.
+// readers accept k_run_min_version..k_run_max_version. The writer writes
+// version 2 for a run without an invocation (byte for byte what it wrote
+// before version 3) and version 3 for one with.
 //
 // Damage. LMDB has no checksums; kcache's records carry their own digests.
 // - A truncated data.mdb is refused at open as corruption, before the map
@@ -160,7 +170,7 @@ inline constexpr std::string_view k_schema_version = "3";
 /// The oldest layout version this code reads (and upgrades when writable).
 inline constexpr std::string_view k_schema_min_version = "1";
 inline constexpr std::uint16_t k_run_min_version = 1;
-inline constexpr std::uint16_t k_run_max_version = 2;
+inline constexpr std::uint16_t k_run_max_version = 3;
 inline constexpr std::size_t k_usage_record_bytes = 16;
 inline constexpr std::string_view k_lock_file_name = "kcache.lock";
 inline constexpr std::uint16_t k_namespace_min_version = 1;

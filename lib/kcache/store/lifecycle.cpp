@@ -14,6 +14,7 @@ constexpr std::uint8_t k_run_magic[4] = {'K', 'C', 'R', 1};
 // Caps while decoding a run record: far above any real run.
 constexpr std::uint32_t k_max_phases = 256;
 constexpr std::size_t k_max_run_string = 4096;
+constexpr std::size_t k_max_invocation_args = 4096;
 
 tl::unexpected<Error> corrupt_run(std::uint64_t n, std::string_view what) {
   return fail(Category::corruption, "run log record {} is corrupt: {}", n, what);
@@ -68,7 +69,7 @@ std::optional<std::uint64_t> run_number(std::string_view key) {
 std::vector<std::uint8_t> encode_run(const RunRecord& run) {
   util::ByteWriter w;
   w.raw(k_run_magic);
-  w.u16(k_run_max_version);
+  w.u16(run.invocation ? 3 : 2);
   w.u64(run.time);
   w.str(run.command);
   for (std::uint32_t v : {run.kernels, run.hits, run.compiled, run.stale_replaced, run.failed, run.refused_write})
@@ -84,6 +85,18 @@ std::vector<std::uint8_t> encode_run(const RunRecord& run) {
   for (std::uint32_t v : {run.remote_hit, run.remote_misses, run.remote_refused, run.remote_errors}) w.u32(v);
   w.u64(run.remote_bytes_read);
   w.u64(run.remote_bytes_written);
+  if (const auto& inv = run.invocation) {
+    std::size_t bytes = inv->tool.size() + inv->directory.size() + inv->not_cacheable.size();
+    for (const auto& a : inv->args) bytes += a.size();
+    const bool keep_args = bytes <= k_max_invocation_bytes && inv->args.size() <= k_max_invocation_args;
+    w.u8(1);
+    w.str(inv->tool.substr(0, k_max_run_string));
+    w.str(inv->directory.substr(0, k_max_run_string));
+    w.u32(keep_args ? static_cast<std::uint32_t>(inv->args.size()) : 0);
+    if (keep_args)
+      for (const auto& a : inv->args) w.str(a);
+    w.str(inv->not_cacheable.substr(0, k_max_run_string));
+  }
   w.raw(util::hash_bytes(w.bytes()).bytes);
   return w.take();
 }
@@ -130,6 +143,32 @@ Result<RunRecord> decode_run(std::uint64_t n, std::span<const std::uint8_t> byte
     if (!a || !b || !c || !d || !rd || !wr) return corrupt_run(n, "truncated remote counts");
     run.remote_hit = *a, run.remote_misses = *b, run.remote_refused = *c, run.remote_errors = *d;
     run.remote_bytes_read = *rd, run.remote_bytes_written = *wr;
+  }
+  if (*version >= 3) {
+    auto has = r.u8();
+    if (!has || *has > 1) return corrupt_run(n, "bad invocation flag");
+    if (*has == 1) {
+      Invocation inv;
+      auto tool = r.str(k_max_run_string);
+      auto directory = r.str(k_max_run_string);
+      auto n_args = r.u32();
+      if (!tool || !directory || !n_args) return corrupt_run(n, "truncated invocation");
+      if (*n_args > k_max_invocation_args) return corrupt_run(n, "too many invocation args");
+      std::size_t bytes = tool->size() + directory->size();
+      for (std::uint32_t i = 0; i < *n_args; ++i) {
+        auto arg = r.str(k_max_invocation_bytes);
+        if (!arg) return corrupt_run(n, "truncated invocation args");
+        bytes += arg->size();
+        if (bytes > k_max_invocation_bytes) return corrupt_run(n, "invocation longer than its bound");
+        inv.args.push_back(std::move(*arg));
+      }
+      auto why = r.str(k_max_run_string);
+      if (!why) return corrupt_run(n, "truncated invocation");
+      inv.tool = std::move(*tool);
+      inv.directory = std::move(*directory);
+      inv.not_cacheable = std::move(*why);
+      run.invocation = std::move(inv);
+    }
   }
   if (r.remaining() != 0) return corrupt_run(n, "trailing bytes");
   return run;

@@ -58,6 +58,20 @@ struct PhaseRecord {
   bool operator==(const PhaseRecord&) const = default;
 };
 
+/// A compile command the launcher (`kcache glslc`, `kcache glslangValidator`
+/// or a link of that name) ran: what `manifest from-commands --from-store`
+/// reads back, and why a command was not cacheable (`kcache stats`).
+struct Invocation {
+  std::string tool;               ///< "glslc" or "glslangValidator"
+  std::string directory;          ///< where it ran (absolute)
+  std::vector<std::string> args;  ///< the words after the program, as given
+  std::string not_cacheable;      ///< why the real program ran instead ("" = kcache served it)
+  bool operator==(const Invocation&) const = default;
+};
+/// Most bytes of an invocation's strings a run record keeps; a longer
+/// command is recorded without its args (a run record stays small).
+inline constexpr std::size_t k_max_invocation_bytes = 16u << 10;
+
 /// One build run in the store's bounded run log (`kcache stats`).
 struct RunRecord {
   std::uint64_t time = 0;  ///< unix seconds when the run ended
@@ -76,11 +90,16 @@ struct RunRecord {
   /// failed requests and bytes read and written.
   std::uint32_t remote_hit = 0, remote_misses = 0, remote_refused = 0, remote_errors = 0;
   std::uint64_t remote_bytes_read = 0, remote_bytes_written = 0;
+  /// The launcher's command (run record version 3), command "glslc" or
+  /// "glslangValidator"; nullopt for other runs.
+  std::optional<Invocation> invocation;
   bool operator==(const RunRecord&) const = default;
 };
 
 /// The run log keeps this many runs; appending one more drops the oldest.
-inline constexpr std::size_t k_run_log_capacity = 1000;
+/// A launcher build records one run per compile command, and a large
+/// project runs a few thousand.
+inline constexpr std::size_t k_run_log_capacity = 10000;
 /// A hit within this many seconds of the recorded last use is not written
 /// again: back-to-back builds then cost no usage writes at all.
 inline constexpr std::uint64_t k_last_used_resolution = 60;

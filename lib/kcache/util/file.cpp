@@ -138,14 +138,15 @@ Result<void> AtomicFile::write(std::span<const std::uint8_t> data) {
   return {};
 }
 
-Result<void> AtomicFile::commit() {
+Result<void> AtomicFile::commit(Flush flush) {
   if (m_in_place) {
     // fsync means nothing to a FIFO or most devices (EINVAL); close reports
     // a deferred write error.
     if (m_fd.reset() != 0) return os_error(m_target, "write", errno);
     return {};
   }
-  if (::fsync(m_fd.get()) != 0 || m_fd.reset() != 0) return os_error(m_target, "flush to disk", errno);
+  if ((flush == Flush::to_disk && ::fsync(m_fd.get()) != 0) || m_fd.reset() != 0)
+    return os_error(m_target, "flush to disk", errno);
   if (::rename(m_temp.c_str(), m_target.c_str()) != 0) return os_error(m_target, "move into place", errno);
   m_temp.clear();
   return {};
@@ -193,10 +194,11 @@ Result<std::string> read_file(const std::filesystem::path& path, ReadLimits limi
   return out;
 }
 
-Result<void> write_file_atomic(const std::filesystem::path& path, std::span<const std::uint8_t> data, mode_t mode) {
+Result<void> write_file_atomic(const std::filesystem::path& path, std::span<const std::uint8_t> data, mode_t mode,
+                               Flush flush) {
   auto file = KCACHE_TRY(AtomicFile::create(path, mode));
   KCACHE_CHECK(file.write(data));
-  return file.commit();
+  return file.commit(flush);
 }
 
 }  // namespace kcache::util

@@ -42,6 +42,12 @@ class UniqueFd {
 /// errno set on failure.
 bool write_all(int fd, std::span<const std::uint8_t> data);
 
+/// Whether a committed file is forced to disk first. to_disk: what kcache
+/// keeps (bundles, settings) survives a power loss whole or not at all.
+/// none: a build output a build system remakes when it is lost, as
+/// compilers write theirs (the rename is still atomic to readers).
+enum class Flush { to_disk, none };
+
 /// An output file that readers see whole or not at all. A regular target
 /// (or a missing one) is written under a fresh temporary name beside it and
 /// commit() fsyncs it and renames it over the target, so readers see the old
@@ -72,9 +78,9 @@ class AtomicFile {
   bool in_place() const { return m_in_place; }
   /// Appends `data`; io_error naming the target.
   Result<void> write(std::span<const std::uint8_t> data);
-  /// A temporary: fsync, close, rename over the target. In place: close.
-  /// io_error naming the target.
-  Result<void> commit();
+  /// A temporary: fsync (unless `flush` is Flush::none), close, rename over
+  /// the target. In place: close. io_error naming the target.
+  Result<void> commit(Flush flush = Flush::to_disk);
 
  private:
   AtomicFile(std::filesystem::path target, std::string temp, UniqueFd fd, bool in_place)
@@ -105,7 +111,7 @@ Result<std::string> read_file(const std::filesystem::path& path, ReadLimits limi
 /// target is written in place, anything else replaced whole); a new file
 /// gets `mode` less the umask.
 Result<void> write_file_atomic(const std::filesystem::path& path, std::span<const std::uint8_t> data,
-                               mode_t mode = 0666);
+                               mode_t mode = 0666, Flush flush = Flush::to_disk);
 
 /// The error for a failed OS call on `path`: not_found for ENOENT, io_error
 /// otherwise; "cannot ACTION PATH: strerror".

@@ -1,0 +1,116 @@
+// Serving a planned command (launcher.hpp): one kernel through the build
+// engine, then the files the tool would write.
+#include "kcache/launcher/launcher.hpp"
+
+#include "kcache/build/run.hpp"
+#include "kcache/core/namespace.hpp"
+#include "kcache/manifest/manifest.hpp"
+#include "kcache/util/file.hpp"
+
+#include <fmt/format.h>
+
+#include <unordered_set>
+
+namespace kcache::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+
+definition::KernelSpec spec_of(const Plan& plan, const fs::path& root, std::string name) {
+  const auto& c = plan.command;
+  definition::KernelSpec spec;
+  spec.name = name;
+  spec.base_name = std::move(name);
+  spec.source = plan.source.lexically_relative(root).generic_string();
+  spec.entry = c.entry;
+  spec.stage = c.stage;
+  spec.language = c.language;
+  spec.defines = c.defines;
+  for (const auto& dir : plan.include_dirs) {
+    auto rel = dir.lexically_relative(root).generic_string();
+    spec.include_dirs.push_back(rel.empty() ? "." : rel);
+  }
+  spec.target = c.target;
+  spec.optimize = c.optimize;
+  spec.strip = c.strip;
+  return spec;
+}
+
+/// The files a depfile lists after the source, as glslc lists them: paths
+/// in the style the source was given (relative to the working folder, or
+/// absolute), in the order of an unordered set of the inclusion order —
+/// glslc keeps its requested files in one (libstdc++'s, as kcache's), so
+/// the same files come out in the same order.
+std::vector<std::string> depfile_inputs(const Plan& plan, const fs::path& root, const std::vector<InputFile>& inputs) {
+  const bool relative = !fs::path(plan.command.source_as_given).is_absolute();
+  std::unordered_set<std::string> includes;
+  for (const auto& input : inputs) {
+    const fs::path abs = (root / input.path).lexically_normal();
+    if (abs == plan.source) continue;
+    std::string shown = relative ? abs.lexically_relative(plan.directory).generic_string() : abs.generic_string();
+    includes.insert(std::move(shown));
+  }
+  std::vector<std::string> out{plan.command.source_as_given};
+  for (const auto& s : includes) out.push_back(s);
+  return out;
+}
+
+/// Outputs as the tools write them: replaced atomically, not forced to disk
+/// (a build remakes what a power loss costs it).
+Result<void> write_text(const fs::path& path, std::string_view text) {
+  return util::write_file_atomic(
+      path, std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()), 0666,
+      util::Flush::none);
+}
+
+}  // namespace
+
+Result<Served> serve(const Plan& plan, store::Store& store, const ServeOptions& options,
+                     const store::Invocation& invocation) {
+  Served out;
+  out.root = keys_root(plan, options.base_dir);
+  out.kernel = kernel_name(plan, out.root);
+  manifest::Manifest manifest;
+  manifest.root = out.root;
+  manifest.path = out.root / ("(" + invocation.tool + " command)");
+  manifest.kernels.push_back(spec_of(plan, out.root, out.kernel));
+
+  build::RunOptions run;
+  run.build = options.build;
+  run.build.jobs = 1;
+  run.build.on_receipt = nullptr;
+  run.invocation = invocation;
+  auto result = KCACHE_TRY(build::run(manifest, store, run));
+  out.record_warning = std::move(result.record_warning);
+  if (result.result.receipts.size() != 1)
+    return fail(Category::io_error, "the build of one command returned {} receipts", result.result.receipts.size());
+  out.receipt = std::move(result.result.receipts.front());
+  if (out.receipt.outcome == build::Outcome::failed) return out;
+
+  // The module the build stored or found; the key says it is this one (a
+  // concurrent command for the same output may have replaced it since).
+  std::optional<Entry> entry;
+  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
+    entry = KCACHE_TRY(reader.get(out.receipt.ns, out.kernel));
+    return {};
+  }));
+  if (!entry || entry->key != out.receipt.key || entry->payload_kind != PayloadKind::spirv) {
+    out.receipt.outcome = build::Outcome::failed;
+    out.receipt.error = Error{Category::busy, "the stored module changed while it was being served"};
+    return out;
+  }
+  out.module = std::move(entry->payload);
+
+  if (plan.output) {
+    if (plan.command.format == migrate::OutputFormat::bin) KCACHE_CHECK(util::write_file_atomic(*plan.output, out.module, 0666, util::Flush::none));
+    else KCACHE_CHECK(write_text(*plan.output, format_module(out.module, plan.command.format)));
+  }
+  if (plan.depfile) {
+    std::vector<std::string> targets = plan.command.dep_targets;
+    if (targets.empty()) targets.push_back(plan.output_as_given);
+    KCACHE_CHECK(write_text(*plan.depfile, depfile_text(targets, depfile_inputs(plan, out.root, entry->inputs))));
+  }
+  return out;
+}
+
+}  // namespace kcache::launcher

@@ -1,0 +1,154 @@
+// The launcher (lib/kcache/launcher): `kcache glslc ARGS`, `kcache
+// glslangValidator ARGS`, or kcache run through a link of either name. It
+// must never break a build that worked with the real program: whatever
+// kcache cannot serve (an option it cannot reproduce, a compile error, a
+// store it cannot open) runs the real program, found on PATH past kcache.
+#include "cli.hpp"
+#include "remote_cli.hpp"
+
+#include "kcache/launcher/launcher.hpp"
+#include "kcache/report/report.hpp"
+#include "kcache/store/default_dir.hpp"
+
+#include <fmt/format.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
+
+namespace kcache::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The real program: the first `tool` on PATH that is not kcache itself
+/// (the link that called us, or another link to the same binary).
+std::optional<fs::path> real_program(const std::string& tool) {
+  const char* path = std::getenv("PATH");
+  if (!path) return std::nullopt;
+  std::error_code ec;
+  const fs::path self = fs::canonical("/proc/self/exe", ec);
+  std::string_view rest = path;
+  while (!rest.empty()) {
+    const auto colon = rest.find(':');
+    std::string dir(rest.substr(0, colon));
+    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    if (dir.empty()) dir = ".";
+    const fs::path candidate = fs::path(dir) / tool;
+    if (::access(candidate.c_str(), X_OK) != 0) continue;
+    const fs::path real = fs::canonical(candidate, ec);
+    if (ec || real == self || real.filename() == "kcache" || real.filename() == "kcache-testing") continue;
+    return candidate;
+  }
+  return std::nullopt;
+}
+
+/// Runs the real program in this process's place; returns only when it
+/// cannot (an exit code, after saying why).
+int exec_real(const std::string& tool, const std::vector<std::string>& args, std::string_view why) {
+  auto real = real_program(tool);
+  if (!real) {
+    fmt::print(stderr, "kcache: error: {} — and no real {} was found on PATH past kcache to run instead\n", why,
+               tool);
+    return k_exit_failed;
+  }
+  std::vector<char*> argv;
+  std::string program = tool;
+  argv.push_back(program.data());
+  std::vector<std::string> copy = args;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::execv(real->c_str(), argv.data());
+  fmt::print(stderr, "kcache: error: cannot run {}: {}\n", real->string(), std::strerror(errno));
+  return k_exit_failed;
+}
+
+/// Records a command kcache did not serve (`kcache stats` counts it by
+/// reason; from-commands --from-store skips it). Best effort: a store that
+/// cannot be opened must not stop the real program.
+void record_not_cacheable(const StoreOptions& store_options, store::Invocation invocation) {
+  auto store = store_options.open(true);
+  if (!store) return;
+  store::UsageBatch batch;
+  batch.time = clock().now();
+  store::RunRecord run;
+  run.time = batch.time;
+  run.command = invocation.tool;
+  run.invocation = std::move(invocation);
+  batch.run = std::move(run);
+  (void)(*store)->record_usage(batch);
+}
+
+}  // namespace
+
+int run_launcher(const std::string& tool, const std::vector<std::string>& args) {
+  std::error_code ec;
+  const fs::path here = fs::current_path(ec);
+  if (ec) return exec_real(tool, args, "cannot read the current directory");
+  store::Invocation invocation{tool, here.string(), args, ""};
+  StoreOptions store_options;  // KCACHE_DIR or the default store, as for `kcache build`
+  auto planned = launcher::plan(tool, args, here);
+  if (auto* no = std::get_if<launcher::NotCacheable>(&planned)) {
+    invocation.not_cacheable = no->reason;
+    record_not_cacheable(store_options, invocation);
+    return exec_real(tool, args, no->reason);
+  }
+  const auto& plan = std::get<launcher::Plan>(planned);
+
+  auto store = store_options.open(true);
+  if (!store) {
+    fmt::print(stderr, "kcache: warning: {} — running the real {}\n", store.error().message, tool);
+    return exec_real(tool, args, store.error().message);
+  }
+  launcher::ServeOptions options;
+  options.build.origin = build_origin();
+  options.build.clock = &clock();
+  options.build.toolchain = &toolchain();
+  if (const char* base = std::getenv("KCACHE_BASEDIR"); base && *base)
+    options.base_dir = fs::absolute(base).lexically_normal();
+  auto tier = make_remote_tier(RemoteArgs{}, store_options.path());
+  if (!tier) {
+    fmt::print(stderr, "kcache: warning: remotes not used: {}\n", tier.error().message);
+  } else {
+    options.build.secondary = tier->get();
+  }
+  auto served = launcher::serve(plan, **store, options, invocation);
+  if (!served) {
+    // The store failed under us, or an output could not be written: the
+    // real program may still do the job (and says so if it cannot).
+    fmt::print(stderr, "kcache: warning: {} — running the real {}\n", served.error().message, tool);
+    store->reset();
+    return exec_real(tool, args, served.error().message);
+  }
+  if (served->receipt.outcome == build::Outcome::failed) {
+    // The real program's diagnostics, exit code and (if kcache alone
+    // refused the module) output are the tool's own.
+    store->reset();
+    return exec_real(tool, args,
+                     served->receipt.error ? served->receipt.error->message : std::string("the compile failed"));
+  }
+  if (!plan.output) {
+    const std::string text = launcher::format_module(served->module, plan.command.format);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+  return k_exit_ok;
+}
+
+void register_launcher(CLI::App& app, Action& action) {
+  for (const char* tool : {"glslc", "glslangValidator"}) {
+    auto* cmd = app.add_subcommand(
+        tool, fmt::format("Run as {} would, served from the store: `kcache {} ARGS...` (or a link named {}).", tool,
+                          tool, tool));
+    cmd->allow_extras();
+    cmd->prefix_command();
+    cmd->callback([cmd, tool, &action] {
+      action = [cmd, tool] { return run_launcher(tool, cmd->remaining()); };
+    });
+  }
+}
+
+}  // namespace kcache::cli
