@@ -273,6 +273,21 @@ TEST_CASE("store lifecycle: run records round-trip and every flipped bit is refu
   CHECK_FALSE(internal::run_number("short").has_value());
 }
 
+TEST_CASE("store lifecycle: a run record with the launcher's command round-trips; every flipped bit is refused") {
+  RunRecord run = make_run(1'700'000'400);
+  run.command = "glslangValidator";
+  run.invocation = Invocation{"glslangValidator", "/p", {"-V", "-o", "a.spv", "a.comp"}, ""};
+  auto bytes = internal::encode_run(run);
+  auto back = internal::decode_run(3, bytes);
+  REQUIRE(back.has_value());
+  CHECK(*back == run);
+  for (std::size_t bit = 0; bit < bytes.size() * 8; ++bit) {
+    auto bad = bytes;
+    bad[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
+    CHECK_FALSE(internal::decode_run(3, bad).has_value());
+  }
+}
+
 TEST_CASE("store lifecycle: run record version 2 keeps remote counts; version 1 reads them as 0") {
   RunRecord run = make_run(1'700'000'200);
   run.remote_hit = 70;

@@ -154,6 +154,31 @@ TEST_CASE("pending run log: the version-1 golden file reads back, and today's en
   CHECK(runs_of(log) == std::vector{make_run(1'700'000'100, 1500), make_run(1'700'000'160, 1500)});
 }
 
+TEST_CASE("pending run log: a launcher run (run record version 3) has its golden file; older runs stay version 2") {
+  RunRecord launched = make_run(1'700'000'200, 1);
+  launched.command = "glslc";
+  launched.invocation = Invocation{"glslc", "/src/build", {"-O", "-DN=4", "-c", "../k.comp", "-o", "k.spv"}, ""};
+  RunRecord refused = make_run(1'700'000'201, 0);
+  refused.command = "glslc";
+  refused.invocation = Invocation{"glslc", "/src/build", {"-S", "k.comp"}, "glslc -S: kcache cannot express it"};
+  const auto expected = sample_log(0x0123456789abcdef, {launched, refused, make_run(1'700'000'202)});
+  if (const char* dir = std::getenv("KCACHE_FIXTURE_OUT")) write_bytes(fs::path(dir) / "runs-v3.pending", expected);
+  auto golden = bytes_of(fs::path(KCACHE_SOURCE_DIR) / "tests/data/pending_runs/runs-v3.pending");
+  CHECK(golden == expected);
+  CHECK(runs_of(internal::parse_pending_runs(golden)) == std::vector{launched, refused, make_run(1'700'000'202)});
+  // Version 2 is still what a run without a command is written as.
+  CHECK(internal::encode_run(make_run(1)).at(4) == 2);
+  CHECK(internal::encode_run(launched).at(4) == 3);
+  // A command too long to keep is recorded without its words.
+  RunRecord huge = launched;
+  huge.invocation->args.assign(20, std::string(1000, 'x'));
+  auto back = internal::decode_run(1, internal::encode_run(huge));
+  REQUIRE(back);
+  REQUIRE(back->invocation);
+  CHECK(back->invocation->args.empty());
+  CHECK(back->invocation->tool == "glslc");
+}
+
 TEST_CASE("pending run log: a run with nothing else to write costs no transaction; the next write folds it once") {
   LmdbFixture f;
   f.put("a");

@@ -12,11 +12,11 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <unistd.h>
 
 namespace kcache::cli {
 namespace {
@@ -50,8 +50,7 @@ std::optional<fs::path> real_program(const std::string& tool) {
 int exec_real(const std::string& tool, const std::vector<std::string>& args, std::string_view why) {
   auto real = real_program(tool);
   if (!real) {
-    fmt::print(stderr, "kcache: error: {} — and no real {} was found on PATH past kcache to run instead\n", why,
-               tool);
+    fmt::print(stderr, "kcache: error: {} — and no real {} was found on PATH past kcache to run instead\n", why, tool);
     return k_exit_failed;
   }
   std::vector<char*> argv;
@@ -145,9 +144,7 @@ void register_launcher(CLI::App& app, Action& action) {
                           tool, tool));
     cmd->allow_extras();
     cmd->prefix_command();
-    cmd->callback([cmd, tool, &action] {
-      action = [cmd, tool] { return run_launcher(tool, cmd->remaining()); };
-    });
+    cmd->callback([cmd, tool, &action] { action = [cmd, tool] { return run_launcher(tool, cmd->remaining()); }; });
   }
 }
 

@@ -2,6 +2,7 @@
 // command log (lib/kcache/migrate).
 #include "cli.hpp"
 
+#include "kcache/launcher/launcher.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/migrate/migrate.hpp"
 #include "kcache/report/adopt_report.hpp"
@@ -9,7 +10,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 
 namespace kcache::cli {
 namespace {
@@ -21,10 +24,49 @@ struct FromCommandsArgs {
   std::string cwd;
   std::vector<std::string> set;
   std::vector<std::string> for_globs;
+  bool from_store = false;
+  StoreOptions store;
   bool no_variants = false;
   bool force = false;
   bool json = false;
 };
+
+/// The commands the launcher served from this store (its run log), the
+/// last one of each output, in the order those ran. Commands it did not
+/// serve are left out: the real program ran them, and a manifest cannot
+/// express them either.
+Result<std::vector<migrate::CommandLine>> launcher_commands(const StoreOptions& store_options) {
+  auto store = KCACHE_TRY(store_options.open(false));
+  std::vector<store::Invocation> invocations;
+  KCACHE_CHECK(store->read([&](store::Reader& reader) -> Result<void> {
+    return reader.runs([&](store::RunRecord&& run) {
+      if (run.invocation && run.invocation->not_cacheable.empty()) invocations.push_back(std::move(*run.invocation));
+      return true;
+    });
+  }));
+  std::map<std::string, std::size_t> last_of_output;  // output → index of its last command
+  for (std::size_t i = 0; i < invocations.size(); ++i) {
+    const auto& inv = invocations[i];
+    auto planned = launcher::plan(inv.tool, inv.args, inv.directory);
+    if (const auto* p = std::get_if<launcher::Plan>(&planned))
+      last_of_output[p->output ? p->output->string() : "-"] = i;
+  }
+  std::vector<std::size_t> order;
+  for (const auto& [output, i] : last_of_output) order.push_back(i);
+  std::sort(order.begin(), order.end());
+  std::vector<migrate::CommandLine> out;
+  for (std::size_t i : order) {
+    migrate::CommandLine line{{invocations[i].tool}, invocations[i].directory};
+    line.words.insert(line.words.end(), invocations[i].args.begin(), invocations[i].args.end());
+    out.push_back(std::move(line));
+  }
+  if (out.empty())
+    return fail(Category::not_found,
+                "the run log of {} holds no command served by `kcache glslc` or `kcache glslangValidator` — run the "
+                "build through the launcher first",
+                store_options.path());
+  return out;
+}
 
 int run_from_commands(const FromCommandsArgs& args) {
   namespace fs = std::filesystem;
@@ -55,8 +97,7 @@ int run_from_commands(const FromCommandsArgs& args) {
   for (std::size_t i = 0; i < args.set.size(); ++i) {
     const auto eq = args.set[i].find('=');
     if (eq == std::string::npos)
-      return report_error(
-          Error{Category::invalid_argument, fmt::format("--set {}: expected KEY=VALUE", args.set[i])});
+      return report_error(Error{Category::invalid_argument, fmt::format("--set {}: expected KEY=VALUE", args.set[i])});
     options.settings.push_back(
         {args.for_globs.empty() ? "*" : args.for_globs[i], args.set[i].substr(0, eq), args.set[i].substr(eq + 1)});
   }
@@ -64,11 +105,21 @@ int run_from_commands(const FromCommandsArgs& args) {
     return report_error(
         Error{Category::invalid_argument, fmt::format("{} exists — pass --force to replace it", args.output)});
 
-  const bool from_stdin = args.input == "-";
-  auto text = util::read_file(from_stdin ? fs::path("/dev/stdin") : fs::path(args.input),
-                              {options.limits.max_input_bytes, !from_stdin});
-  if (!text) return report_error(text.error());
-  auto result = migrate::from_commands(*text, from_stdin ? "stdin" : args.input, options);
+  if (args.from_store == !args.input.empty())
+    return report_error(Error{Category::invalid_argument,
+                              "give a file of compile commands (or - for stdin), or --from-store — one of the two"});
+  Result<migrate::Migration> result;
+  if (args.from_store) {
+    auto lines = launcher_commands(args.store);
+    if (!lines) return report_error(lines.error());
+    result = migrate::from_command_lines(*lines, fmt::format("the run log of {}", args.store.path()), options);
+  } else {
+    const bool from_stdin = args.input == "-";
+    auto text = util::read_file(from_stdin ? fs::path("/dev/stdin") : fs::path(args.input),
+                                {options.limits.max_input_bytes, !from_stdin});
+    if (!text) return report_error(text.error());
+    result = migrate::from_commands(*text, from_stdin ? "stdin" : args.input, options);
+  }
   if (!result) return report_error(result.error());
   if (args.output == "-") {
     fmt::print("{}", result->manifest);
@@ -85,9 +136,9 @@ int run_from_commands(const FromCommandsArgs& args) {
           fmt::format("the manifest written to {} does not load as written (a kcache bug; please report it with the "
                       "input), so it was removed: {}",
                       args.output,
-                      loaded ? fmt::format("{} kernels for {} commands", loaded->kernels.size(),
-                                           result->commands.size())
-                             : loaded.error().message)});
+                      loaded
+                          ? fmt::format("{} kernels for {} commands", loaded->kernels.size(), result->commands.size())
+                          : loaded.error().message)});
     }
   }
   // The manifest owns stdout when it goes there; the report then goes to stderr.
@@ -124,7 +175,11 @@ void register_manifest_from_commands(CLI::App& manifest, Action& action) {
       "  kcache manifest from-commands build/compile_commands.json -o shaders/kcache.toml\n"
       "  kcache manifest from-commands log.txt -o kcache.toml --set validate=known --for '*_dot2*'\n"
       "  kcache manifest from-commands --from-store -o kcache.toml   (what `kcache glslc` compiled)");
-  cmd->add_option("commands", args->input, "file of compile commands (text or JSON), or - for stdin")->required();
+  cmd->add_option("commands", args->input, "file of compile commands (text or JSON), or - for stdin");
+  cmd->add_flag("--from-store", args->from_store,
+                "read the commands `kcache glslc` / `kcache glslangValidator` served from the store's run log "
+                "instead (the last command of each output)");
+  args->store.add_to(*cmd);
   cmd->add_option("-o,--output", args->output, "manifest to write (atomically), or - for stdout")
       ->capture_default_str();
   cmd->add_option("--root", args->root,

@@ -52,8 +52,9 @@ Result<RunResult> run(const manifest::Manifest& manifest, store::Store& store, c
   KCACHE_CHECK(build_cuda_stage(manifest, store, options.build, out.result));
   // One small write transaction after every stage.
   if (options.record_usage)
-    if (auto recorded = record_run(store, out.result, *options.build.clock,
-                                  options.invocation ? &*options.invocation : nullptr); !recorded)
+    if (auto recorded =
+            record_run(store, out.result, *options.build.clock, options.invocation ? &*options.invocation : nullptr);
+        !recorded)
       out.record_warning = std::move(recorded).error();
   if (options.collect_dependencies) out.dependencies = KCACHE_TRY(dependencies(manifest, store, out.result));
   return out;

@@ -48,12 +48,12 @@ std::optional<std::string> tool_named(std::string_view program);
 struct Plan {
   /// The command as migrate understood it, its paths relative to "/".
   migrate::Command command;
-  std::filesystem::path directory;  ///< where it runs (absolute)
-  std::filesystem::path source;     ///< absolute, normal
+  std::filesystem::path directory;                  ///< where it runs (absolute)
+  std::filesystem::path source;                     ///< absolute, normal
   std::vector<std::filesystem::path> include_dirs;  ///< absolute, normal, in order
   /// Where the module goes (absolute), or nullopt for standard output ("-o -").
   std::optional<std::filesystem::path> output;
-  std::string output_as_given;  ///< as the tool names it in a depfile
+  std::string output_as_given;                   ///< as the tool names it in a depfile
   std::optional<std::filesystem::path> depfile;  ///< absolute, when -MD
 };
 
@@ -75,8 +75,8 @@ std::variant<Plan, NotCacheable> plan(std::string_view tool, const std::vector<s
 std::filesystem::path keys_root(const Plan& plan, const std::optional<std::filesystem::path>& base_dir);
 
 /// The kernel name a command's module is stored under: its output path
-/// relative to `root` (else to the command's folder), '/' written as '.',
-/// other characters a kernel name cannot hold as '_'.
+/// relative to `root`, '/' written as '.', ".." as "up", other characters
+/// a kernel name cannot hold as '_' ("../build/k.spv" → "up.build.k.spv").
 std::string kernel_name(const Plan& plan, const std::filesystem::path& root);
 
 struct ServeOptions {
@@ -90,7 +90,7 @@ struct Served {
   build::Receipt receipt;  ///< hit, compiled, remote_hit, ... or failed (the caller runs the real program)
   std::string kernel;      ///< the entry's name
   std::filesystem::path root;
-  std::vector<std::uint8_t> module;   ///< the SPIR-V written (empty when failed)
+  std::vector<std::uint8_t> module;     ///< the SPIR-V written (empty when failed)
   std::optional<Error> record_warning;  ///< the run record could not be written
 };
 

@@ -106,16 +106,21 @@ fs::path keys_root(const Plan& plan, const std::optional<fs::path>& base_dir) {
 }
 
 std::string kernel_name(const Plan& plan, const fs::path& root) {
-  std::string path;
-  if (!plan.output) path = "stdout/" + plan.source.lexically_relative(root).generic_string();
-  else if (is_under(*plan.output, root)) path = plan.output->lexically_relative(root).generic_string();
-  else if (is_under(*plan.output, plan.directory)) path = plan.output->lexically_relative(plan.directory).generic_string();
-  else path = plan.output->generic_string().substr(1);
+  // Relative to the root even when outside it ("../build/k.spv"): an
+  // out-of-tree build folder sits in the same place in every checkout.
+  const fs::path rel =
+      plan.output ? plan.output->lexically_relative(root) : fs::path("stdout") / plan.source.lexically_relative(root);
   std::string name;
-  for (char c : path) {
-    if (c == '/') name += '.';
-    else name += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ? c : '_';
+  for (const auto& part : rel) {
+    if (!name.empty()) name += '.';
+    if (part == "..") {
+      name += "up";
+      continue;
+    }
+    for (char c : part.string())
+      name += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ? c : '_';
   }
+  const std::string path = rel.generic_string();
   while (name.starts_with('.')) name.erase(0, 1);
   if (name.empty()) name = "module";
   // Within the store's key limit: a long path keeps its end and a hash of

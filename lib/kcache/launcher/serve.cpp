@@ -102,7 +102,8 @@ Result<Served> serve(const Plan& plan, store::Store& store, const ServeOptions& 
   out.module = std::move(entry->payload);
 
   if (plan.output) {
-    if (plan.command.format == migrate::OutputFormat::bin) KCACHE_CHECK(util::write_file_atomic(*plan.output, out.module, 0666, util::Flush::none));
+    if (plan.command.format == migrate::OutputFormat::bin)
+      KCACHE_CHECK(util::write_file_atomic(*plan.output, out.module, 0666, util::Flush::none));
     else KCACHE_CHECK(write_text(*plan.output, format_module(out.module, plan.command.format)));
   }
   if (plan.depfile) {

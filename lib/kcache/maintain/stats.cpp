@@ -33,6 +33,15 @@ Result<RunTotals> run_totals(store::Store& store, std::size_t last) {
     t.remote_errors += run.remote_errors;
     t.remote_bytes_read += run.remote_bytes_read;
     t.remote_bytes_written += run.remote_bytes_written;
+    if (run.invocation) {
+      ++t.launcher_commands;
+      if (const auto& why = run.invocation->not_cacheable; !why.empty()) {
+        auto it = std::find_if(t.not_cacheable.begin(), t.not_cacheable.end(),
+                               [&](const auto& entry) { return entry.first == why; });
+        if (it == t.not_cacheable.end()) t.not_cacheable.emplace_back(why, 1);
+        else ++it->second;
+      }
+    }
     for (const auto& p : run.phases) {
       auto it = std::find_if(t.phases.begin(), t.phases.end(), [&](const auto& q) { return q.name == p.name; });
       if (it == t.phases.end()) it = t.phases.insert(t.phases.end(), {p.name, 0, 0});
@@ -41,6 +50,8 @@ Result<RunTotals> run_totals(store::Store& store, std::size_t last) {
     }
     t.recent.push_back(std::move(run));
   }
+  std::stable_sort(t.not_cacheable.begin(), t.not_cacheable.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   return t;
 }
 

@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace kcache::maintain {
@@ -22,6 +24,11 @@ struct RunTotals {
   /// missed, refused, failed requests, bytes read and written over all remotes.
   std::uint64_t remote_hit = 0, remote_misses = 0, remote_refused = 0, remote_errors = 0;
   std::uint64_t remote_bytes_read = 0, remote_bytes_written = 0;
+  /// Compile commands the launcher ran (`kcache glslc`), and of them the
+  /// ones the real program ran instead, by reason (most frequent first), as
+  /// ccache counts "unsupported compiler option".
+  std::uint64_t launcher_commands = 0;
+  std::vector<std::pair<std::string, std::uint64_t>> not_cacheable;
   std::vector<store::PhaseRecord> phases;  ///< summed, in first-seen order
   std::vector<store::RunRecord> recent;    ///< the runs summed, oldest first
   /// Lookups that did not hit (kernels − hits).

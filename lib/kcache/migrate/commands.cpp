@@ -458,7 +458,7 @@ class CommandParser {
     if (!util::is_contained_relative_path(rel))
       return fail(Category::invalid_argument,
                   "{} '{}' is outside the manifest's folder {} — write the manifest in a folder that holds every "
-                  "source, include dir and output (--root)",
+                  "source and include dir (-o DIR/kcache.toml; outputs may be anywhere)",
                   what, util::shown_untrusted(given), m_o.root.string());
     return rel;
   }
@@ -775,8 +775,7 @@ Result<Command> parse_raw(const RawCommand& raw, const Options& o, Notes& notes)
     return fail(Category::invalid_argument, "'{}' sets an environment variable — give the compile command alone",
                 util::shown_untrusted(program));
   if (!option_or_source)
-    return fail(Category::invalid_argument,
-                "'{}' is not glslc or glslangValidator — give one compile command per line",
+    return fail(Category::invalid_argument, "'{}' is not glslc or glslangValidator — give one compile command per line",
                 util::shown_untrusted(program));
   Notes glslc_notes, glslang_notes;
   auto as_glslc = CommandParser(raw, o, glslc_notes).parse_as("glslc", 0);
@@ -879,6 +878,12 @@ Result<std::vector<std::string>> split_shell_words(std::string_view line, std::s
   return words;
 }
 
+namespace {
+Result<std::vector<Command>> understand(const std::vector<RawCommand>& raws, const std::string& display_name,
+                                        const Options& options, Problems& problems,
+                                        std::vector<std::string>& notes_out);
+}  // namespace
+
 Result<std::vector<Command>> parse_commands_with_notes(std::string_view text, const std::string& display_name,
                                                        const Options& options, std::vector<std::string>& notes_out) {
   if (text.size() > options.limits.max_input_bytes)
@@ -901,6 +906,32 @@ Result<std::vector<Command>> parse_commands_with_notes(std::string_view text, co
     if (!r) return tl::unexpected(std::move(r).error().context(display_name));
     raws = std::move(*r);
   }
+  return understand(raws, display_name, options, problems, notes_out);
+}
+
+Result<std::vector<Command>> parse_lines_with_notes(const std::vector<CommandLine>& lines,
+                                                    const std::string& display_name, const Options& options,
+                                                    std::vector<std::string>& notes_out) {
+  if (!options.root.is_absolute()) return fail(Category::invalid_argument, "root must be an absolute path");
+  if (lines.size() > options.limits.max_commands)
+    return fail(Category::invalid_argument, "{}: more than {} commands — a manifest holds at most that many kernels",
+                display_name, options.limits.max_commands);
+  Problems problems(display_name);
+  std::vector<RawCommand> raws;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const int line = static_cast<int>(i + 1);
+    if (lines[i].words.empty() || lines[i].words.size() > options.limits.max_words || !lines[i].directory.is_absolute())
+      problems.add(line, fmt::format("a command needs 1 to {} words and an absolute folder", options.limits.max_words));
+    else raws.push_back({line, lines[i].words, lines[i].directory});
+  }
+  return understand(raws, display_name, options, problems, notes_out);
+}
+
+namespace {
+
+Result<std::vector<Command>> understand(const std::vector<RawCommand>& raws, const std::string& display_name,
+                                        const Options& options, Problems& problems,
+                                        std::vector<std::string>& notes_out) {
   Notes notes;
   std::vector<Command> out;
   std::map<std::string, int> outputs;
@@ -940,6 +971,8 @@ Result<std::vector<Command>> parse_commands_with_notes(std::string_view text, co
                                     count_why.first == 1 ? "" : "s", count_why.second));
   return out;
 }
+
+}  // namespace
 
 Result<std::vector<Command>> parse_commands(std::string_view text, const std::string& display_name,
                                             const Options& options) {

@@ -218,7 +218,9 @@ auto common(const std::vector<Command>& cmds, Get get) -> std::optional<std::dec
 
 }  // namespace
 
-Result<Migration> from_commands(std::string_view text, const std::string& display_name, const Options& options) {
+namespace {
+
+Result<void> check_settings(const Options& options) {
   for (const auto& setting : options.settings) {
     if (setting.key != k_settable_keys)
       return fail(Category::invalid_argument,
@@ -228,8 +230,31 @@ Result<Migration> from_commands(std::string_view text, const std::string& displa
       return fail(Category::invalid_argument, "--set validate={}: validate is strict, known or off",
                   util::shown_untrusted(setting.value));
   }
+  return {};
+}
+
+Result<Migration> write_manifest(Migration out, const std::string& display_name, const Options& options);
+
+}  // namespace
+
+Result<Migration> from_commands(std::string_view text, const std::string& display_name, const Options& options) {
+  KCACHE_CHECK(check_settings(options));
   Migration out;
   out.commands = KCACHE_TRY(parse_commands_with_notes(text, display_name, options, out.notes));
+  return write_manifest(std::move(out), display_name, options);
+}
+
+Result<Migration> from_command_lines(const std::vector<CommandLine>& lines, const std::string& display_name,
+                                     const Options& options) {
+  KCACHE_CHECK(check_settings(options));
+  Migration out;
+  out.commands = KCACHE_TRY(parse_lines_with_notes(lines, display_name, options, out.notes));
+  return write_manifest(std::move(out), display_name, options);
+}
+
+namespace {
+
+Result<Migration> write_manifest(Migration out, const std::string& display_name, const Options& options) {
   const auto& cmds = out.commands;
   // `strip` is written explicitly although it equals the manifest's default
   // for the optimisation level (glslc: -O strips, -O0 keeps): the manifest
@@ -352,7 +377,8 @@ Result<Migration> from_commands(std::string_view text, const std::string& displa
     for (std::size_t i : t.members) out.outputs.emplace_back(expanded_name(cmds, t, i), cmds[i].output);
   }
   for (const auto& setting : options.settings)
-    if (std::none_of(tables.begin(), tables.end(), [&](const Table& t) { return util::match_glob(setting.glob, t.name); }))
+    if (std::none_of(tables.begin(), tables.end(),
+                     [&](const Table& t) { return util::match_glob(setting.glob, t.name); }))
       return fail(Category::invalid_argument, "--for '{}' matches no kernel (kernels are named after their outputs)",
                   util::shown_untrusted(setting.glob));
   // Outputs in input order.
@@ -393,5 +419,7 @@ Result<Migration> from_commands(std::string_view text, const std::string& displa
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace kcache::migrate

@@ -140,6 +140,18 @@ struct Migration {
 /// `display_name` names the input in messages.
 Result<Migration> from_commands(std::string_view text, const std::string& display_name, const Options& options);
 
+/// A recorded command: its words (the program first) and the folder it ran
+/// in (absolute). The launcher's run log holds these.
+struct CommandLine {
+  std::vector<std::string> words;
+  std::filesystem::path directory;
+};
+
+/// from_commands over recorded commands instead of text; a problem names
+/// the command's position ("DISPLAY:3: ...").
+Result<Migration> from_command_lines(const std::vector<CommandLine>& lines, const std::string& display_name,
+                                     const Options& options);
+
 /// One command's words (words[0] the program, or the first option when the
 /// program is left out and the options fit exactly one of the tools), as
 /// parse_commands reads each line. invalid_argument naming the option and

@@ -47,6 +47,13 @@ std::string stats_text(const maintain::RunTotals& t, std::size_t rows) {
         "{} written\n",
         t.remote_hit, t.remote_misses, t.remote_refused, t.remote_errors, human_bytes(t.remote_bytes_read),
         human_bytes(t.remote_bytes_written));
+  if (t.launcher_commands) {
+    std::uint64_t passed = 0;
+    for (const auto& [why, n] : t.not_cacheable) passed += n;
+    out += fmt::format("launcher: {} compile commands, {} served by kcache, {} run by the real program\n",
+                       t.launcher_commands, t.launcher_commands - passed, passed);
+    for (const auto& [why, n] : t.not_cacheable) out += fmt::format("  not cacheable: {}: {}\n", why, n);
+  }
   out += "time per phase (cpu, summed over kernels):\n";
   for (const auto& p : t.phases)
     if (p.cpu_us || p.wall_us)
@@ -62,6 +69,16 @@ std::string stats_text(const maintain::RunTotals& t, std::size_t rows) {
   }
   return terminal_text(out);
 }
+
+namespace {
+
+json launcher_json(const maintain::RunTotals& t) {
+  json reasons = json::object();
+  for (const auto& [why, n] : t.not_cacheable) reasons[why] = n;
+  return {{"commands", t.launcher_commands}, {"not_cacheable", std::move(reasons)}};
+}
+
+}  // namespace
 
 std::string stats_json(const maintain::RunTotals& t) {
   json phases = json::object();
@@ -100,6 +117,7 @@ std::string stats_json(const maintain::RunTotals& t) {
                 {"refused_write", t.refused_write},
                 {"wall_ms", static_cast<double>(t.wall_us) / 1e3},
                 {"bytes_written", t.bytes_written},
+                {"launcher", launcher_json(t)},
                 {"remote",
                  {{"remote_hit", t.remote_hit},
                   {"misses", t.remote_misses},

@@ -1,0 +1,148 @@
+// The launcher (lib/kcache/launcher): what is cacheable, the tools' default
+// outputs, keys relative to the project root, the text formats, and a
+// command served twice (compiled, then a hit) with its run record.
+#include "kcache/launcher/launcher.hpp"
+
+#include "kcache/util/file.hpp"
+
+#include "test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace kcache;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* k_kernel = R"(#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "scale.h"
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) buffer B { float d[]; };
+void main() { d[gl_GlobalInvocationID.x] *= SCALE; }
+)";
+
+std::string reason_of(const std::vector<std::string>& args, const fs::path& dir) {
+  auto p = launcher::plan("glslc", args, dir);
+  auto* no = std::get_if<launcher::NotCacheable>(&p);
+  return no ? no->reason : std::string("(cacheable)");
+}
+
+}  // namespace
+
+TEST_CASE("plan: what kcache cannot reproduce is not cacheable, with a reason") {
+  test::TempDir t;
+  t.write("a.comp", k_kernel);
+  t.write("b.comp", k_kernel);
+  CHECK(reason_of({"-S", "a.comp"}, t.path()).find("-S") != std::string::npos);
+  CHECK(reason_of({"-g", "-o", "a.spv", "a.comp"}, t.path()).find("-g") != std::string::npos);
+  CHECK(reason_of({"-c", "a.comp", "b.comp"}, t.path()).find("more than one source") != std::string::npos);
+  CHECK(reason_of({"-o", "x.spv", "missing.comp"}, t.path()).find("not a regular file") != std::string::npos);
+  CHECK(reason_of({"--bogus", "a.comp"}, t.path()).find("--bogus") != std::string::npos);
+  auto v = launcher::plan("glslangValidator", {"-V", "a.comp"}, t.path());
+  CHECK(std::holds_alternative<launcher::NotCacheable>(v));
+}
+
+TEST_CASE("plan: glslc's default outputs and depfile") {
+  test::TempDir t;
+  t.write("sub/a.comp", k_kernel);
+  auto c = launcher::plan("glslc", {"-c", "-MD", "sub/a.comp"}, t.path());
+  REQUIRE(std::holds_alternative<launcher::Plan>(c));
+  CHECK(std::get<launcher::Plan>(c).output == t.path() / "a.comp.spv");
+  CHECK(std::get<launcher::Plan>(c).depfile == t.path() / "a.comp.spv.d");
+  auto linked = launcher::plan("glslc", {"sub/a.comp"}, t.path());
+  REQUIRE(std::holds_alternative<launcher::Plan>(linked));
+  CHECK(std::get<launcher::Plan>(linked).output == t.path() / "a.spv");
+  auto out = launcher::plan("glslc", {"-o", "-", "sub/a.comp"}, t.path());
+  REQUIRE(std::holds_alternative<launcher::Plan>(out));
+  CHECK_FALSE(std::get<launcher::Plan>(out).output.has_value());
+}
+
+TEST_CASE("keys root: the folder holding .git, widened for include dirs; names from outputs") {
+  test::TempDir t;
+  fs::create_directories(t.path() / "proj/.git");
+  t.write("proj/shaders/a.comp", k_kernel);
+  auto p = launcher::plan("glslc", {"-Iinc", "-o", "../build/out/a.spv", "shaders/a.comp"}, t.path() / "proj");
+  REQUIRE(std::holds_alternative<launcher::Plan>(p));
+  const auto& plan = std::get<launcher::Plan>(p);
+  CHECK(launcher::keys_root(plan, std::nullopt) == t.path() / "proj");
+  CHECK(launcher::keys_root(plan, t.path() / "proj/shaders") == t.path() / "proj");  // widened for inc/
+  // The output is outside the root: still named relative to it.
+  CHECK(launcher::kernel_name(plan, t.path() / "proj") == "up.build.out.a.spv");
+  auto q = launcher::plan("glslc", {"-o", "out dir/b~.spv", "shaders/a.comp"}, t.path() / "proj");
+  REQUIRE(std::holds_alternative<launcher::Plan>(q));
+  CHECK(launcher::kernel_name(std::get<launcher::Plan>(q), t.path() / "proj") == "out_dir.b_.spv");
+}
+
+TEST_CASE("format_module: glslc's -mfmt=c and -mfmt=num text") {
+  const std::vector<std::uint8_t> module{0x03, 0x02, 0x23, 0x07, 0x00, 0x00, 0x01, 0x00, 1, 0,
+                                         0,    0,    2,    0,    0,    0,    3,    0,    0, 0};
+  CHECK(launcher::format_module(module, migrate::OutputFormat::c) ==
+        "{0x07230203,0x00010000,0x00000001,0x00000002,\n0x00000003}\n");
+  CHECK(launcher::format_module(module, migrate::OutputFormat::num) ==
+        "0x07230203,0x00010000,0x00000001,0x00000002,\n0x00000003\n");
+  CHECK(launcher::depfile_text({"o.spv"}, {"a.comp", "inc/b.h"}) == "o.spv: a.comp inc/b.h\n");
+}
+
+TEST_CASE("serve: compiled and stored, then a hit with the same bytes; the command is in the run log") {
+  test::TempDir t;
+  fs::create_directories(t.path() / ".git");
+  t.write("shaders/k.comp", k_kernel);
+  t.write("inc/scale.h", "#define SCALE 2.0\n");
+  auto store = store::make_memory_store();
+  const std::vector<std::string> args{"-O", "-I../inc", "-MD", "-c", "k.comp", "-o", "../out/k.spv"};
+  auto planned = launcher::plan("glslc", args, t.path() / "shaders");
+  REQUIRE(std::holds_alternative<launcher::Plan>(planned));
+  const auto& plan = std::get<launcher::Plan>(planned);
+  fs::create_directories(t.path() / "out");
+  launcher::ServeOptions options;
+  store::Invocation inv{"glslc", (t.path() / "shaders").string(), args, ""};
+
+  auto first = launcher::serve(plan, *store, options, inv);
+  REQUIRE_MESSAGE(first, first.error().message);
+  CHECK(first->receipt.outcome == build::Outcome::compiled);
+  CHECK(first->kernel == "out.k.spv");  // relative to the root (.git)
+  auto bytes = util::read_file(t.path() / "out/k.spv");
+  REQUIRE(bytes);
+  CHECK(bytes->size() == first->module.size());
+  CHECK(util::read_file(t.path() / "out/k.spv.d").value_or("") == "../out/k.spv: k.comp ../inc/scale.h\n");
+
+  fs::remove(t.path() / "out/k.spv");
+  auto second = launcher::serve(plan, *store, options, inv);
+  REQUIRE_MESSAGE(second, second.error().message);
+  CHECK(second->receipt.outcome == build::Outcome::hit);
+  CHECK(util::read_file(t.path() / "out/k.spv").value_or("") == *bytes);
+
+  // An include changed: not a hit.
+  t.write("inc/scale.h", "#define SCALE 3.0\n");
+  auto third = launcher::serve(plan, *store, options, inv);
+  REQUIRE_MESSAGE(third, third.error().message);
+  CHECK(third->receipt.outcome == build::Outcome::stale_replaced);
+  CHECK(util::read_file(t.path() / "out/k.spv").value_or("") != *bytes);
+
+  std::vector<store::RunRecord> runs;
+  REQUIRE(store->read([&](store::Reader& r) {
+    return r.runs([&](store::RunRecord&& run) {
+      runs.push_back(std::move(run));
+      return true;
+    });
+  }));
+  REQUIRE(runs.size() == 3);
+  CHECK(runs[0].command == "glslc");
+  REQUIRE(runs[0].invocation.has_value());
+  CHECK(runs[0].invocation->args == args);
+}
+
+TEST_CASE("serve: a compile error is a failed receipt and writes nothing") {
+  test::TempDir t;
+  t.write("bad.comp", "#version 450\nvoid main() { nope; }\n");
+  auto store = store::make_memory_store();
+  auto planned = launcher::plan("glslc", {"-o", "bad.spv", "bad.comp"}, t.path());
+  REQUIRE(std::holds_alternative<launcher::Plan>(planned));
+  auto served = launcher::serve(std::get<launcher::Plan>(planned), *store, {}, {"glslc", t.path().string(), {}, ""});
+  REQUIRE_MESSAGE(served, served.error().message);
+  CHECK(served->receipt.outcome == build::Outcome::failed);
+  CHECK_FALSE(fs::exists(t.path() / "bad.spv"));
+}
