@@ -236,7 +236,7 @@ TEST_CASE("--set KEY=VALUE --for GLOB sets validate on the matching kernels only
   CHECK(none.error().message.find("matches no kernel") != std::string::npos);
 }
 
-TEST_CASE("what the launcher needs: -c, -MD/-MF/-MT, -mfmt; from-commands refuses text output") {
+TEST_CASE("what the launcher needs: -c, -MD/-MF/-MT, -mfmt; from-commands notes text output") {
   auto o = opts();
   o.require_output = false;
   auto c =
@@ -249,7 +249,10 @@ TEST_CASE("what the launcher needs: -c, -MD/-MF/-MT, -mfmt; from-commands refuse
   CHECK(c->format == migrate::OutputFormat::num);
   CHECK(c->output.empty());
   CHECK(c->source_as_given == "a.comp");
-  CHECK(message_of("glslc -mfmt=c -o a.h a.comp").find("-mfmt=c") != std::string::npos);
+  auto text = migrate::from_commands("glslc -mfmt=c -o a.h a.comp", "log.txt", opts());
+  REQUIRE_MESSAGE(text, text.error().message);
+  REQUIRE(text->notes.size() == 1);
+  CHECK(text->notes[0].find("-mfmt=c (1 command): dropped") != std::string::npos);
   CHECK_FALSE(migrate::parse_command({"glslc", "-S", "a.comp"}, "/proj", o));
 }
 

@@ -38,9 +38,13 @@ struct FromCommandsArgs {
 Result<std::vector<migrate::CommandLine>> launcher_commands(const StoreOptions& store_options) {
   auto store = KCACHE_TRY(store_options.open(false));
   std::vector<store::Invocation> invocations;
+  std::vector<bool> served;  // the module was written (not a failed compile)
   KCACHE_CHECK(store->read([&](store::Reader& reader) -> Result<void> {
     return reader.runs([&](store::RunRecord&& run) {
-      if (run.invocation && run.invocation->not_cacheable.empty()) invocations.push_back(std::move(*run.invocation));
+      if (run.invocation && run.invocation->not_cacheable.empty()) {
+        served.push_back(run.kernels == 1 && run.failed == 0 && run.refused_write == 0);
+        invocations.push_back(std::move(*run.invocation));
+      }
       return true;
     });
   }));
@@ -52,7 +56,8 @@ Result<std::vector<migrate::CommandLine>> launcher_commands(const StoreOptions& 
       last_of_output[p->output ? p->output->string() : "-"] = i;
   }
   std::vector<std::size_t> order;
-  for (const auto& [output, i] : last_of_output) order.push_back(i);
+  for (const auto& [output, i] : last_of_output)
+    if (served[i]) order.push_back(i);  // an output whose last compile failed is not part of the build
   std::sort(order.begin(), order.end());
   std::vector<migrate::CommandLine> out;
   for (std::size_t i : order) {
@@ -159,7 +164,7 @@ void register_manifest_from_commands(CLI::App& manifest, Action& action) {
       "(shell quoting; '#' comments), or a compile_commands.json array (\"command\" or\n"
       "\"arguments\", \"directory\") — and write a manifest that builds the same modules.\n"
       "Understood: glslc -D -I -O -Os -O0 -c -o -x --target-env= --target-spv= -fshader-stage=\n"
-      "-fentry-point= -fauto-map-locations (compute) -w -Werror -MD -MF -MT -mfmt=bin;\n"
+      "-fentry-point= -fauto-map-locations (compute) -w -Werror -MD -MF -MT -mfmt=;\n"
       "glslangValidator -V --target-env -S -e --entry-point --source-entrypoint -D -I -o -Od\n"
       "--aml --spirv-val -s -w -l. Options kcache cannot express (-g, -Os of glslangValidator,\n"
       "-fauto-bind-uniforms, OpenGL targets, a --target-spv unlike the target's, ...) and\n"

@@ -941,12 +941,9 @@ Result<std::vector<Command>> understand(const std::vector<RawCommand>& raws, con
       problems.add(raw.line, cmd.error().message);
       continue;
     }
-    if (cmd->format != OutputFormat::bin) {
-      problems.add(raw.line, fmt::format("{} -mfmt={}: it writes the module as text; a manifest builds the binary "
-                                         "module (drop -mfmt, or keep this command outside the manifest)",
-                                         cmd->tool, cmd->format == OutputFormat::c ? "c" : "num"));
-      continue;
-    }
+    if (cmd->format != OutputFormat::bin)
+      notes.add(cmd->format == OutputFormat::c ? "-mfmt=c" : "-mfmt=num",
+                "writes the module as text; the manifest stores the module itself (`kcache emit` writes C sources)");
     // A command whose source is not there cannot be what a build runs: the
     // manifest would name a file that no build finds.
     std::error_code ec;

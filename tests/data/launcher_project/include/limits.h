@@ -1,0 +1,1 @@
+#define MAX_COUNT 1048576u
