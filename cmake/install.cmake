@@ -10,6 +10,7 @@
 #   lib/pkgconfig/kcache.pc
 #   share/man/man1/kcache.1
 #   share/bash-completion/completions/kcache
+#   libexec/kcache/{glslc,glslangValidator}        the launcher's links (launcher.cmake)
 # Everything is relocatable: `cmake --install build --prefix DIR` works for
 # any DIR, and the .deb installs it under /usr.
 #
@@ -33,8 +34,9 @@ install(FILES lib/kcache/runtime/kcache.h lib/kcache/runtime/kcache_embedded.h l
               lib/kcache/runtime/runtime.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kcache/runtime)
 install(EXPORT kcacheTargets NAMESPACE kcache:: FILE kcacheTargets.cmake DESTINATION ${k_cmake_dir})
+set(KCACHE_LAUNCHER_INSTALL_DIR "${CMAKE_INSTALL_LIBEXECDIR}/kcache")
 configure_package_config_file(cmake/kcacheConfig.cmake.in "${CMAKE_BINARY_DIR}/cmake/kcacheConfig.cmake"
-                              INSTALL_DESTINATION ${k_cmake_dir})
+                              INSTALL_DESTINATION ${k_cmake_dir} PATH_VARS KCACHE_LAUNCHER_INSTALL_DIR)
 # 0.x: a minor release may break the API, so only the same minor matches.
 write_basic_package_version_file("${CMAKE_BINARY_DIR}/cmake/kcacheConfigVersion.cmake"
                                  COMPATIBILITY SameMinorVersion)
@@ -42,6 +44,7 @@ install(FILES "${CMAKE_BINARY_DIR}/cmake/kcacheConfig.cmake" "${CMAKE_BINARY_DIR
               cmake/kcacheKernels.cmake
         DESTINATION ${k_cmake_dir})
 include(${PROJECT_SOURCE_DIR}/cmake/kcacheKernels.cmake)
+include(${PROJECT_SOURCE_DIR}/cmake/launcher.cmake)
 
 file(RELATIVE_PATH KCACHE_PC_PREFIX_REL "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
 configure_file(cmake/kcache.pc.in "${CMAKE_BINARY_DIR}/pkgconfig/kcache.pc" @ONLY)

@@ -165,3 +165,24 @@ function(kcache_add_kernels)
     add_dependencies(${K_EMIT_TARGET} ${K_TARGET})
   endif()
 endfunction()
+
+# kcache_glslc_launcher()
+#
+# Makes the project's existing glslc and glslangValidator calls go through
+# kcache's launcher (README "Drop-in glslc"): sets FindVulkan's cache
+# variables Vulkan_GLSLC_EXECUTABLE and Vulkan_GLSLANG_VALIDATOR_EXECUTABLE
+# to the launcher's links, so `Vulkan::glslc` and
+# `${Vulkan_GLSLC_EXECUTABLE}` in add_custom_command run kcache. Call it
+# before find_package(Vulkan COMPONENTS glslc). Each command is then served
+# from the user's store (KCACHE_STORE, remotes from KCACHE_REMOTE or the
+# store's setting) and compiled only on a miss; the outputs are glslc's.
+# A project that finds glslc itself (find_program) can be pointed at
+# ${kcache_LAUNCHER_DIR}/glslc the same way.
+function(kcache_glslc_launcher)
+  if(NOT kcache_LAUNCHER_DIR)
+    message(FATAL_ERROR "kcache_glslc_launcher: kcache_LAUNCHER_DIR is not set (find_package(kcache) sets it)")
+  endif()
+  set(Vulkan_GLSLC_EXECUTABLE "${kcache_LAUNCHER_DIR}/glslc" CACHE FILEPATH "glslc, through kcache" FORCE)
+  set(Vulkan_GLSLANG_VALIDATOR_EXECUTABLE "${kcache_LAUNCHER_DIR}/glslangValidator"
+      CACHE FILEPATH "glslangValidator, through kcache" FORCE)
+endfunction()

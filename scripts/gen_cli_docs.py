@@ -35,6 +35,10 @@ class Help:
     footer: str = ""
 
 
+# The launcher's subcommands (`kcache glslc ARGS`): no help of their own.
+LAUNCHERS = {"glslc", "glslangValidator"}
+
+
 def run_help(kcache, *words):
     out = subprocess.run([kcache, *words, "--help"], capture_output=True, text=True, check=True,
                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "200"})
@@ -203,6 +207,10 @@ def main():
     # follow it, named by both words.
     subs = []
     for e in top.sections.get("Subcommands", []):
+        if e.names in LAUNCHERS:
+            # Their options are the tools' own: `kcache glslc --help` is glslc's help.
+            subs.append((e.names, Help(description=e.text, usage=f"kcache {e.names} [ARGS...]")))
+            continue
         h = parse(run_help(a.kcache, e.names))
         subs.append((e.names, h))
         for inner in h.sections.get("Subcommands", []):

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The CMake helper for the launcher: a project whose add_custom_command
+# calls Vulkan::glslc (tests/data/launcher_project/CMakeLists.txt) calls
+# kcache_glslc_launcher() from the installed package, and its glslc calls go
+# through kcache: the first build compiles, a clean rebuild is served from
+# the store, the modules are glslc's (generator word aside), and an edited
+# include (tracked through glslc's -MD depfile) rebuilds.
+source "$(dirname "$0")/lib.bash"
+: "${KCACHE_BUILD_DIR:?set by ctest}"
+PREFIX=$WORK/prefix
+cmake --install "$KCACHE_BUILD_DIR" --prefix "$PREFIX" >"$WORK/install.log"
+[[ -L $PREFIX/libexec/kcache/glslc && $(readlink "$PREFIX/libexec/kcache/glslc") == ../../bin/kcache ]] \
+  || fail "the launcher's link glslc is not installed as a relative link to bin/kcache"
+cp -r "$KCACHE_SOURCE_DIR/tests/data/launcher_project" src
+cmake -S src -B build -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX" >"$WORK/configure.log" 2>&1 \
+  || { cat "$WORK/configure.log"; fail "configure failed"; }
+grep -q "Vulkan_GLSLC_EXECUTABLE:FILEPATH=$PREFIX/libexec/kcache/glslc" build/CMakeCache.txt \
+  || fail "Vulkan_GLSLC_EXECUTABLE is not the launcher's link"
+
+note "first build: compiled by kcache"
+ninja -C build >"$WORK/build1.log" || { cat "$WORK/build1.log"; fail "build failed"; }
+expect_exit 0 "$KCACHE" stats --json
+[[ $(json_get "$WORK/out" '(j["totals"]["compiled"], j["totals"]["launcher"]["commands"])') == "(4, 4)" ]] \
+  || fail "expected 4 compiled: $(cat "$WORK/out")"
+glslc -O --target-env=vulkan1.2 -DTYPE=int -DBLOCK=256 -Isrc/include -c src/shaders/scale.comp -o ref.spv
+python3 -c "import sys; a,b=(open(f,'rb').read() for f in sys.argv[1:]); sys.exit(not(len(a)==len(b) and a[:8]==b[:8] and a[12:]==b[12:]))" \
+  ref.spv build/scale_int_256.spv || fail "the module differs from glslc's beyond the generator word"
+
+note "a clean rebuild: served from the store"
+ninja -C build -t clean >/dev/null
+ninja -C build >"$WORK/build2.log"
+expect_exit 0 "$KCACHE" stats --json --last 4
+[[ $(json_get "$WORK/out" '(j["totals"]["hit"], j["totals"]["compiled"])') == "(4, 0)" ]] \
+  || fail "the rebuild was not all hits: $(cat "$WORK/out")"
+
+note "an include edited: ninja reruns glslc (the depfile), kcache recompiles"
+ninja -C build >"$WORK/build3.log"
+expect_in "$WORK/build3.log" "no work to do"
+sed -i 's/1048576u/524288u/' src/include/limits.h
+ninja -C build >"$WORK/build4.log"
+expect_exit 0 "$KCACHE" stats --json --last 4
+[[ $(json_get "$WORK/out" 'j["totals"]["stale_replaced"]') == 4 ]] || fail "the edit did not recompile: $(cat "$WORK/out")"
+echo "PASS"
