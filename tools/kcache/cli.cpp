@@ -147,6 +147,8 @@ std::string top_level_footer() {
          "  KCACHE_REMOTE         remote caches of build when no --remote is given: URLs separated by spaces\n"
          "                        (over the store's own, `kcache remote add`)\n"
          "  KCACHE_MAP_SIZE       LMDB map size of a store (e.g. 64G, the default; 8M), the most it can hold\n"
+         "  KCACHE_BASEDIR        the launcher's project root (kcache glslc): keys are relative to it\n"
+         "                        (default: the folder holding .git above the source)\n"
          "  NO_COLOR              when set and not empty, no colour in messages (colour and progress lines\n"
          "                        are only ever shown on a terminal)\n"
          "  KCACHE_VULKAN_LOADER  the Vulkan loader library to load instead of libvulkan.so.1\n"
