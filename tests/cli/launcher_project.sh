@@ -8,7 +8,8 @@
 #   - a second checkout in another folder, with an empty store and the first
 #     one's remote, compiles nothing;
 #   - an option kcache cannot reproduce runs the real glslc and is counted in
-#     stats; a compile error is glslc's own message and exit code;
+#     stats; a compile error is glslc's own message and exit code; a copy of
+#     kcache found as the "real" glslc is named, not run in a loop;
 #   - from-commands --from-store writes a manifest that builds the same modules.
 source "$(dirname "$0")/lib.bash"
 GEN="$KCACHE_BUILD_DIR/tests/kcache_test_glslc_generator"
@@ -84,6 +85,12 @@ expect_exit 1 env PATH="$WORK/bin:$PATH" glslc -c one/src/shaders/broken.comp -o
 glslc -c one/src/shaders/broken.comp -o broken.spv 2>"$WORK/glslc.err" && fail "glslc accepted broken.comp"
 diff "$WORK/glslc.err" "$WORK/err" || fail "the error differs from glslc's"
 [[ ! -e broken.spv ]] || fail "a failed compile wrote an output"
+
+note "a copy of kcache as the 'real' glslc: said, not run for ever"
+mkdir -p copy1 copy2
+ln "$KCACHE" copy1/glslc && ln "$KCACHE" copy2/glslc  # hard links: no path tells them from a real glslc
+expect_exit 1 env PATH="$WORK/copy1:$WORK/copy2:$PATH" timeout 20 glslc -S one/src/shaders/binop.comp -o x.s
+expect_in "$WORK/err" "copy2/glslc was run as the real glslc, but it is kcache too"
 
 note "kcache glslc, without a link, serves the same"
 expect_exit 0 "$KCACHE" glslc -O -Ione/src/include --target-env=vulkan1.2 -DTYPE=uint -DBLOCK=256 -c one/src/shaders/scale.comp -o direct.spv

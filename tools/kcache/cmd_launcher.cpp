@@ -23,6 +23,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// Set in the environment of the real program the launcher runs.
+constexpr const char* k_exec_marker = "KCACHE_LAUNCHER_RAN";
+
 /// The real program: the first `tool` on PATH that is not kcache itself
 /// (the link that called us, or another link to the same binary).
 std::optional<fs::path> real_program(const std::string& tool) {
@@ -61,6 +64,10 @@ int exec_real(const std::string& tool, const std::vector<std::string>& args, std
   argv.push_back(nullptr);
   std::fflush(stdout);
   std::fflush(stderr);
+  // Marks the program we become: if it is kcache again (a copy of the
+  // binary under the tool's name, which no path check can tell from the
+  // real tool), it says so instead of running itself for ever.
+  ::setenv(k_exec_marker, real->c_str(), 1);
   ::execv(real->c_str(), argv.data());
   fmt::print(stderr, "kcache: error: cannot run {}: {}\n", real->string(), std::strerror(errno));
   return k_exit_failed;
@@ -85,6 +92,13 @@ void record_not_cacheable(const StoreOptions& store_options, store::Invocation i
 }  // namespace
 
 int run_launcher(const std::string& tool, const std::vector<std::string>& args) {
+  if (const char* ran = std::getenv(k_exec_marker)) {
+    fmt::print(stderr,
+               "kcache: error: {} was run as the real {}, but it is kcache too — put the real {} on PATH after "
+               "kcache's links, or remove the copy\n",
+               ran, tool, tool);
+    return k_exit_failed;
+  }
   std::error_code ec;
   const fs::path here = fs::current_path(ec);
   if (ec) return exec_real(tool, args, "cannot read the current directory");
