@@ -270,12 +270,16 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceInfo& wanted, Options o
     if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) family = i;
   if (family == n_families) return fail(Category::device_unavailable, "device '{}' has no compute queue", pd.info.name);
 
-  FeatureSet supported = pd.supported;
-  for (const auto& f : detail::features_to_enable()) {
-    if (f.get(supported) != VK_TRUE) continue;
-    f.get(impl->enabled) = VK_TRUE;
-    impl->enabled_features.emplace_back(f.name);
-  }
+  // Device profile 2: every feature the device supports in the feature
+  // structs of its API version (Vulkan 1.0-1.3 core), as a typical
+  // application enables them, except the robustness ones, which change the
+  // generated code and which an application turns on deliberately. An
+  // application that creates its device this way gets kcache's pipelines.
+  impl->enabled = pd.supported;
+  impl->enabled.core.robustBufferAccess = VK_FALSE;
+  impl->enabled.v13.robustImageAccess = VK_FALSE;
+  for (const auto& f : detail::features_to_enable())
+    if (f.get(impl->enabled) == VK_TRUE) impl->enabled_features.emplace_back(f.name);
 
   // Extensions: the ones whose feature structs are chained must be enabled;
   // the rest widen what SPIR-V the device takes before Vulkan 1.3.

@@ -92,8 +92,16 @@ struct DeviceInfo {
   FingerprintRecord make_fingerprint_record() const;
 };
 
-/// Bumped whenever Device::open enables a different set of features.
-inline constexpr int k_device_profile = 1;
+/// How kcache creates devices and pipelines, as the fingerprint record's
+/// deviceProfile: bumped whenever Device::open enables a different set of
+/// features or pipelines are created from different create infos, since
+/// either changes which application pipelines a blob serves.
+///   1  a fixed list of features (capabilities.cpp), only the specialization
+///      constants the manifest sets
+///   2  every supported Vulkan 1.0-1.3 core feature except robustness; every
+///      specialization constant the module declares stated explicitly
+///      (limits.hpp spec_defaults)
+inline constexpr int k_device_profile = 2;
 
 /// "8-4-4-4-12" lowercase hex, as vulkaninfo prints UUIDs.
 std::string uuid_text(const Uuid& uuid);
@@ -256,13 +264,12 @@ struct VerifyResult {
   std::string message;  ///< empty unless blob_refused or outcome failure
 };
 
-/// A VkDevice on one physical device, with the features and extensions
-/// kernels may need enabled where the device has them (core shaderInt16/
-/// shaderInt64/shaderFloat64; 16- and 8-bit storage, shaderFloat16,
-/// shaderInt8, variable pointers, Vulkan memory model, descriptor indexing,
-/// buffer device address, integer dot product, pipelineCreationCacheControl),
-/// never robustBufferAccess. A runtime that wants kcache's blobs to hit must
-/// create its device the same way (the set is versioned by k_device_profile).
+/// A VkDevice on one physical device with every feature the device supports
+/// in the Vulkan 1.0-1.3 core feature structs of its API version enabled,
+/// except robustBufferAccess and robustImageAccess (device profile 2, as a
+/// typical application creates its device), plus the few extensions listed
+/// in Device::open. A runtime that wants kcache's blobs to hit must create
+/// its device the same way (versioned by k_device_profile).
 /// Thread-safety: see the file comment; destroying it while a call is running
 /// is undefined.
 class Device {
