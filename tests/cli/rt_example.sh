@@ -42,7 +42,10 @@ expect_in "$WORK/out" "startup mode=warm threads=4 pipelines=76 failed=0 blobs_s
 expect_exit 0 "$BENCH" --device llvmpipe --startup cold --threads 4
 expect_in "$WORK/out" "startup mode=cold threads=4 pipelines=76 failed=0 blobs_served=0 "
 expect_exit 0 "$BENCH" --device llvmpipe --lookups 2
-expect_in "$WORK/out" "lookups kernels=76 rounds=2 blobs_served=76 failed=0 mean_us="
+expect_in "$WORK/out" "lookups trusted=0 kernels=76 rounds=2 blobs_served=76 failed=0 mean_us="
+cat "$WORK/out"
+expect_exit 0 "$BENCH" --device llvmpipe --lookups 2 --trusted
+expect_in "$WORK/out" "lookups trusted=1 kernels=76 rounds=2 blobs_served=76 failed=0 mean_us="
 cat "$WORK/out"
 expect_exit 3 "$BENCH" --store "$WORK/absent" --device llvmpipe --startup warm
 expect_exit 2 "$BENCH" --startup warm --threads 0

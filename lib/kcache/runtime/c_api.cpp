@@ -6,15 +6,26 @@
 #include "kcache/runtime/catalog.hpp"
 #include "kcache/store/default_dir.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <string>
 
 // The opaque handles of kcache.h.
 struct kcache_store {
   std::unique_ptr<kcache::runtime::detail::Catalog> catalog;
+  /// The last device looked up with and its sealed DeviceInfo: an
+  /// application asks for one device, and sealing its fingerprint (a
+  /// record and two hashes) is a tenth of a lookup served from a trusted
+  /// store. Compared bytewise: any difference just seals again.
+  std::mutex device_mutex;
+  kcache_device last_device{};
+  std::shared_ptr<const kcache::device::DeviceInfo> last_info;
 };
 
 struct kcache_kernel {
@@ -90,9 +101,21 @@ kcache_status lookup(kcache_store* store, const kcache_device* device, const cha
   return guarded([&] {
     if (!store || !out) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "store and out must not be NULL");
     *out = nullptr;
-    std::optional<kcache::device::DeviceInfo> info;
+    std::shared_ptr<const kcache::device::DeviceInfo> info;
     kcache::runtime::detail::LookupOptions options;
-    if (device) options.device = &info.emplace(device_info(*device));
+    if (device) {
+      {
+        std::lock_guard lock(store->device_mutex);
+        if (store->last_info && std::memcmp(&store->last_device, device, sizeof *device) == 0) info = store->last_info;
+      }
+      if (!info) {
+        info = std::make_shared<const kcache::device::DeviceInfo>(device_info(*device));
+        std::lock_guard lock(store->device_mutex);
+        store->last_device = *device;
+        store->last_info = info;
+      }
+      options.device = info.get();
+    }
     if (target) options.target = target;
     auto k = find(*store->catalog, options);
     if (!k) return failed(k.error());
@@ -146,12 +169,18 @@ const char* kcache_status_name(kcache_status status) {
 
 const char* kcache_last_error(void) { return t_last_error.c_str(); }
 
-kcache_status kcache_store_open(const char* dir, kcache_store** out) {
+kcache_status kcache_store_open(const char* dir, kcache_store** out) { return kcache_store_open_flags(dir, 0, out); }
+
+kcache_status kcache_store_open_flags(const char* dir, unsigned flags, kcache_store** out) {
   return guarded([&] {
     if (!out) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "out must not be NULL");
     *out = nullptr;
-    auto catalog = kcache::runtime::detail::Catalog::open(dir && *dir ? std::filesystem::path(dir)
-                                                                      : default_store_from_environment());
+    if (flags & ~KCACHE_OPEN_TRUSTED)
+      return failed(KCACHE_ERROR_INVALID_ARGUMENT, fmt::format("unknown store flags {:#x} (known: KCACHE_OPEN_TRUSTED)",
+                                                               flags & ~KCACHE_OPEN_TRUSTED));
+    auto catalog = kcache::runtime::detail::Catalog::open(
+        dir && *dir ? std::filesystem::path(dir) : default_store_from_environment(),
+        (flags & KCACHE_OPEN_TRUSTED) != 0);
     if (!catalog) return failed(catalog.error());
     *out = new kcache_store{std::move(*catalog)};
     return KCACHE_OK;

@@ -113,13 +113,18 @@ Interface to_interface(const device::detail::ModuleInterface& m) {
 // using what this validator does not know, is served unreflected
 // (interface_error says why), as the device stage would refuse to build a
 // pipeline of it.
-Result<void> reflect_checked(Kernel& k, definition::ValidatePolicy policy) {
+// A trusted store (Catalog::open) skips spirv-val for modules stored as
+// validated: the validator's cost (most of a lookup) was paid when the
+// module was built or imported, and the application vouches that nobody
+// changed the store since.
+Result<void> reflect_checked(Kernel& k, definition::ValidatePolicy policy, bool trusted) {
   const std::string where = fmt::format("kernel '{}' in spirv/{}", util::shown_untrusted(k.name), k.target);
   if (auto ok = compile::check_structure(k.spirv); !ok)
     return fail(Category::corruption,
                 "{}: its SPIR-V module is damaged ({}); run `kcache verify` on the store, or rebuild or re-import it",
                 where, compile::validation_note(ok.error().message));
-  if (auto ok = compile::validate(k.spirv, k.target); !ok) {
+  const bool validated_before = trusted && policy == definition::ValidatePolicy::strict;
+  if (auto ok = validated_before ? Result<void>{} : compile::validate(k.spirv, k.target); !ok) {
     // validator_unsupported: this library's spirv-val may be older than the
     // one that built the module; not a sign of damage, so not an error.
     if (policy == definition::ValidatePolicy::strict && ok.error().category == Category::validation_failed)
@@ -211,15 +216,15 @@ device::DeviceInfo device_from_properties(const DeviceProperties& p) {
   return info;
 }
 
-Catalog::Catalog(std::unique_ptr<store::Store> store) : m_store(std::move(store)) {}
+Catalog::Catalog(std::unique_ptr<store::Store> store, bool trusted) : m_store(std::move(store)), m_trusted(trusted) {}
 
-Result<std::unique_ptr<Catalog>> Catalog::open(const std::filesystem::path& dir) {
+Result<std::unique_ptr<Catalog>> Catalog::open(const std::filesystem::path& dir, bool trusted) {
   const auto& path = dir;
   store::OpenOptions options;
   options.read_only = true;
   auto s = store::open_lmdb_store(path, options);
   if (!s) return tl::unexpected(std::move(s).error().context(fmt::format("store {}", path.string())));
-  return std::make_unique<Catalog>(std::move(*s));
+  return std::make_unique<Catalog>(std::move(*s), trusted);
 }
 
 Result<std::unique_ptr<Catalog>> Catalog::open_embedded(const kcache_embedded_table& table) {
@@ -330,7 +335,7 @@ Result<Kernel> Catalog::find(std::string_view name, const LookupOptions& options
     if (options.device) KCACHE_CHECK(attach_blob(reader, *options.device, e, spirv_ns, k));
     return {};
   }));
-  if (k.stage == "compute") KCACHE_CHECK(reflect_checked(k, policy));
+  if (k.stage == "compute") KCACHE_CHECK(reflect_checked(k, policy, m_trusted));
   return k;
 }
 

@@ -51,7 +51,8 @@
 extern "C" {
 #endif
 
-#define KCACHE_RUNTIME_API_VERSION 3 /* 2: kcache_store_open_embedded; 3: kcache_lookup_cuda */
+#define KCACHE_RUNTIME_API_VERSION \
+  4 /* 2: kcache_store_open_embedded; 3: kcache_lookup_cuda; 4: kcache_store_open_flags */
 
 /** Outcome of a call. */
 typedef enum kcache_status {
@@ -133,6 +134,19 @@ KCACHE_API const char* kcache_last_error(void);
  *  store there, IO, CORRUPTION or VERSION_MISMATCH as the message says;
  *  INVALID_ARGUMENT when `out` is NULL. */
 KCACHE_API kcache_status kcache_store_open(const char* dir, kcache_store** out);
+
+/** kcache_store_open_flags: the application vouches for the store. It
+ *  ships the store with itself, where only its installer writes (a
+ *  read-only package directory), so a module stored as validated is not
+ *  run through spirv-val again at every lookup, most of a lookup's cost;
+ *  the module's structure (ids within bounds, word counts) is still checked
+ *  before it is reflected. Never for a store other programs or users can
+ *  write, or one filled from bundles of unknown origin. */
+#define KCACHE_OPEN_TRUSTED 1u
+
+/** As kcache_store_open, with `flags` (KCACHE_OPEN_TRUSTED or 0).
+ *  INVALID_ARGUMENT for an unknown flag. (API version 4.) */
+KCACHE_API kcache_status kcache_store_open_flags(const char* dir, unsigned flags, kcache_store** out);
 
 /** Opens the kernels compiled into the program (the table `kcache emit`
  *  writes, kcache_embedded.h) as a read-only store: kcache_lookup,

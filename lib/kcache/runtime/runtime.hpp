@@ -144,11 +144,13 @@ class Kernel {
 /// An open store, read-only.
 class Store {
  public:
-  /// kcache_store_open: `dir` empty = kcache's default store.
-  static Result<Store> open(std::string_view dir = {}) {
+  /// kcache_store_open_flags: `dir` empty = kcache's default store; `flags`
+  /// KCACHE_OPEN_TRUSTED only for a store the application ships (kcache.h).
+  static Result<Store> open(std::string_view dir = {}, unsigned flags = 0) {
     kcache_store* s = nullptr;
     const std::string path(dir);
-    if (kcache_status st = kcache_store_open(path.c_str(), &s); st != KCACHE_OK) return wrapper_detail::last_error(st);
+    if (kcache_status st = kcache_store_open_flags(path.c_str(), flags, &s); st != KCACHE_OK)
+      return wrapper_detail::last_error(st);
     return Store(s);
   }
   /// kcache_store_open_embedded: the kernels `kcache emit` compiled into the
