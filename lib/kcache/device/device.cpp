@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 
 namespace kcache::device {
 
@@ -340,8 +341,20 @@ Result<PipelineBlob> Device::build_pipeline(std::span<const std::uint32_t> spirv
                              l.maxComputeSharedMemorySize};
         why = "; " + diagnose_limits(*needs, limits);
       }
-    return fail(Category::compile_failed, "vkCreateComputePipelines for '{}' failed: {}{}", entry,
-                result_name(created.result), why);
+    // The device and specialization used, so the refusal can be compared
+    // with an application that creates the same pipeline.
+    std::string spec_used;
+    for (const auto& e : prepared->iface.spec_entries) {
+      std::uint64_t v = 0;
+      std::memcpy(&v, prepared->iface.spec_data.data() + e.offset, std::min<std::size_t>(e.size, sizeof v));
+      spec_used += fmt::format("{}{}={}", spec_used.empty() ? "" : ", ", e.constantID, v);
+    }
+    return fail(Category::compile_failed,
+                "vkCreateComputePipelines for '{}' failed: {}{}; created on kcache's device profile {} (every "
+                "supported Vulkan 1.0-1.3 core feature but robustness) with specialization {{{}}}: if the "
+                "application creates this pipeline, compare its device features and VkSpecializationInfo with "
+                "these, and set the constants it sets in the manifest's spec_constants",
+                entry, result_name(created.result), why, k_device_profile, spec_used);
   }
 
   PipelineBlob out;

@@ -18,6 +18,7 @@
 #include <bit>
 #include <charconv>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -144,6 +145,31 @@ Result<void> reflect_checked(Kernel& k, definition::ValidatePolicy policy, bool 
   return {};
 }
 
+// "deviceProfile 2" for a record, as messages name it.
+std::string profile_text(const FingerprintRecord& record) {
+  const std::string* p = record.find("deviceProfile");
+  return fmt::format("deviceProfile {}", p ? *p : "<absent>");
+}
+
+// A vulkan namespace of the store for `dev`'s compatibility class but
+// another deviceProfile (kcache's way of creating devices and pipelines,
+// device.hpp k_device_profile), or nullopt: what the lookup says when the
+// device's own namespace lacks a blob, so that an application learns its
+// store was built for another profile rather than finding no blob at all.
+Result<std::optional<Namespace>> other_profile_namespace(store::Reader& reader, const device::DeviceInfo& dev) {
+  auto without_profile = [](const FingerprintRecord& r) {
+    FingerprintRecord out = compatible_record(r);
+    std::erase_if(out.fields, [](const auto& f) { return f.first == "deviceProfile"; });
+    return out;
+  };
+  const FingerprintRecord mine = without_profile(dev.record());
+  for (const auto& info : KCACHE_TRY(reader.namespace_records()))
+    if (info.ns.backend == "vulkan" && info.ns.fingerprint != dev.fingerprint() &&
+        without_profile(info.ns.record) == mine)
+      return std::optional<Namespace>(info.ns);
+  return std::optional<Namespace>();
+}
+
 // The blob part of a lookup: fills blob_status, blob_reason, pipeline_cache,
 // and (from the recipe) entry_point and spec. Never fails: a refusal is data.
 Result<void> attach_blob(store::Reader& reader, const device::DeviceInfo& dev, const Entry& spirv,
@@ -162,6 +188,11 @@ Result<void> attach_blob(store::Reader& reader, const device::DeviceInfo& dev, c
         "the store has no pipeline-cache blob for '{}' on this device (namespace {}); build one on this "
         "device with `kcache build --backend vulkan`, or import a bundle made for it",
         k.name, dev_ns);
+    if (auto other = KCACHE_TRY(other_profile_namespace(reader, dev)))
+      k.blob_reason += fmt::format(
+          ". The store has blobs for this device built with another device profile ({} {}, this runtime's is {}): "
+          "a device created another way compiles other code, so they cannot serve; rebuild them with this kcache",
+          other->name(), profile_text(other->record), profile_text(dev.record()));
     return {};
   }
   const Entry& v = **stored;
