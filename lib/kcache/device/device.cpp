@@ -249,8 +249,9 @@ std::uint64_t Device::blobs_given_to_driver() const { return m_impl->blobs_given
 
 Result<std::unique_ptr<Device>> Device::open(const DeviceInfo& wanted, Options options) {
   auto physical = KCACHE_TRY(detail::enumerate_physical_devices());
-  auto it = std::find_if(physical.begin(), physical.end(),
-                         [&](const auto& pd) { return pd.info.fingerprint() == wanted.fingerprint(); });
+  auto it = std::find_if(physical.begin(), physical.end(), [&](const auto& pd) {
+    return pd.info.with_profile(wanted.profile).fingerprint() == wanted.fingerprint();
+  });
   if (it == physical.end())
     return fail(Category::device_unavailable,
                 "device '{}' (fingerprint {}) is not present; `kcache devices` lists those that are", wanted.name,
@@ -258,7 +259,7 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceInfo& wanted, Options o
 
   auto impl = std::make_unique<Impl>();
   impl->physical = std::move(*it);
-  impl->info = impl->physical.info;
+  impl->info = impl->physical.info.with_profile(wanted.profile);
   impl->use_fail_on_compile_required = options.fail_on_compile_required && impl->info.fail_on_compile_required;
   const auto& pd = impl->physical;
 
@@ -276,11 +277,18 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceInfo& wanted, Options o
   // application enables them, except the robustness ones, which change the
   // generated code and which an application turns on deliberately. An
   // application that creates its device this way gets kcache's pipelines.
-  impl->enabled = pd.supported;
-  impl->enabled.core.robustBufferAccess = VK_FALSE;
-  impl->enabled.v13.robustImageAccess = VK_FALSE;
-  for (const auto& f : detail::features_to_enable())
-    if (f.get(impl->enabled) == VK_TRUE) impl->enabled_features.emplace_back(f.name);
+  // DeviceProfile::minimal: only the features SPIR-V capabilities need.
+  FeatureSet supported = pd.supported;
+  if (wanted.profile == DeviceProfile::all_supported) {
+    impl->enabled = supported;
+    impl->enabled.core.robustBufferAccess = VK_FALSE;
+    impl->enabled.v13.robustImageAccess = VK_FALSE;
+  }
+  for (const auto& f : detail::features_to_enable()) {
+    if (f.get(supported) != VK_TRUE) continue;
+    f.get(impl->enabled) = VK_TRUE;
+    impl->enabled_features.emplace_back(f.name);
+  }
 
   // Extensions: the ones whose feature structs are chained must be enabled;
   // the rest widen what SPIR-V the device takes before Vulkan 1.3.
@@ -350,11 +358,14 @@ Result<PipelineBlob> Device::build_pipeline(std::span<const std::uint32_t> spirv
       spec_used += fmt::format("{}{}={}", spec_used.empty() ? "" : ", ", e.constantID, v);
     }
     return fail(Category::compile_failed,
-                "vkCreateComputePipelines for '{}' failed: {}{}; created on kcache's device profile {} (every "
-                "supported Vulkan 1.0-1.3 core feature but robustness) with specialization {{{}}}: if the "
-                "application creates this pipeline, compare its device features and VkSpecializationInfo with "
-                "these, and set the constants it sets in the manifest's spec_constants",
-                entry, result_name(created.result), why, k_device_profile, spec_used);
+                "vkCreateComputePipelines for '{}' failed: {}{}; created on kcache's device profile {} ({}) with "
+                "specialization {{{}}}: if the application creates this pipeline, compare its device features "
+                "and VkSpecializationInfo with these; set the constants it sets in the manifest's spec_constants "
+                "and the profile its device matches in [vulkan] device_profile",
+                entry, result_name(created.result), why, device_profile_name(d.info.profile),
+                d.info.profile == DeviceProfile::minimal ? "only the features SPIR-V capabilities need"
+                                                         : "every supported Vulkan 1.0-1.3 core feature but robustness",
+                spec_used);
   }
 
   PipelineBlob out;

@@ -106,9 +106,20 @@ FingerprintRecord DeviceInfo::make_fingerprint_record() const {
       {"driverUUID", uuid_text(driver_uuid)},
       {"pipelineCacheUUID", uuid_text(pipeline_cache_uuid)},
       {"pointerSize", std::to_string(sizeof(void*))},
-      {"deviceProfile", std::to_string(k_device_profile)},
+      {"deviceProfile", std::to_string(k_device_profile) + (profile == DeviceProfile::minimal ? "-minimal" : "")},
   };
   return r;
+}
+
+std::string_view device_profile_name(DeviceProfile profile) {
+  return profile == DeviceProfile::minimal ? "minimal" : "all-supported";
+}
+
+Result<DeviceProfile> parse_device_profile(std::string_view name) {
+  for (DeviceProfile p : k_device_profiles)
+    if (name == device_profile_name(p)) return p;
+  return fail(Category::invalid_argument, "unknown device profile '{}' (known: all-supported, minimal)",
+              util::shown_untrusted(name));
 }
 
 Result<DeviceInfo> select_from(const std::vector<DeviceInfo>& devices, std::string_view selector) {

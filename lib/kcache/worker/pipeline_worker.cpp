@@ -94,6 +94,8 @@ Result<Worker> spawn_worker(const device::DeviceInfo& device, const WorkerOption
   std::vector<std::string> args = options.command;
   if (args.empty()) args = {"/proc/self/exe", std::string(k_worker_subcommand)};
   args.insert(args.end(), {"--device", device.fingerprint(), "--threads", std::to_string(threads)});
+  if (device.profile != device::DeviceProfile::all_supported)
+    args.insert(args.end(), {"--profile", std::string(device::device_profile_name(device.profile))});
   if (options.timed && mode == JobMode::verify) args.emplace_back("--timed");
   args.insert(args.end(), options.faults.begin(), options.faults.end());
   std::vector<char*> argv;
@@ -446,9 +448,10 @@ int serve_pipeline_worker(const WorkerArgs& args) {
   // real compiles, not from the driver's own disk cache.
   device::disable_driver_disk_caches();
   auto opened = [&]() -> Result<std::unique_ptr<device::Device>> {
+    const auto profile = KCACHE_TRY(device::parse_device_profile(args.profile));
     auto devices = KCACHE_TRY(device::list_devices());
-    for (const auto& d : devices)
-      if (d.fingerprint() == args.fingerprint)
+    for (const auto& listed : devices)
+      if (auto d = listed.with_profile(profile); d.fingerprint() == args.fingerprint)
         return device::Device::open(d, device::Device::Options{.fail_on_compile_required = !args.timed});
     return fail(Category::device_unavailable, "no Vulkan device with fingerprint {} is present", args.fingerprint);
   }();
