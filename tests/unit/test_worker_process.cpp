@@ -32,8 +32,8 @@ std::vector<std::uint8_t> body_of(const std::vector<std::uint8_t>& whole) {
 std::vector<std::uint8_t> valid_module(const test::TempDir& dir) {
   auto src = dir.write("empty.comp", "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n");
   auto spv = dir.path() / "empty.spv";
-  const std::string cmd = "glslangValidator -V --target-env vulkan1.2 -o '" + spv.string() + "' '" + src.string() +
-                          "' > /dev/null 2>&1";
+  const std::string cmd =
+      "glslangValidator -V --target-env vulkan1.2 -o '" + spv.string() + "' '" + src.string() + "' > /dev/null 2>&1";
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::ifstream in(spv, std::ios::binary);
   return std::vector<std::uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
