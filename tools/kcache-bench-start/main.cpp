@@ -249,17 +249,14 @@ bool make_layout(const kcache::runtime::Kernel& k, Layout& out) {
 }
 
 // Pipeline layouts shared by kernels with the same interface, as an
-// application that creates many pipelines keeps them: one layout per distinct
-// (bindings, push-constant size) instead of one per kernel. Thread-safe.
+// application that creates many pipelines keeps them: one layout per
+// kcache_kernel_layout_id instead of one per kernel. Thread-safe.
 class LayoutCache {
  public:
   explicit LayoutCache(VkDevice device) : m_device(device) {}
   /// The layout for `k`'s interface, created on first use; VK_NULL_HANDLE on failure.
   VkPipelineLayout get(const kcache::runtime::Kernel& k) {
-    std::string key = std::to_string(k.push_constant_size());
-    for (const auto& b : k.bindings())
-      key += ';' + std::to_string(b.set) + ',' + std::to_string(b.binding) + ',' + std::to_string(b.descriptor_type) +
-             ',' + std::to_string(b.count);
+    const std::uint64_t key = k.layout_id();
     std::lock_guard lock(m_mutex);
     auto [it, inserted] = m_layouts.try_emplace(key, nullptr);
     if (inserted) {
@@ -272,7 +269,7 @@ class LayoutCache {
  private:
   VkDevice m_device;
   std::mutex m_mutex;
-  std::map<std::string, std::unique_ptr<Layout>> m_layouts;
+  std::map<std::uint64_t, std::unique_ptr<Layout>> m_layouts;
 };
 
 enum class Made { created, hit, miss, failed };

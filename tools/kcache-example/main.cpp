@@ -67,7 +67,8 @@ VkDevice open_device(VkPhysicalDevice pd, std::uint32_t api) {
 }
 
 // The pipeline of one looked-up kernel: layout from its bindings (one set
-// layout per set index up to the highest, gaps empty) and push-constant size,
+// layout per set index up to the highest, gaps empty) and push-constant size
+// (an application with many kernels keeps one per k.layout_id()),
 // specialization as given, the blob (if served) as the pipeline cache.
 VkResult create_pipeline(VkDevice device, const kcache::runtime::Kernel& k) {
   std::vector<VkDescriptorSetLayout> sets;

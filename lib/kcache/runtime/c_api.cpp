@@ -5,6 +5,7 @@
 
 #include "kcache/runtime/catalog.hpp"
 #include "kcache/store/default_dir.hpp"
+#include "kcache/util/hash.hpp"
 
 #include <fmt/format.h>
 
@@ -32,6 +33,7 @@ struct kcache_kernel {
   kcache::runtime::detail::Kernel k;
   std::vector<kcache_binding> bindings;
   std::vector<kcache_spec_entry> spec_entries;
+  std::uint64_t layout_id = 0;  ///< kcache_kernel_layout_id
 };
 
 namespace {
@@ -125,6 +127,15 @@ kcache_status lookup(kcache_store* store, const kcache_device* device, const cha
       handle->bindings.push_back({b.set, b.binding, b.descriptor_type, b.count});
     for (const auto& s : handle->k.interface.spec_entries)
       handle->spec_entries.push_back({s.constant_id, s.offset, s.size});
+    if (handle->k.stage == "compute" && handle->k.interface_error.empty()) {
+      // Push-constant size, then each binding's four fields, as 32-bit words.
+      std::vector<std::uint32_t> words{handle->k.interface.push_constant_size};
+      for (const auto& b : handle->bindings) words.insert(words.end(), {b.set, b.binding, b.descriptor_type, b.count});
+      const auto h = kcache::util::hash_bytes(
+          {reinterpret_cast<const std::uint8_t*>(words.data()), words.size() * sizeof(std::uint32_t)});
+      std::memcpy(&handle->layout_id, h.bytes.data(), sizeof handle->layout_id);
+      handle->layout_id |= 1;  // never 0, which means "no interface"
+    }
     *out = handle.release();
     return KCACHE_OK;
   });
@@ -337,6 +348,8 @@ const kcache_binding* kcache_kernel_bindings(const kcache_kernel* k, uint32_t* c
 }
 
 uint32_t kcache_kernel_push_constant_size(const kcache_kernel* k) { return k ? k->k.interface.push_constant_size : 0; }
+
+uint64_t kcache_kernel_layout_id(const kcache_kernel* k) { return k ? k->layout_id : 0; }
 
 const kcache_spec_entry* kcache_kernel_spec_entries(const kcache_kernel* k, uint32_t* count) {
   if (count) *count = k ? static_cast<uint32_t>(k->spec_entries.size()) : 0;

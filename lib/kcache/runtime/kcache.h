@@ -52,7 +52,7 @@ extern "C" {
 #endif
 
 #define KCACHE_RUNTIME_API_VERSION \
-  4 /* 2: kcache_store_open_embedded; 3: kcache_lookup_cuda; 4: kcache_store_open_flags */
+  4 /* 2: kcache_store_open_embedded; 3: kcache_lookup_cuda; 4: kcache_store_open_flags, kcache_kernel_layout_id */
 
 /** Outcome of a call. */
 typedef enum kcache_status {
@@ -275,6 +275,13 @@ KCACHE_API const uint8_t* kcache_kernel_pipeline_cache(const kcache_kernel* kern
 KCACHE_API const kcache_binding* kcache_kernel_bindings(const kcache_kernel* kernel, uint32_t* count);
 /** Push-constant range size in bytes at offset 0 (0: no push constants). */
 KCACHE_API uint32_t kcache_kernel_push_constant_size(const kcache_kernel* kernel);
+/** An id of the kernel's pipeline layout (its bindings and push-constant
+ *  size): kernels with equal ids have equal layouts, so an application
+ *  creates one VkPipelineLayout (and its set layouts) per id and shares it;
+ *  a blob's hit does not depend on which of equal layouts made it. Not
+ *  persisted and not stable across kcache versions. 0 for a kernel without
+ *  an interface (other stages, or reflection failed). (API version 4.) */
+KCACHE_API uint64_t kcache_kernel_layout_id(const kcache_kernel* kernel);
 /** The specialization map (from the manifest's spec_constants). */
 KCACHE_API const kcache_spec_entry* kcache_kernel_spec_entries(const kcache_kernel* kernel, uint32_t* count);
 /** The specialization data the map entries point into. */

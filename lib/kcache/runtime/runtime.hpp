@@ -101,6 +101,8 @@ class Kernel {
     return {p, n};
   }
   std::uint32_t push_constant_size() const { return kcache_kernel_push_constant_size(m_k); }
+  /// kcache_kernel_layout_id: equal for kernels whose layouts are equal.
+  std::uint64_t layout_id() const { return kcache_kernel_layout_id(m_k); }
   /// Layout-identical to VkSpecializationMapEntry.
   std::span<const kcache_spec_entry> spec_entries() const {
     std::uint32_t n = 0;
