@@ -101,6 +101,31 @@ TEST_CASE("runtime C API: open, look up with a device, read every accessor, free
   kcache_store_close(s);
 }
 
+TEST_CASE("runtime C API: KCACHE_OPEN_DEVICE_MINIMAL reads the minimal device profile's blobs") {
+  Fixture f;
+  const device::DeviceInfo minimal = f.lvp.with_profile(device::DeviceProfile::minimal);
+  TempDir other;
+  const auto store = other.path() / "store";
+  put(store, spirv_namespace("vulkan1.2"), {f.spirv});
+  put(store, minimal.ns, {pipeline_entry(f.spirv, minimal, f.raw)});
+  const kcache_device dev = c_device(f.lvp);  // what the application knows of its device
+
+  kcache_store* s = nullptr;
+  kcache_kernel* k = nullptr;
+  REQUIRE(kcache_store_open_flags(store.c_str(), KCACHE_OPEN_DEVICE_MINIMAL, &s) == KCACHE_OK);
+  REQUIRE(kcache_lookup(s, "scale", &dev, nullptr, &k) == KCACHE_OK);
+  CHECK(kcache_kernel_blob_status(k) == KCACHE_BLOB_SERVED);
+  kcache_kernel_free(k);
+  kcache_store_close(s);
+
+  REQUIRE(kcache_store_open_flags(store.c_str(), 0, &s) == KCACHE_OK);
+  REQUIRE(kcache_lookup(s, "scale", &dev, nullptr, &k) == KCACHE_OK);
+  CHECK(kcache_kernel_blob_status(k) == KCACHE_BLOB_ABSENT);
+  CHECK(std::string(kcache_kernel_blob_reason(k)).find("deviceProfile 2-minimal") != std::string::npos);
+  kcache_kernel_free(k);
+  kcache_store_close(s);
+}
+
 TEST_CASE("runtime C API: layout ids differ with the bindings or the push constants") {
   TempDir dir;
   const std::string wider =

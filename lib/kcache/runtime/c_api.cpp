@@ -27,6 +27,9 @@ struct kcache_store {
   std::mutex device_mutex;
   kcache_device last_device{};
   std::shared_ptr<const kcache::device::DeviceInfo> last_info;
+  /// How the application creates its device (KCACHE_OPEN_DEVICE_MINIMAL):
+  /// which profile's namespace its lookups read.
+  kcache::device::DeviceProfile profile = kcache::device::DeviceProfile::all_supported;
 };
 
 struct kcache_kernel {
@@ -111,7 +114,7 @@ kcache_status lookup(kcache_store* store, const kcache_device* device, const cha
         if (store->last_info && std::memcmp(&store->last_device, device, sizeof *device) == 0) info = store->last_info;
       }
       if (!info) {
-        info = std::make_shared<const kcache::device::DeviceInfo>(device_info(*device));
+        info = std::make_shared<const kcache::device::DeviceInfo>(device_info(*device).with_profile(store->profile));
         std::lock_guard lock(store->device_mutex);
         store->last_device = *device;
         store->last_info = info;
@@ -186,14 +189,17 @@ kcache_status kcache_store_open_flags(const char* dir, unsigned flags, kcache_st
   return guarded([&] {
     if (!out) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "out must not be NULL");
     *out = nullptr;
-    if (flags & ~KCACHE_OPEN_TRUSTED)
-      return failed(KCACHE_ERROR_INVALID_ARGUMENT, fmt::format("unknown store flags {:#x} (known: KCACHE_OPEN_TRUSTED)",
-                                                               flags & ~KCACHE_OPEN_TRUSTED));
+    constexpr unsigned known = KCACHE_OPEN_TRUSTED | KCACHE_OPEN_DEVICE_MINIMAL;
+    if (flags & ~known)
+      return failed(KCACHE_ERROR_INVALID_ARGUMENT,
+                    fmt::format("unknown store flags {:#x} (known: KCACHE_OPEN_TRUSTED, KCACHE_OPEN_DEVICE_MINIMAL)",
+                                flags & ~known));
     auto catalog = kcache::runtime::detail::Catalog::open(
         dir && *dir ? std::filesystem::path(dir) : default_store_from_environment(),
         (flags & KCACHE_OPEN_TRUSTED) != 0);
     if (!catalog) return failed(catalog.error());
     *out = new kcache_store{std::move(*catalog)};
+    if (flags & KCACHE_OPEN_DEVICE_MINIMAL) (*out)->profile = kcache::device::DeviceProfile::minimal;
     return KCACHE_OK;
   });
 }

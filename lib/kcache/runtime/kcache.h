@@ -144,7 +144,16 @@ KCACHE_API kcache_status kcache_store_open(const char* dir, kcache_store** out);
  *  write, or one filled from bundles of unknown origin. */
 #define KCACHE_OPEN_TRUSTED 1u
 
-/** As kcache_store_open, with `flags` (KCACHE_OPEN_TRUSTED or 0).
+/** kcache_store_open_flags: the application creates its VkDevice with only
+ *  the features its kernels' SPIR-V capabilities need, as a manifest's
+ *  `[vulkan] device_profile = "minimal"` build does; lookups then read that
+ *  profile's blobs. Without it: the default profile, every supported Vulkan
+ *  1.0-1.3 core feature but robustBufferAccess and robustImageAccess. A
+ *  device created otherwise gets blobs that do not hit. */
+#define KCACHE_OPEN_DEVICE_MINIMAL 2u
+
+/** As kcache_store_open, with `flags` (KCACHE_OPEN_TRUSTED,
+ *  KCACHE_OPEN_DEVICE_MINIMAL, or'ed, or 0).
  *  INVALID_ARGUMENT for an unknown flag. (API version 4.) */
 KCACHE_API kcache_status kcache_store_open_flags(const char* dir, unsigned flags, kcache_store** out);
 
