@@ -87,7 +87,11 @@ FingerprintRecord DeviceInfo::make_fingerprint_record() const {
   //                        equal driverUUIDs run the same driver build)
   //   pipelineCacheUUID    the spec's blob compatibility key
   //   pointerSize          32- and 64-bit processes write different blobs
-  //   deviceProfile        the feature set kcache enables can change code
+  //   deviceProfile        how kcache creates its device and pipelines can
+  //                        change code (k_device_profile): "1" (kcache
+  //                        0.1.0's fixed feature list), "2" (every supported
+  //                        core feature, spec constants explicit), "2-minimal"
+  //                        (DeviceProfile::minimal)
   // Per-card identities are left out: deviceUUID (one physical card; every
   // H200 has its own), deviceLUID (one adapter, Windows) and the PCI address.
   // A blob filled on one H200 served 64 of 64 pipelines on another H200 with
