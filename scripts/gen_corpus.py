@@ -3,6 +3,16 @@
 GLSL compute shaders and a kcache.toml that expands to N kernel variants.
 
     scripts/gen_corpus.py OUT_DIR [--variants N]      (default N = 1600)
+    scripts/gen_corpus.py OUT_DIR --set library       (the library-like set)
+
+--set library writes instead a small set shaped like a public ML shader
+library's hardest kernels (scripts/corpus/library/*.comp, 30 variants):
+workgroup sizes and shared arrays sized by specialization constants left
+at their defaults (glslang's local_size_x_id beside constant_id, one SpecId
+with two defaults), 16-bit and 8-bit storage, subgroup arithmetic and
+shuffles, up to eight bindings over two sets, push-constant blocks of up
+to 48 bytes; a few entries set the spec constants, some target vulkan1.3
+(LocalSizeId). scripts/bench_gpu requires every one of its pipelines stored.
 
 Writes into OUT_DIR:
   kcache.toml            manifest ([defaults]: target vulkan1.2, include_dirs)
@@ -64,6 +74,7 @@ def load_sources(sub, suffix):
 
 INCLUDES = load_sources("include", ".glsl")  # include/<name> -> text
 SHADERS = load_sources("shaders", ".comp")   # shaders/<name> -> text
+LIBRARY = load_sources("library", ".comp")   # library/<name> -> text (--set library)
 
 
 # ---------------------------------------------------------------------------
@@ -85,12 +96,24 @@ GLU_OPS = ["swiglu", "geglu", "geglu_erf", "geglu_quick", "reglu", "swiglu_oai"]
 BINARY_OPS = ["add", "sub", "mul", "div", "max", "min"]
 
 
-def E(name, source, defines=None, variants=None, spec=None, bulk=False):
+def E(name, source, defines=None, variants=None, spec=None, bulk=False, target=None):
     """One [[kernel]] entry. bulk: one of many same-shaped entries (a quant
     format, an elementwise op, a type pair); a smaller --variants thins
-    these first and keeps the one-of-a-kind kernels."""
+    these first and keeps the one-of-a-kind kernels. target: the entry's
+    own SPIR-V target (default: the manifest's vulkan1.2)."""
     return {"name": name, "source": source, "defines": dict(defines or {}),
-            "variants": dict(variants or {}), "spec": dict(spec or {}), "bulk": bulk}
+            "variants": dict(variants or {}), "spec": dict(spec or {}), "bulk": bulk, "target": target}
+
+
+def library_catalogue():
+    """The --set library entries: spec constants mostly left at their defaults."""
+    return [
+        E("lib_conv2d", "lib_conv2d.comp", {}, {"A_TYPE": F, "KSIZE": [1, 3, 5, 7]}),
+        E("lib_conv2d_wide", "lib_conv2d.comp", {}, {"A_TYPE": F, "KSIZE": [3, 5]}, {"0": 32, "1": 4}),
+        E("lib_conv_transpose3d", "lib_conv_transpose3d.comp", {}, {"A_TYPE": F, "KSIZE": [2, 3, 4]}),
+        E("lib_reduce", "lib_reduce.comp", {}, {"A_TYPE": F, "OP": [0, 1, 2]}, target="vulkan1.3"),
+        E("lib_reduce_512", "lib_reduce.comp", {}, {"A_TYPE": F, "OP": [0, 1, 2]}, {"0": 512}),
+    ]
 
 
 def qdef(q, **extra):
@@ -378,9 +401,17 @@ def main():
     ap = argparse.ArgumentParser(description="Generate the kcache benchmark corpus.")
     ap.add_argument("out_dir")
     ap.add_argument("--variants", type=int, default=1600, help="number of kernel variants (default 1600)")
+    ap.add_argument("--set", choices=["corpus", "library"], default="corpus",
+                    help="corpus (default) or the library-like set (every variant; --variants ignored)")
     args = ap.parse_args()
 
-    entries = catalogue()
+    global SHADERS
+    if args.set == "library":
+        SHADERS = LIBRARY
+        entries = library_catalogue()
+        args.variants = sum(entry_size(e) for e in entries)
+    else:
+        entries = catalogue()
     total = sum(entry_size(e) for e in entries)
     names = [e["name"] for e in entries]
     assert len(set(names)) == len(names), "duplicate entry names"
@@ -428,6 +459,8 @@ def main():
         lines.append("[[kernel]]")
         lines.append(f'name = "{e["name"]}"')
         lines.append(f'source = "shaders/{e["source"]}"')
+        if e["target"]:
+            lines.append(f'target = "{e["target"]}"')
         if e["defines"]:
             lines.append(f"defines = {toml_inline(e['defines'])}")
         if e["spec"]:
@@ -452,10 +485,11 @@ def main():
         kernels.append(name)
         dflags = " ".join(f"-D{k}={defines[k]}" for k in sorted(defines))
         src = f"shaders/{e['source']}"
+        env = e["target"] or "vulkan1.2"
         glslc_lines.append(
-            f"glslc -O --target-env=vulkan1.2 -fshader-stage=compute -I include {dflags} -o spv/{sn}.spv {src}")
+            f"glslc -O --target-env={env} -fshader-stage=compute -I include {dflags} -o spv/{sn}.spv {src}")
         glslang_lines.append(
-            f"glslangValidator -V --target-env vulkan1.2 -S comp -Iinclude {dflags} -o spv_g/{sn}.spv {src}"
+            f"glslangValidator -V --target-env {env} -S comp -Iinclude {dflags} -o spv_g/{sn}.spv {src}"
             f" && spirv-opt -O spv_g/{sn}.spv -o spv_g/{sn}.spv")
         for inc in incs:
             usage[inc] += 1
@@ -463,17 +497,18 @@ def main():
     (out / "commands_glslang.txt").write_text("\n".join(glslang_lines) + "\n")
 
     # The include whose users are closest to a tenth of the corpus (ties: name).
-    touch = min(used_includes, key=lambda inc: (abs(usage[inc] / count - 0.10), inc))
+    touch = min(used_includes, key=lambda inc: (abs(usage[inc] / count - 0.10), inc)) if used_includes else None
     corpus = {
         "variants": count,
-        "touch_include": f"include/{touch}",
-        "affected_variants": usage[touch],
+        "touch_include": f"include/{touch}" if touch else None,
+        "affected_variants": usage[touch] if touch else 0,
         "kernels": kernels,
     }
     (out / "corpus.json").write_text(json.dumps(corpus, indent=1) + "\n")
 
     print(f"{out}: {len(chosen)} entries, {count} variants, {len(sources)} shaders, {len(used_includes)} includes")
-    print(f"touch_include include/{touch}: {usage[touch]} variants ({100.0 * usage[touch] / count:.1f}%)")
+    if touch:
+        print(f"touch_include include/{touch}: {usage[touch]} variants ({100.0 * usage[touch] / count:.1f}%)")
     for inc in used_includes:
         print(f"  include/{inc}: {usage[inc]} variants ({100.0 * usage[inc] / count:.1f}%)")
     return 0

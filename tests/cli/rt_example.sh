@@ -3,37 +3,50 @@
 # pipelines created through libkcache, first from a SPIR-V-only store (no
 # blob, the reason given, every pipeline still created), then after
 # `kcache build --backend vulkan` (every blob served: the runtime's
-# kcache_device_from_vulkan fingerprint equals kcache's own). Lavapipe keeps
-# no compiled code in its caches, so only correctness is checked, not speed.
+# kcache_device_from_vulkan fingerprint equals kcache's own). Then the
+# benchmark tool's modes (kcache-bench-start, what scripts/bench_gpu runs).
+# Lavapipe keeps no compiled code in its caches, so only correctness is
+# checked, not speed.
 source "$(dirname "$0")/lib.bash"
 : "${KCACHE_BUILD_DIR:?set by ctest}"
 EXAMPLE=$KCACHE_BUILD_DIR/tools/kcache-example/kcache-example
+BENCH=$KCACHE_BUILD_DIR/tools/kcache-bench-start/kcache-bench-start
 example_store "$KCACHE_STORE" "$WORK/project"  # the example built (the fixture cli.example_store)
 
 expect_exit 0 "$EXAMPLE" --device llvmpipe
-expect_in "$WORK/out" "total: 76 kernels, 0 blobs served"
+expect_in "$WORK/out" "76 pipelines created, 0 blobs served"
 expect_in "$WORK/out" "kernels without a blob: e.g. the store has no pipeline-cache blob"
 cat "$WORK/out" | tail -1
 
 expect_exit 0 "$KCACHE" build "$WORK/project/kcache.toml" -j2 --backend vulkan --device llvmpipe
 expect_exit 0 "$EXAMPLE" --device llvmpipe
-expect_in "$WORK/out" "total: 76 kernels, 76 blobs served"
+expect_in "$WORK/out" "76 pipelines created, 76 blobs served"
 tail -1 "$WORK/out"
 
 # One kernel by name and target; an unknown one is an error with exit 1.
 expect_exit 0 "$EXAMPLE" --device llvmpipe --target vulkan1.2 'saxpy[T=float,WIDTH=4]'
-expect_in "$WORK/out" "total: 1 kernels, 1 blobs served"
+expect_in "$WORK/out" "1 pipelines created, 1 blobs served"
 expect_exit 1 "$EXAMPLE" --device llvmpipe nope
 expect_in "$WORK/err" "no kernel 'nope'"
 expect_exit 3 "$EXAMPLE" --store "$WORK/absent"
 expect_exit 2 "$EXAMPLE" --bogus
 
-# An application's start on 4 threads (scripts/bench_gpu times it on a GPU):
-# every kernel looked up and its pipeline created, warm from the blobs and
-# cold without them; a bad thread count is a usage error.
-expect_exit 0 "$EXAMPLE" --device llvmpipe --startup warm --threads 4
+# The benchmark tool: cold against warm per kernel; an application's start
+# on 4 threads (scripts/bench_gpu times it on a GPU), every kernel looked up
+# and its pipeline created, warm from the blobs and cold without them;
+# lookups alone. Bad counts are usage errors.
+expect_exit 0 "$BENCH" --device llvmpipe
+expect_in "$WORK/out" "total: 76 kernels, 76 blobs served"
+expect_exit 0 "$BENCH" --device llvmpipe --startup warm --threads 4
 expect_in "$WORK/out" "startup mode=warm threads=4 pipelines=76 failed=0 blobs_served=76 "
-expect_exit 0 "$EXAMPLE" --device llvmpipe --startup cold --threads 4
+expect_exit 0 "$BENCH" --device llvmpipe --startup cold --threads 4
 expect_in "$WORK/out" "startup mode=cold threads=4 pipelines=76 failed=0 blobs_served=0 "
-expect_exit 3 "$EXAMPLE" --store "$WORK/absent" --device llvmpipe --startup warm
-expect_exit 2 "$EXAMPLE" --startup warm --threads 0
+expect_exit 0 "$BENCH" --device llvmpipe --lookups 2
+expect_in "$WORK/out" "lookups trusted=0 kernels=76 rounds=2 blobs_served=76 failed=0 mean_us="
+cat "$WORK/out"
+expect_exit 0 "$BENCH" --device llvmpipe --lookups 2 --trusted
+expect_in "$WORK/out" "lookups trusted=1 kernels=76 rounds=2 blobs_served=76 failed=0 mean_us="
+cat "$WORK/out"
+expect_exit 3 "$BENCH" --store "$WORK/absent" --device llvmpipe --startup warm
+expect_exit 2 "$BENCH" --startup warm --threads 0
+expect_exit 2 "$BENCH" --lookups 0

@@ -56,6 +56,21 @@ bool contains(const std::string& s, std::string_view what) { return s.find(what)
 
 }  // namespace
 
+TEST_CASE("device: each device profile is its own namespace; profile names parse") {
+  DeviceInfo d = fake_device();
+  CHECK(d.profile == DeviceProfile::all_supported);
+  CHECK(*d.record().find("deviceProfile") == std::to_string(k_device_profile));
+  DeviceInfo minimal = d.with_profile(DeviceProfile::minimal);
+  CHECK(*minimal.record().find("deviceProfile") == std::to_string(k_device_profile) + "-minimal");
+  CHECK(minimal.fingerprint() != d.fingerprint());
+  CHECK(minimal.with_profile(DeviceProfile::all_supported).fingerprint() == d.fingerprint());
+  for (DeviceProfile p : k_device_profiles) CHECK(parse_device_profile(device_profile_name(p)).value() == p);
+  auto bad = parse_device_profile("Minimal");
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().category == Category::invalid_argument);
+  CHECK(contains(bad.error().message, "known: all-supported, minimal"));
+}
+
 TEST_CASE("device: fingerprint record lists every field that invalidates a blob") {
   DeviceInfo d = fake_device();
   const auto& r = d.record();

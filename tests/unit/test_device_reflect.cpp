@@ -2,6 +2,8 @@
 // (internal to the device module, tested through its internal header).
 #include "kcache/device/reflect.hpp"
 
+#include "kcache/device/limits.hpp"
+
 #include "test_support.hpp"
 
 #include <cstdlib>
@@ -56,7 +58,87 @@ void main() {
 }
 )";
 
+// A library-style kernel (issue 28): the workgroup's x is spec constant 0
+// through local_size_x_id, which glslang declares with its own default of 1,
+// beside BLOCK, also SpecId 0, default 256; shared arrays sized by spec
+// constants, subgroup operations, 16-bit storage, push constants, two sets.
+constexpr const char* k_library_kernel = R"(#version 450
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
+layout(constant_id = 0) const uint BLOCK = 256;
+layout(constant_id = 1) const uint TILE = 64;
+layout(set = 0, binding = 0) readonly buffer In { float x[]; };
+layout(set = 0, binding = 1) readonly buffer W { float16_t w[]; };
+layout(set = 0, binding = 2) writeonly buffer Out { float y[]; };
+layout(set = 1, binding = 0) uniform P { uint n; } p;
+layout(push_constant) uniform PC { uint ne00; uint ne01; uint s0; uint s1; float scale; } pc;
+shared float tile[TILE];
+shared float partial[BLOCK];
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  float v = i < pc.ne00 ? x[i] * float(w[i % TILE]) : 0.0;
+  v = subgroupAdd(v);
+  if (gl_LocalInvocationID.x < TILE) tile[gl_LocalInvocationID.x] = v;
+  partial[gl_LocalInvocationID.x] = v;
+  barrier();
+  if (gl_LocalInvocationID.x == 0) {
+    float s = 0;
+    for (uint k = 0; k < BLOCK; ++k) s += partial[k];
+    y[gl_WorkGroupID.x] = s * pc.scale + tile[0] + float(p.n);
+  }
+}
+)";
+
+std::uint32_t spec_u32(const kcache::device::detail::ModuleInterface& m, std::size_t i) {
+  std::uint32_t v = 0;
+  REQUIRE(m.spec_entries[i].size == 4);
+  std::memcpy(&v, m.spec_data.data() + m.spec_entries[i].offset, 4);
+  return v;
+}
+
 }  // namespace
+
+TEST_CASE("device: a workgroup size left at its spec constant's default is the source's, stated explicitly") {
+  test::TempDir dir;
+  // vulkan1.2: the WorkgroupSize built-in; vulkan1.3 (SPIR-V 1.6): LocalSizeId.
+  for (const char* target : {"vulkan1.2", "vulkan1.3"}) {
+    CAPTURE(target);
+    auto spirv = compile(dir, std::string("conv_") + target + ".comp", k_library_kernel, target);
+    auto r = reflect_module(spirv, "main", {});
+    REQUIRE_MESSAGE(r.has_value(), (r ? std::string() : r.error().message));
+    CHECK(r->local_size == std::array<std::uint32_t, 3>{256, 1, 1});
+    REQUIRE(r->spec_entries.size() == 2);
+    CHECK(r->spec_entries[0].constantID == 0);
+    CHECK(spec_u32(*r, 0) == 256);
+    CHECK(r->spec_entries[1].constantID == 1);
+    CHECK(spec_u32(*r, 1) == 64);
+    CHECK(r->push_constant_size == 20);
+    REQUIRE(r->bindings.size() == 4);
+    CHECK(r->bindings[3].set == 1);
+    CHECK(r->bindings[3].type == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER);
+
+    auto defaults = spec_defaults(spirv);
+    REQUIRE(defaults.has_value());
+    REQUIRE(defaults->size() == 2);
+    CHECK((*defaults)[0].bits == 256);
+
+    // The diagnosis of a refusal reads the same size, not 1×1×1.
+    auto needs = compute_needs(spirv, "main", {});
+    REQUIRE(needs.has_value());
+    CHECK(needs->workgroup_size == std::array<std::uint32_t, 3>{256, 1, 1});
+    CHECK(needs->shared_memory_bytes == (256 + 64) * 4);
+
+    // A value the manifest sets wins for both constants of SpecId 0.
+    const SpecValue set[] = {{0, 128}};
+    r = reflect_module(spirv, "main", set);
+    REQUIRE(r.has_value());
+    CHECK(r->local_size == std::array<std::uint32_t, 3>{128, 1, 1});
+    CHECK(spec_u32(*r, 0) == 128);
+    CHECK(spec_u32(*r, 1) == 64);
+  }
+}
 
 TEST_CASE("device: reflection lays out every descriptor kind and push constants") {
   test::TempDir dir;
@@ -90,7 +172,19 @@ TEST_CASE("device: reflection lays out every descriptor kind and push constants"
   }
   CHECK(r->push_constant_size == 16);
   CHECK(r->local_size == std::array<std::uint32_t, 3>{8, 4, 1});
-  CHECK(r->spec_entries.empty());
+  // Every declared constant is stated, at its default: 1, 2, 3, 4, 5 and 7
+  // (local_size_z_id, default 1).
+  REQUIRE(r->spec_entries.size() == 6);
+  CHECK(r->spec_entries[0].constantID == 1);
+  CHECK(r->spec_entries[5].constantID == 7);
+  std::uint32_t count = 0, z = 0;
+  std::memcpy(&count, r->spec_data.data() + r->spec_entries[0].offset, 4);
+  std::memcpy(&z, r->spec_data.data() + r->spec_entries[5].offset, 4);
+  CHECK(count == 3);
+  CHECK(z == 1);
+  std::int16_t small_default = 0;
+  std::memcpy(&small_default, r->spec_data.data() + r->spec_entries[2].offset, 2);
+  CHECK(small_default == -2);
   CHECK(r->spirv_version == 0x00010500);
 }
 

@@ -71,6 +71,12 @@ TEST_CASE("runtime C API: open, look up with a device, read every accessor, free
   CHECK(b[1].set == 1);
   CHECK(b[1].binding == 2);
   CHECK(kcache_kernel_push_constant_size(k) == 4);
+  // "other" is the same module: the same layout, the same id; 0 only without an interface.
+  kcache_kernel* other = nullptr;
+  REQUIRE(kcache_lookup(s, "other", nullptr, nullptr, &other) == KCACHE_OK);
+  CHECK(kcache_kernel_layout_id(k) != 0);
+  CHECK(kcache_kernel_layout_id(other) == kcache_kernel_layout_id(k));
+  kcache_kernel_free(other);
   const kcache_spec_entry* se = kcache_kernel_spec_entries(k, &n);
   REQUIRE(n == 2);
   size_t spec_bytes = 0;
@@ -92,6 +98,52 @@ TEST_CASE("runtime C API: open, look up with a device, read every accessor, free
   names.clear();
   REQUIRE(kcache_list_kernels(s, "vulkan1.0", collect, &names) == KCACHE_OK);
   CHECK(names.empty());
+  kcache_store_close(s);
+}
+
+TEST_CASE("runtime C API: KCACHE_OPEN_DEVICE_MINIMAL reads the minimal device profile's blobs") {
+  Fixture f;
+  const device::DeviceInfo minimal = f.lvp.with_profile(device::DeviceProfile::minimal);
+  TempDir other;
+  const auto store = other.path() / "store";
+  put(store, spirv_namespace("vulkan1.2"), {f.spirv});
+  put(store, minimal.ns, {pipeline_entry(f.spirv, minimal, f.raw)});
+  const kcache_device dev = c_device(f.lvp);  // what the application knows of its device
+
+  kcache_store* s = nullptr;
+  kcache_kernel* k = nullptr;
+  REQUIRE(kcache_store_open_flags(store.c_str(), KCACHE_OPEN_DEVICE_MINIMAL, &s) == KCACHE_OK);
+  REQUIRE(kcache_lookup(s, "scale", &dev, nullptr, &k) == KCACHE_OK);
+  CHECK(kcache_kernel_blob_status(k) == KCACHE_BLOB_SERVED);
+  kcache_kernel_free(k);
+  kcache_store_close(s);
+
+  REQUIRE(kcache_store_open_flags(store.c_str(), 0, &s) == KCACHE_OK);
+  REQUIRE(kcache_lookup(s, "scale", &dev, nullptr, &k) == KCACHE_OK);
+  CHECK(kcache_kernel_blob_status(k) == KCACHE_BLOB_ABSENT);
+  CHECK(std::string(kcache_kernel_blob_reason(k)).find("deviceProfile 2-minimal") != std::string::npos);
+  kcache_kernel_free(k);
+  kcache_store_close(s);
+}
+
+TEST_CASE("runtime C API: layout ids differ with the bindings or the push constants") {
+  TempDir dir;
+  const std::string wider =
+      std::string(k_runtime_shader)
+          .replace(std::string(k_runtime_shader).find("uint count;"), 11, "uint count; uint pad;");
+  put(dir.path() / "store", spirv_namespace("vulkan1.2"),
+      {spirv_entry("scale", compile_glsl(dir, "scale", k_runtime_shader)),
+       spirv_entry("wider", compile_glsl(dir, "wider", wider.c_str()))});
+  kcache_store* s = nullptr;
+  REQUIRE(kcache_store_open((dir.path() / "store").c_str(), &s) == KCACHE_OK);
+  kcache_kernel* a = nullptr;
+  kcache_kernel* b = nullptr;
+  REQUIRE(kcache_lookup(s, "scale", nullptr, nullptr, &a) == KCACHE_OK);
+  REQUIRE(kcache_lookup(s, "wider", nullptr, nullptr, &b) == KCACHE_OK);
+  CHECK(kcache_kernel_push_constant_size(b) == 8);
+  CHECK(kcache_kernel_layout_id(a) != kcache_kernel_layout_id(b));
+  kcache_kernel_free(a);
+  kcache_kernel_free(b);
   kcache_store_close(s);
 }
 
@@ -153,6 +205,7 @@ TEST_CASE("runtime C API: every function takes NULL without crashing (kcache.h s
   CHECK(kcache_kernel_interface_error(nullptr) == nullptr);
   CHECK(kcache_kernel_blob_status(nullptr) == KCACHE_BLOB_ABSENT);
   CHECK(kcache_kernel_push_constant_size(nullptr) == 0);
+  CHECK(kcache_kernel_layout_id(nullptr) == 0);
   size_t size = 7;
   uint32_t count = 7;
   CHECK(kcache_kernel_spirv(nullptr, &size) == nullptr);

@@ -115,3 +115,38 @@ TEST_CASE("runtime: an embedded table's damaged module is corruption at lookup, 
   CHECK(contains(kcache_last_error(), "scale"));
   kcache_store_close(s);
 }
+
+TEST_CASE("runtime: a trusted store skips spirv-val for validated modules, never the structure check") {
+  TempDir dir;
+  // A SPIR-V 1.6 module under spirv/vulkan1.2: spirv-val for vulkan1.2
+  // rejects its version; SPIRV-Cross reflects it as it is.
+  Entry newer = spirv_entry("newer", compile_glsl(dir, "scale", k_runtime_shader, "vulkan1.3"));
+  Entry damaged = spirv_entry("damaged", result_id_past_bound(compile_glsl(dir, "scale", k_runtime_shader)));
+  put(dir.path() / "store", spirv_namespace("vulkan1.2"), {newer, damaged});
+
+  kcache_store* plain = nullptr;
+  kcache_store* trusted = nullptr;
+  REQUIRE(kcache_store_open_flags((dir.path() / "store").c_str(), 0, &plain) == KCACHE_OK);
+  REQUIRE(kcache_store_open_flags((dir.path() / "store").c_str(), KCACHE_OPEN_TRUSTED, &trusted) == KCACHE_OK);
+  kcache_kernel* k = nullptr;
+  CHECK(kcache_lookup(plain, "newer", nullptr, "vulkan1.2", &k) == KCACHE_ERROR_CORRUPTION);
+  CHECK(contains(kcache_last_error(), "spirv-val"));
+  // Trusted: not validated again, reflected.
+  REQUIRE_MESSAGE(kcache_lookup(trusted, "newer", nullptr, "vulkan1.2", &k) == KCACHE_OK, kcache_last_error());
+  std::uint32_t n = 0;
+  CHECK(kcache_kernel_bindings(k, &n) != nullptr);
+  CHECK(n == 2);
+  kcache_kernel_free(k);
+  // The structure check stands between SPIRV-Cross and a damaged module either way.
+  for (kcache_store* s : {plain, trusted}) {
+    CHECK(kcache_lookup(s, "damaged", nullptr, "vulkan1.2", &k) == KCACHE_ERROR_CORRUPTION);
+    CHECK(contains(kcache_last_error(), "id bound"));
+  }
+  kcache_store_close(plain);
+  kcache_store_close(trusted);
+
+  // Unknown flags are refused.
+  kcache_store* s = nullptr;
+  CHECK(kcache_store_open_flags((dir.path() / "store").c_str(), 4, &s) == KCACHE_ERROR_INVALID_ARGUMENT);
+  CHECK(s == nullptr);
+}

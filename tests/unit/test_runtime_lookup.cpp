@@ -145,6 +145,33 @@ TEST_CASE("runtime: another driver version finds no blob, with the reason; SPIR-
   CHECK(k->spirv == f.words);
 }
 
+TEST_CASE("runtime: blobs of another device profile are named when this profile has none") {
+  Fixture f;
+  // The same card, the namespace a kcache of device profile 1 wrote.
+  Namespace old_ns = f.lvp.ns;
+  for (auto& [name, value] : old_ns.record.fields)
+    if (name == "deviceProfile") value = "1";
+  old_ns = vulkan_namespace(old_ns.record);
+  REQUIRE(old_ns.fingerprint != f.lvp.fingerprint());
+  put(f.store, old_ns, {pipeline_entry(f.spirv, f.lvp, f.raw)});
+  LookupOptions options;
+  options.device = &f.lvp;
+  auto k = f.open()->find("scale", options);
+  REQUIRE_MESSAGE(k.has_value(), why(k));
+  CHECK(k->blob_status == BlobStatus::absent);
+  CHECK(contains(k->blob_reason, "another device profile (" + old_ns.name() + " deviceProfile 1"));
+  CHECK(contains(k->blob_reason, "this runtime's is deviceProfile 2"));
+
+  // Another driver build is another device, not another profile: nothing said.
+  device::DeviceInfo other = f.lvp;
+  other.driver_version += 1;
+  other.seal_fingerprint();
+  options.device = &other;
+  k = f.open()->find("scale", options);
+  REQUIRE_MESSAGE(k.has_value(), why(k));
+  CHECK_FALSE(contains(k->blob_reason, "device profile"));
+}
+
 TEST_CASE("runtime: a blob whose Vulkan header names another device is refused, naming the field") {
   Fixture f;
   auto bad = f.raw;

@@ -7,7 +7,10 @@
 
 #include "test_support.hpp"
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 using namespace kcache;
 using namespace kcache::worker;
@@ -24,6 +27,18 @@ std::vector<std::uint8_t> body_of(const std::vector<std::uint8_t>& whole) {
   return (*f)->body;
 }
 
+/// A module spirv-val accepts: the parent validates every job's module before
+/// any worker sees it, and refuses one it rejects without starting a worker.
+std::vector<std::uint8_t> valid_module(const test::TempDir& dir) {
+  auto src = dir.write("empty.comp", "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n");
+  auto spv = dir.path() / "empty.spv";
+  const std::string cmd =
+      "glslangValidator -V --target-env vulkan1.2 -o '" + spv.string() + "' '" + src.string() + "' > /dev/null 2>&1";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream in(spv, std::ios::binary);
+  return std::vector<std::uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 device::DeviceInfo fake_device() {
   device::DeviceInfo d;
   d.name = "fake";
@@ -36,11 +51,15 @@ device::DeviceInfo fake_device() {
 TEST_CASE("worker protocol: a JOB frame round-trips") {
   std::vector<std::uint8_t> spirv = {1, 2, 3, 4}, blob = {9, 8};
   std::vector<device::SpecValue> spec = {{0, 256}, {3, ~std::uint64_t{0}}};
-  auto f = protocol::job_frame(7, protocol::Mode::verify, "k[T=f]", "vulkan1.2", "main", spec, spirv, blob);
+  auto f = protocol::job_frame(7, protocol::Mode::verify, true, "k[T=f]", "vulkan1.2", "main", spec, spirv, blob);
   auto job = protocol::decode_job(body_of(f));
   REQUIRE(job);
   CHECK(job->index == 7);
   CHECK(job->mode == protocol::Mode::verify);
+  CHECK(job->validated);
+  CHECK_FALSE(protocol::decode_job(body_of(protocol::job_frame(7, protocol::Mode::build, false, "k", "vulkan1.2",
+                                                               "main", spec, spirv, blob)))
+                  ->validated);
   CHECK(job->kernel == "k[T=f]");
   CHECK(job->target == "vulkan1.2");
   CHECK(job->entry == "main");
@@ -114,7 +133,8 @@ TEST_CASE("worker protocol: truncated, oversized and unknown frames are refused"
 }
 
 TEST_CASE("worker: a worker that keeps dying at start fails every job after two tries") {
-  std::vector<std::uint8_t> spirv = {0, 0, 0, 0};
+  test::TempDir dir;
+  const std::vector<std::uint8_t> spirv = valid_module(dir);
   std::vector<PipelineJob> jobs(3, PipelineJob{"k", "vulkan1.2", "main", {}, spirv, {}});
   WorkerOptions options;
   options.command = {"/bin/sh", "-c", "echo 'driver says no' >&2; exit 3", "worker"};
@@ -134,7 +154,8 @@ TEST_CASE("worker: a worker that keeps dying at start fails every job after two 
 }
 
 TEST_CASE("worker: a worker that breaks the protocol is treated as crashed") {
-  std::vector<std::uint8_t> spirv = {0, 0, 0, 0};
+  test::TempDir dir;
+  const std::vector<std::uint8_t> spirv = valid_module(dir);
   std::vector<PipelineJob> jobs(1, PipelineJob{"k", "vulkan1.2", "main", {}, spirv, {}});
   WorkerOptions options;
   options.command = {"/bin/sh", "-c", "printf 'garbage!garbage!'; sleep 5", "worker"};
@@ -147,8 +168,26 @@ TEST_CASE("worker: a worker that breaks the protocol is treated as crashed") {
   CHECK(message.find("broke the protocol") != std::string::npos);
 }
 
-TEST_CASE("worker: a worker that never answers is killed after the stall limit") {
+TEST_CASE("worker: a module spirv-val rejects fails in the parent, and no worker starts") {
   std::vector<std::uint8_t> spirv = {0, 0, 0, 0};
+  std::vector<PipelineJob> jobs(2, PipelineJob{"k", "vulkan1.2", "main", {}, spirv, {}});
+  WorkerOptions options;
+  options.command = {"/bin/sh", "-c", "echo started >&2; exit 3", "worker"};
+  std::vector<int> seen(jobs.size(), 0);
+  auto ran = run_pipeline_jobs(fake_device(), JobMode::build, jobs, options, [&](std::size_t i, PipelineOutcome&& o) {
+    ++seen.at(i);
+    REQUIRE(o.error);
+    CHECK(o.error->category != Category::device_unavailable);  // the module's fault, remembered
+    CHECK(o.error->message.find("started") == std::string::npos);
+    CHECK_FALSE(o.crashed);
+  });
+  REQUIRE(ran);
+  CHECK(seen == std::vector<int>{1, 1});
+}
+
+TEST_CASE("worker: a worker that never answers is killed after the stall limit") {
+  test::TempDir dir;
+  const std::vector<std::uint8_t> spirv = valid_module(dir);
   std::vector<PipelineJob> jobs(1, PipelineJob{"k", "vulkan1.2", "main", {}, spirv, {}});
   WorkerOptions options;
   options.command = {"/bin/sh", "-c", "exec sleep 30", "worker"};

@@ -1,211 +1,77 @@
-// kcache-example: an application's side of kcache. It creates the compute
-// pipelines of the kernels in a kcache store on a Vulkan device, using only
-// the runtime API (kcache/runtime/runtime.hpp) and Vulkan, twice:
-//   cold: every pipeline from its SPIR-V with an empty VkPipelineCache;
-//   warm: every pipeline with the VkPipelineCache kcache's blob initialises
-//         (checked against this device by the runtime; a kernel without one
-//         is created cold and counted as such).
-// Each pass runs on its own fresh VkDevice, so a driver's in-memory cache
-// from one pass cannot serve the other, and the drivers' own disk caches are
-// turned off (unless the user set their variables), so "cold" is cold.
-// Where the device has pipelineCreationCacheControl, warm pipelines are first
-// created with FAIL_ON_PIPELINE_COMPILE_REQUIRED, which tells a blob hit from
-// a driver recompile. One pipeline cache per kernel, as docs/design.md explains.
+// kcache-example: how an application uses kcache's runtime API. It creates
+// the compute pipeline of every kernel of a kcache store (or of the kernels
+// named) on a Vulkan device, each with the pipeline-cache blob kcache built
+// for that device when the store has one, and says for each whether the blob
+// was served. Everything that measures lives in tools/kcache-bench-start.
 //
-// With --startup cold|warm it instead measures an application's start: the
-// wall time from opening the store to the last pipeline created, with every
-// kernel looked up and its pipeline created on --threads threads (one
-// VkPipelineCache per kernel: empty when cold, kcache's blob when warm). Run
-// once per mode in fresh processes; set the driver's disk-cache variables to
-// measure that cache instead.
+// What makes a blob hit: the device created as kcache creates its own (every
+// supported Vulkan 1.0-1.3 core feature, robustness off), and the pipeline
+// created from exactly what the lookup returns: module, entry point,
+// specialization map, and a layout made from its bindings and push-constant
+// size.
 //
 // Exit status: 0 when every pipeline was created, 1 otherwise, 2 for bad
 // usage, 3 when there is no Vulkan device or store.
-#include "cuda_mode.hpp"
 #include "kcache/runtime/kcache_vulkan.h"
 #include "kcache/runtime/runtime.hpp"
 
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <optional>
-#include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace {
 
 constexpr const char* k_usage =
-    "usage: kcache-example [--store DIR] [--device NAME] [--target ENV]\n"
-    "                      [--startup cold|warm [--threads N]] [KERNEL...]\n"
+    "usage: kcache-example [--store DIR] [--device NAME] [--target ENV] [KERNEL...]\n"
     "\n"
-    "Creates the compute pipelines of KERNEL... (default: every compute kernel in the\n"
-    "store) on a Vulkan device, cold (no blob) and warm (kcache's pipeline-cache blob),\n"
-    "and prints both creation times.\n"
+    "Creates the compute pipeline of KERNEL... (default: every compute kernel in the\n"
+    "store) on a Vulkan device with kcache's pipeline-cache blob where there is one.\n"
     "  --store DIR     kcache store (default: $KCACHE_STORE, else ~/.cache/kcache)\n"
-    "  --device NAME   the first device whose name contains NAME (default: the first\n"
-    "                  discrete GPU, else integrated, virtual, other, CPU)\n"
+    "  --device NAME   a device whose name contains NAME (default: a GPU, else CPU)\n"
     "  --target ENV    SPIR-V target to look kernels up in, e.g. vulkan1.2\n"
-    "  --startup MODE  instead, time an application's start once: store open, every\n"
-    "                  lookup and pipeline (cold: empty caches; warm: kcache's blobs)\n"
-    "  --threads N     threads for --startup (default 1), one pipeline cache per kernel\n"
-    "\n"
-    "CUDA (no Vulkan used): kcache-example --cuda [--startup nvrtc|ptx|cubin] [--store DIR]\n"
-    "                      [--manifest DIR] [--cuda-device N] [--launch] | --cuda --list [--cc X.Y]\n"
-    "  --startup MODE  time getting a CUfunction for every CUDA kernel of the store: nvrtc =\n"
-    "                  compile the recorded source in process (sources under --manifest DIR),\n"
-    "                  ptx = driver JIT of the stored PTX, cubin = the stored cubin (default)\n"
-    "  --launch        then run saxpy once and check its result\n"
-    "  --list          print the cubin or PTX kcache_lookup_cuda picks at compute capability --cc\n";
+    "Timing: kcache-bench-start.\n";
 
-struct Args {
-  std::string store, device, target;
-  std::string startup;  ///< "", "cold" or "warm"
-  unsigned threads = 1;
-  std::vector<std::string> kernels;
-  bool cuda = false;
-  CudaArgs cuda_args;
-};
-
-std::optional<Args> parse(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    auto value = [&](std::string& out) {
-      if (i + 1 >= argc) return false;
-      out = argv[++i];
-      return true;
-    };
-    if (s == "-h" || s == "--help") {
-      std::fputs(k_usage, stdout);
-      std::exit(0);
-    } else if (s == "--store") {
-      if (!value(a.store)) return std::nullopt;
-    } else if (s == "--device") {
-      if (!value(a.device)) return std::nullopt;
-    } else if (s == "--target") {
-      if (!value(a.target)) return std::nullopt;
-    } else if (s == "--cuda") {
-      a.cuda = true;
-    } else if (s == "--manifest") {
-      if (!value(a.cuda_args.manifest_dir)) return std::nullopt;
-    } else if (s == "--launch") {
-      a.cuda_args.launch = true;
-    } else if (s == "--list") {
-      a.cuda_args.list = true;
-    } else if (s == "--cc") {
-      std::string cc;
-      if (!value(cc) || std::sscanf(cc.c_str(), "%d.%d", &a.cuda_args.cc_major, &a.cuda_args.cc_minor) != 2)
-        return std::nullopt;
-    } else if (s == "--cuda-device") {
-      std::string n;
-      if (!value(n)) return std::nullopt;
-      a.cuda_args.device = std::atoi(n.c_str());
-    } else if (s == "--startup") {
-      if (!value(a.startup)) return std::nullopt;
-    } else if (s == "--threads") {
-      std::string n;
-      if (!value(n)) return std::nullopt;
-      char* end = nullptr;
-      const unsigned long v = std::strtoul(n.c_str(), &end, 10);
-      if (n.empty() || *end != '\0' || v < 1 || v > 256) return std::nullopt;
-      a.threads = static_cast<unsigned>(v);
-    } else if (s.starts_with("-")) {
-      return std::nullopt;
-    } else {
-      a.kernels.push_back(s);
-    }
-  }
-  return a;
-}
-
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
-int rank(VkPhysicalDeviceType t) {
-  switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 4;
-    default: return 3;
-  }
-}
-
-// A VkDevice with every feature the physical device supports except the
-// robustness ones: kernels may need any of them (16-bit types, subgroup size
-// control, ...), and kcache's device stage likewise enables what the device
-// has and never robustBufferAccess, so the pipelines match its blobs.
-struct DeviceFeatures {
-  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
-  VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+// The device as kcache creates its own: every feature the physical device
+// supports in the 1.0-1.3 core structs, except the robustness ones.
+VkDevice open_device(VkPhysicalDevice pd, std::uint32_t api) {
   VkPhysicalDeviceVulkan13Features v13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
-  explicit DeviceFeatures(VkPhysicalDevice pd, std::uint32_t api) {
-    void** next = &f2.pNext;
-    if (api >= VK_API_VERSION_1_2) {
-      *next = &v11;
-      v11.pNext = &v12;
-      next = &v12.pNext;
-    }
-    if (api >= VK_API_VERSION_1_3) *next = &v13;
-    vkGetPhysicalDeviceFeatures2(pd, &f2);
-    f2.features.robustBufferAccess = VK_FALSE;
-    v13.robustImageAccess = VK_FALSE;
-  }
-};
+  VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                       api >= VK_API_VERSION_1_3 ? &v13 : nullptr};
+  VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, &v12};
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &v11};
+  vkGetPhysicalDeviceFeatures2(pd, &features);
+  features.features.robustBufferAccess = VK_FALSE;
+  v13.robustImageAccess = VK_FALSE;
 
-struct Gpu {
-  VkDevice device = VK_NULL_HANDLE;
-  ~Gpu() {
-    if (device) vkDestroyDevice(device, nullptr);
-  }
-};
-
-bool open_device(VkPhysicalDevice pd, std::uint32_t api, Gpu& gpu) {
   std::uint32_t n = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, nullptr);
   std::vector<VkQueueFamilyProperties> families(n);
   vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, families.data());
   std::uint32_t family = 0;
   while (family < n && !(families[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
-  if (family == n) return false;
   const float priority = 1.0f;
-  VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-  qi.queueFamilyIndex = family;
-  qi.queueCount = 1;
-  qi.pQueuePriorities = &priority;
-  DeviceFeatures features(pd, api);
-  VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-  di.pNext = &features.f2;
-  di.queueCreateInfoCount = 1;
-  di.pQueueCreateInfos = &qi;
-  return vkCreateDevice(pd, &di, nullptr, &gpu.device) == VK_SUCCESS;
+  VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  queue.queueFamilyIndex = family;
+  queue.queueCount = 1;
+  queue.pQueuePriorities = &priority;
+  VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &features};
+  info.queueCreateInfoCount = 1;
+  info.pQueueCreateInfos = &queue;
+  VkDevice device = VK_NULL_HANDLE;
+  if (family == n || vkCreateDevice(pd, &info, nullptr, &device) != VK_SUCCESS) return VK_NULL_HANDLE;
+  return device;
 }
 
-// The pipeline layout kcache's device stage creates: one set layout per set
-// index up to the highest used (gaps empty), push constants at offset 0.
-struct Layout {
-  VkDevice device;
+// The pipeline of one looked-up kernel: layout from its bindings (one set
+// layout per set index up to the highest, gaps empty) and push-constant size
+// (an application with many kernels keeps one per k.layout_id()),
+// specialization as given, the blob (if served) as the pipeline cache.
+VkResult create_pipeline(VkDevice device, const kcache::runtime::Kernel& k) {
   std::vector<VkDescriptorSetLayout> sets;
-  VkPipelineLayout layout = VK_NULL_HANDLE;
-  ~Layout() {
-    if (layout) vkDestroyPipelineLayout(device, layout, nullptr);
-    for (auto s : sets) vkDestroyDescriptorSetLayout(device, s, nullptr);
-  }
-};
-
-bool make_layout(const kcache::runtime::Kernel& k, Layout& out) {
   std::uint32_t set_count = 0;
   for (const auto& b : k.bindings()) set_count = std::max(set_count, b.set + 1);
   for (std::uint32_t set = 0; set < set_count; ++set) {
@@ -217,224 +83,74 @@ bool make_layout(const kcache::runtime::Kernel& k, Layout& out) {
     VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     li.bindingCount = static_cast<std::uint32_t>(bindings.size());
     li.pBindings = bindings.data();
-    VkDescriptorSetLayout s = VK_NULL_HANDLE;
-    if (vkCreateDescriptorSetLayout(out.device, &li, nullptr, &s) != VK_SUCCESS) return false;
-    out.sets.push_back(s);
+    vkCreateDescriptorSetLayout(device, &li, nullptr, &sets.emplace_back());
   }
   VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, k.push_constant_size()};
   VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-  pli.setLayoutCount = static_cast<std::uint32_t>(out.sets.size());
-  pli.pSetLayouts = out.sets.data();
+  pli.setLayoutCount = set_count;
+  pli.pSetLayouts = sets.data();
   pli.pushConstantRangeCount = push.size > 0 ? 1 : 0;
   pli.pPushConstantRanges = &push;
-  return vkCreatePipelineLayout(out.device, &pli, nullptr, &out.layout) == VK_SUCCESS;
-}
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  vkCreatePipelineLayout(device, &pli, nullptr, &layout);
 
-// Pipeline layouts shared by kernels with the same interface, as an
-// application that creates many pipelines keeps them: one layout per distinct
-// (bindings, push-constant size) instead of one per kernel. Thread-safe.
-class LayoutCache {
- public:
-  explicit LayoutCache(VkDevice device) : m_device(device) {}
-  /// The layout for `k`'s interface, created on first use; VK_NULL_HANDLE on failure.
-  VkPipelineLayout get(const kcache::runtime::Kernel& k) {
-    std::string key = std::to_string(k.push_constant_size());
-    for (const auto& b : k.bindings())
-      key += ';' + std::to_string(b.set) + ',' + std::to_string(b.binding) + ',' + std::to_string(b.descriptor_type) +
-             ',' + std::to_string(b.count);
-    std::lock_guard lock(m_mutex);
-    auto [it, inserted] = m_layouts.try_emplace(key, nullptr);
-    if (inserted) {
-      auto layout = std::make_unique<Layout>(Layout{m_device});
-      if (make_layout(k, *layout)) it->second = std::move(layout);
-    }
-    return it->second ? it->second->layout : VK_NULL_HANDLE;
-  }
-
- private:
-  VkDevice m_device;
-  std::mutex m_mutex;
-  std::map<std::string, std::unique_ptr<Layout>> m_layouts;
-};
-
-enum class Made { created, hit, miss, failed };
-
-struct Creation {
-  Made made = Made::failed;
-  double ms = 0;
-  VkResult result = VK_SUCCESS;
-};
-
-// Creates `k`'s pipeline on `device` from `blob` (empty = cold) and returns
-// how long vkCreateComputePipelines took. With `probe`, first tries with
-// FAIL_ON_PIPELINE_COMPILE_REQUIRED to learn whether the blob served it.
-// The layout comes from `layouts` when given, else is made for this kernel.
-Creation create(VkDevice device, const kcache::runtime::Kernel& k, std::span<const std::uint8_t> blob, bool probe,
-                LayoutCache* layouts = nullptr) {
-  Creation c;
   VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   mi.codeSize = k.spirv().size_bytes();
   mi.pCode = k.spirv().data();
   VkShaderModule module = VK_NULL_HANDLE;
-  if ((c.result = vkCreateShaderModule(device, &mi, nullptr, &module)) != VK_SUCCESS) return c;
-  Layout own_layout{device};
-  const VkPipelineLayout layout = layouts ? layouts->get(k) : make_layout(k, own_layout) ? own_layout.layout : nullptr;
-  VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-  ci.initialDataSize = blob.size();
-  ci.pInitialData = blob.data();
-  VkPipelineCache cache = VK_NULL_HANDLE;
-  if (!layout) {
-    c.result = VK_ERROR_INITIALIZATION_FAILED;
-  } else if ((c.result = vkCreatePipelineCache(device, &ci, nullptr, &cache)) == VK_SUCCESS) {
-    const auto entries = k.spec_entries();
-    const auto data = k.spec_data();
-    VkSpecializationInfo si{static_cast<std::uint32_t>(entries.size()),
-                            reinterpret_cast<const VkSpecializationMapEntry*>(entries.data()), data.size(),
-                            data.data()};
-    VkComputePipelineCreateInfo pi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-    pi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-    pi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-    pi.stage.module = module;
-    pi.stage.pName = k.entry_point();
-    pi.stage.pSpecializationInfo = entries.empty() ? nullptr : &si;
-    pi.layout = layout;
-    pi.basePipelineIndex = -1;
-    VkPipeline pipeline = VK_NULL_HANDLE;
-    c.made = Made::created;
-    if (probe) {
-      pi.flags = VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT;
-      const auto start = std::chrono::steady_clock::now();
-      c.result = vkCreateComputePipelines(device, cache, 1, &pi, nullptr, &pipeline);
-      c.ms = ms_since(start);
-      c.made = c.result == VK_SUCCESS ? Made::hit : Made::miss;
-      pi.flags = 0;
-    }
-    if (c.made != Made::hit) {
-      const auto start = std::chrono::steady_clock::now();
-      c.result = vkCreateComputePipelines(device, cache, 1, &pi, nullptr, &pipeline);
-      c.ms = ms_since(start);
-      if (c.result != VK_SUCCESS) c.made = Made::failed;
-    }
-    if (pipeline) vkDestroyPipeline(device, pipeline, nullptr);
-    vkDestroyPipelineCache(device, cache, nullptr);
-  }
-  vkDestroyShaderModule(device, module, nullptr);
-  if (c.result != VK_SUCCESS && c.made != Made::miss) c.made = Made::failed;
-  return c;
-}
+  vkCreateShaderModule(device, &mi, nullptr, &module);
 
-// --startup: every kernel looked up and its pipeline created on
-// args.threads threads, as an application would at start, timed from
-// `start` (before the store was opened) to the last pipeline.
-int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, const Args& args,
-            std::chrono::steady_clock::time_point process_start) {
-  const bool warm = args.startup == "warm";
-  Gpu gpu;
-  if (!open_device(pd, api, gpu)) {
-    std::fputs("kcache-example: vkCreateDevice failed\n", stderr);
-    return 3;
-  }
-  // The application has its device; kcache's part starts with the store.
-  const double device_ms = ms_since(process_start);
-  const auto start = std::chrono::steady_clock::now();
-  auto opened = kcache::runtime::Store::open(args.store);
-  if (!opened) {
-    std::fprintf(stderr, "kcache-example: %s\n", opened.error().message.c_str());
-    return 3;
-  }
-  const auto& store = *opened;
-  std::vector<std::string> names = args.kernels;
-  if (names.empty()) {
-    auto all = store.kernels(args.target);
-    if (!all) {
-      std::fprintf(stderr, "kcache-example: %s\n", all.error().message.c_str());
-      return 3;
-    }
-    names = std::move(*all);
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-  }
-  const double list_ms = ms_since(start);
-  std::atomic<std::size_t> next{0}, created{0}, failed{0}, served{0}, other_stage{0};
-  std::atomic<std::uint64_t> create_us{0}, lookup_us{0}, other_us{0};
-  LayoutCache layouts(gpu.device);
-  auto work = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < names.size();) {
-      const auto looking = std::chrono::steady_clock::now();
-      auto k = store.lookup(names[i], &dev, args.target);
-      lookup_us += static_cast<std::uint64_t>(ms_since(looking) * 1000);
-      if (!k) {
-        std::fprintf(stderr, "kcache-example: %s\n", k.error().message.c_str());
-        ++failed;
-        continue;
-      }
-      if (k->stage() != "compute") {
-        ++other_stage;
-        continue;
-      }
-      const bool has_blob = k->blob_status() == KCACHE_BLOB_SERVED;
-      served += has_blob;
-      const auto creating = std::chrono::steady_clock::now();
-      const Creation c = create(
-          gpu.device, *k, warm && has_blob ? k->pipeline_cache() : std::span<const std::uint8_t>{}, false, &layouts);
-      create_us += static_cast<std::uint64_t>(c.ms * 1000);
-      other_us += static_cast<std::uint64_t>((ms_since(creating) - c.ms) * 1000);
-      if (c.made == Made::failed) {
-        std::fprintf(stderr, "kcache-example: %.*s: pipeline creation failed (VkResult %d)\n",
-                     static_cast<int>(k->name().size()), k->name().data(), c.result);
-        ++failed;
-      } else {
-        ++created;
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (unsigned t = 1; t < args.threads; ++t) threads.emplace_back(work);
-  work();
-  for (auto& t : threads) t.join();
-  const double wall_ms = ms_since(start);
-  // One line, key=value, for scripts (scripts/bench_gpu parses it): wall_ms
-  // from store open to the last pipeline; device_ms before it (process start
-  // to VkDevice, the application's cost with or without kcache); the *_sum_ms
-  // are summed over threads: lookups, vkCreateComputePipelines, and the other
-  // objects (shader module, layouts, pipeline cache); list_ms is store open and
-  // the kernel list.
-  std::printf(
-      "startup mode=%s threads=%u pipelines=%zu failed=%zu blobs_served=%zu wall_ms=%.3f device_ms=%.3f "
-      "create_sum_ms=%.3f lookup_sum_ms=%.3f objects_sum_ms=%.3f list_ms=%.3f\n",
-      args.startup.c_str(), args.threads, created.load(), failed.load(), warm ? served.load() : 0, wall_ms, device_ms,
-      static_cast<double>(create_us.load()) / 1000.0, static_cast<double>(lookup_us.load()) / 1000.0,
-      static_cast<double>(other_us.load()) / 1000.0, list_ms);
-  return failed ? 1 : 0;
+  VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  ci.initialDataSize = k.pipeline_cache().size();  // 0 unless the blob was served
+  ci.pInitialData = k.pipeline_cache().data();
+  VkPipelineCache cache = VK_NULL_HANDLE;
+  vkCreatePipelineCache(device, &ci, nullptr, &cache);
+
+  const auto entries = k.spec_entries();
+  VkSpecializationInfo spec{static_cast<std::uint32_t>(entries.size()),
+                            reinterpret_cast<const VkSpecializationMapEntry*>(entries.data()), k.spec_data().size(),
+                            k.spec_data().data()};
+  VkComputePipelineCreateInfo pi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  pi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  pi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  pi.stage.module = module;
+  pi.stage.pName = k.entry_point();
+  pi.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
+  pi.layout = layout;
+  pi.basePipelineIndex = -1;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  const VkResult r = module && layout && cache ? vkCreateComputePipelines(device, cache, 1, &pi, nullptr, &pipeline)
+                                               : VK_ERROR_INITIALIZATION_FAILED;
+
+  // An application keeps these; the example only shows that they are made.
+  vkDestroyPipeline(device, pipeline, nullptr);
+  vkDestroyPipelineCache(device, cache, nullptr);
+  vkDestroyShaderModule(device, module, nullptr);
+  vkDestroyPipelineLayout(device, layout, nullptr);
+  for (auto s : sets) vkDestroyDescriptorSetLayout(device, s, nullptr);
+  return r;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto args = parse(argc, argv);
-  if (!args) {
-    std::fputs(k_usage, stderr);
-    return 2;
-  }
-  if (args->cuda) {
-    args->cuda_args.store = args->store;
-    if (!args->startup.empty()) args->cuda_args.startup = args->startup;
-    const auto& m = args->cuda_args.startup;
-    if (m != "nvrtc" && m != "ptx" && m != "cubin") {
-      std::fputs(k_usage, stderr);
-      return 2;
+  std::string store_dir, device_name, target;
+  std::vector<std::string> names;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    std::string* value = a == "--store"    ? &store_dir
+                         : a == "--device" ? &device_name
+                         : a == "--target" ? &target
+                                           : nullptr;
+    if (a == "-h" || a == "--help") {
+      std::fputs(k_usage, stdout);
+      return 0;
     }
-    return run_cuda(args->cuda_args);
+    if (value && i + 1 < argc) *value = argv[++i];
+    else if (value || a.starts_with("-")) return std::fputs(k_usage, stderr), 2;
+    else names.push_back(a);
   }
-  if (!args->startup.empty() && args->startup != "cold" && args->startup != "warm") {
-    std::fputs(k_usage, stderr);
-    return 2;
-  }
-  // Before the loader starts any driver: a driver's own disk cache would make
-  // "cold" warm (kcache's device stage does the same).
-  setenv("MESA_SHADER_CACHE_DISABLE", "true", 0);
-  setenv("__GL_SHADER_DISK_CACHE", "0", 0);
 
-  const auto process_start = std::chrono::steady_clock::now();
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "kcache-example";
   app.apiVersion = VK_API_VERSION_1_3;
@@ -451,48 +167,33 @@ int main(int argc, char** argv) {
   vkEnumeratePhysicalDevices(instance, &count, physical.data());
   VkPhysicalDevice pd = VK_NULL_HANDLE;
   VkPhysicalDeviceProperties props{};
+  // The named device, else a GPU before a CPU (software) one.
   for (VkPhysicalDevice candidate : physical) {
     VkPhysicalDeviceProperties p;
     vkGetPhysicalDeviceProperties(candidate, &p);
-    const bool named = !args->device.empty() && std::strstr(p.deviceName, args->device.c_str());
-    const bool better = args->device.empty() && (!pd || rank(p.deviceType) < rank(props.deviceType));
-    if (p.apiVersion >= VK_API_VERSION_1_2 && (named || better)) {
+    const bool fits = device_name.empty() ? !pd || props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
+                                          : std::strstr(p.deviceName, device_name.c_str()) != nullptr;
+    if (p.apiVersion >= VK_API_VERSION_1_2 && fits && !(pd && p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU)) {
       pd = candidate;
       props = p;
-      if (named) break;
     }
   }
   if (!pd) {
-    std::fprintf(stderr, "kcache-example: no Vulkan 1.2 device%s%s\n", args->device.empty() ? "" : " named ",
-                 args->device.c_str());
-    vkDestroyInstance(instance, nullptr);
-    return 3;
-  }
-  const std::uint32_t api = std::min(props.apiVersion, VK_API_VERSION_1_3);
-  kcache_device dev;
-  kcache_device_from_vulkan(pd, vkGetPhysicalDeviceProperties2, &dev);
-  VkPhysicalDeviceVulkan13Features v13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
-  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-                               api >= VK_API_VERSION_1_3 ? &v13 : nullptr};
-  vkGetPhysicalDeviceFeatures2(pd, &f2);
-  const bool probe = v13.pipelineCreationCacheControl == VK_TRUE;
-  if (!args->startup.empty()) {
-    const int rc = startup(pd, api, dev, *args, process_start);
-    vkDestroyInstance(instance, nullptr);
-    return rc;
-  }
-  auto store = kcache::runtime::Store::open(args->store);
-  if (!store) {
-    std::fprintf(stderr, "kcache-example: %s\n", store.error().message.c_str());
-    vkDestroyInstance(instance, nullptr);
+    std::fprintf(stderr, "kcache-example: no Vulkan 1.2 device%s%s\n", device_name.empty() ? "" : " named ",
+                 device_name.c_str());
     return 3;
   }
 
-  // The kernels: named ones, else every compute kernel in the store.
-  std::vector<kcache::runtime::Kernel> kernels;
-  std::vector<std::string> names = args->kernels;
+  // The device's identity for kcache: which blobs fit it.
+  kcache_device dev;
+  kcache_device_from_vulkan(pd, vkGetPhysicalDeviceProperties2, &dev);
+  auto store = kcache::runtime::Store::open(store_dir);
+  if (!store) {
+    std::fprintf(stderr, "kcache-example: %s\n", store.error().message.c_str());
+    return 3;
+  }
   if (names.empty()) {
-    auto all = store->kernels(args->target);
+    auto all = store->kernels(target);
     if (!all) {
       std::fprintf(stderr, "kcache-example: %s\n", all.error().message.c_str());
       return 3;
@@ -500,69 +201,39 @@ int main(int argc, char** argv) {
     names = std::move(*all);
     names.erase(std::unique(names.begin(), names.end()), names.end());  // once per target
   }
-  int failures = 0;
+  VkDevice device = open_device(pd, std::min(props.apiVersion, VK_API_VERSION_1_3));
+  if (!device) {
+    std::fputs("kcache-example: vkCreateDevice failed\n", stderr);
+    return 3;
+  }
+
+  std::size_t created = 0, served = 0, failures = 0;
+  std::string absent_note;
   for (const auto& name : names) {
-    auto k = store->lookup(name, &dev, args->target);
+    auto k = store->lookup(name, &dev, target);
     if (!k) {
       std::fprintf(stderr, "kcache-example: %s\n", k.error().message.c_str());
       ++failures;
       continue;
     }
-    if (k->stage() == "compute") kernels.push_back(std::move(*k));
-  }
-
-  std::printf("device: %s; %zu compute kernels; blob hits %s\n", props.deviceName, kernels.size(),
-              probe ? "probed with FAIL_ON_PIPELINE_COMPILE_REQUIRED" : "not observable on this device");
-  std::vector<Creation> cold, warm;
-  {
-    Gpu gpu;
-    if (!open_device(pd, api, gpu)) {
-      std::fputs("kcache-example: vkCreateDevice failed\n", stderr);
-      return 3;
+    if (k->stage() != "compute") continue;
+    const bool has_blob = k->blob_status() == KCACHE_BLOB_SERVED;
+    if (const VkResult r = create_pipeline(device, *k); r != VK_SUCCESS) {
+      std::fprintf(stderr, "kcache-example: %s: pipeline creation failed (VkResult %d)\n", name.c_str(), r);
+      ++failures;
+      continue;
     }
-    for (const auto& k : kernels) cold.push_back(create(gpu.device, k, {}, false));
-  }
-  {
-    Gpu gpu;
-    if (!open_device(pd, api, gpu)) {
-      std::fputs("kcache-example: vkCreateDevice failed\n", stderr);
-      return 3;
-    }
-    for (const auto& k : kernels)
-      warm.push_back(create(gpu.device, k, k.pipeline_cache(), probe && k.blob_status() == KCACHE_BLOB_SERVED));
-  }
-
-  double cold_ms = 0, warm_ms = 0;
-  std::size_t served = 0, hits = 0, misses = 0;
-  std::string absent_note;
-  for (std::size_t i = 0; i < kernels.size(); ++i) {
-    const auto& k = kernels[i];
-    const bool has_blob = k.blob_status() == KCACHE_BLOB_SERVED;
+    ++created;
     served += has_blob;
-    hits += warm[i].made == Made::hit;
-    misses += warm[i].made == Made::miss;
-    for (const Creation* c : {&cold[i], &warm[i]})
-      if (c->made == Made::failed) {
-        std::fprintf(stderr, "kcache-example: %.*s: pipeline creation failed (VkResult %d)\n",
-                     static_cast<int>(k.name().size()), k.name().data(), c->result);
-        ++failures;
-      }
-    cold_ms += cold[i].ms;
-    warm_ms += warm[i].ms;
-    const char* how = !has_blob                    ? "no blob"
-                      : warm[i].made == Made::hit  ? "hit"
-                      : warm[i].made == Made::miss ? "miss"
-                                                   : "blob";
-    std::printf("  %-44.*s cold %9.3f ms  warm %9.3f ms  %s\n", static_cast<int>(k.name().size()), k.name().data(),
-                cold[i].ms, warm[i].ms, how);
+    std::printf("  %-44s %s\n", name.c_str(), has_blob ? "blob served" : "no blob");
     // A refusal is worth a line each; an absent blob is said once below.
-    if (k.blob_status() == KCACHE_BLOB_REFUSED)
-      std::printf("      (%.*s)\n", static_cast<int>(k.blob_reason().size()), k.blob_reason().data());
-    if (k.blob_status() == KCACHE_BLOB_ABSENT && absent_note.empty()) absent_note = k.blob_reason();
+    if (k->blob_status() == KCACHE_BLOB_REFUSED)
+      std::printf("      (%.*s)\n", static_cast<int>(k->blob_reason().size()), k->blob_reason().data());
+    if (k->blob_status() == KCACHE_BLOB_ABSENT && absent_note.empty()) absent_note = k->blob_reason();
   }
   if (!absent_note.empty()) std::printf("kernels without a blob: e.g. %s\n", absent_note.c_str());
-  std::printf("total: %zu kernels, %zu blobs served, %zu hits, %zu misses; cold %.3f ms, warm %.3f ms, %.1fx\n",
-              kernels.size(), served, hits, misses, cold_ms, warm_ms, warm_ms > 0 ? cold_ms / warm_ms : 0.0);
+  std::printf("device: %s; %zu pipelines created, %zu blobs served\n", props.deviceName, created, served);
+  vkDestroyDevice(device, nullptr);
   vkDestroyInstance(instance, nullptr);
   return failures ? 1 : 0;
 }

@@ -112,6 +112,11 @@ int run_build(const BuildArgs& args) {
   if (args.check_reproducible) return run_check_reproducible(args, *manifest);
   auto options = run_options(args);
   if (!options) return report_error(options.error());
+  if (options->device && !manifest->device_profile.empty()) {  // [vulkan] device_profile
+    auto profile = device::parse_device_profile(manifest->device_profile);
+    if (!profile) return report_error(std::move(profile).error().context(args.manifest + ": [vulkan] device_profile"));
+    options->device = options->device->with_profile(*profile);
+  }
   bool progress = stderr_is_terminal() && !args.json;
   if (progress)
     options->build.on_receipt = [](const build::Receipt& r, std::size_t done, std::size_t total) {

@@ -14,6 +14,7 @@ void register_pipeline_worker(CLI::App& app, Action& action) {
                                  "internal: serve pipeline-creation jobs on stdin/stdout");
   cmd->group("");  // hidden
   cmd->add_option("--device", args->fingerprint, "the device's fingerprint id")->required();
+  cmd->add_option("--profile", args->profile, "the device profile (all-supported, minimal)");
   cmd->add_option("--threads", args->threads, "pipeline-creation threads")->check(CLI::PositiveNumber);
   cmd->add_flag("--timed", args->timed, "verify by timing with and without the blob");
   seams::add_worker_fault_options(*cmd, *args);  // a test build's --crash-kernel / --hang-kernel

@@ -17,6 +17,7 @@ namespace {
 struct VerifyArgs {
   StoreOptions store;
   std::string device;
+  std::string device_profile;  ///< --device-profile NAME
   bool device_given = false;
   unsigned jobs = 0;
   bool json = false;
@@ -71,6 +72,11 @@ int run_verify(const VerifyArgs& args) {
   device::disable_driver_disk_caches();
   auto dev = device::select_device_or_default(args.device);
   if (!dev) return report_error(dev.error());
+  if (!args.device_profile.empty()) {  // the namespace of a build whose manifest names a profile
+    auto profile = device::parse_device_profile(args.device_profile);
+    if (!profile) return report_error(profile.error());
+    dev = dev->with_profile(*profile);
+  }
   auto store = args.store.open(false);
   if (!store) return report_error(store.error());
   maintain::VerifyOptions options;
@@ -134,6 +140,9 @@ void register_verify(CLI::App& app, Action& action) {
                   "$KCACHE_JOBS, else all cores)");
   cmd->add_flag("--timed", args->timed,
                 "with --device: time creation with and without each blob instead of asking for hits");
+  cmd->add_option("--device-profile", args->device_profile,
+                  "with --device: the pipelines built with this device profile (all-supported, the default, or "
+                  "minimal: the manifest's [vulkan] device_profile)");
   cmd->add_flag("--require-hits", args->require_hits, "with --device: exit 1 if any pipeline is a miss");
   cmd->add_flag("--all", args->all, "with --device: list every pipeline (CUDA: every entry), hits included");
   cmd->add_flag("--json", args->json, "print the result as JSON (schema kcache.verify/1)");

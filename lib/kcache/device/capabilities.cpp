@@ -1,7 +1,7 @@
 // The capability and feature tables of capabilities_internal.hpp: which
 // Vulkan features kcache enables, and what each SPIR-V capability and
 // extension needs of a device. Editing a table here changes what devices
-// kcache accepts modules for (and, for the feature list, k_device_profile).
+// kcache accepts modules for.
 #include "kcache/device/capabilities_internal.hpp"
 
 #include <fmt/format.h>
@@ -14,8 +14,9 @@ namespace {
 #field, [](FeatureSet & f) -> VkBool32& { return f.part.field; } \
   }
 
-// Enabled whenever supported. Changing this list changes compiled code on
-// some drivers: bump k_device_profile with it. robustBufferAccess stays off.
+// The features SPIR-V capabilities need, by name: the capability rules refer
+// to them and Device::enabled_features() lists those enabled (Device::open
+// enables every supported feature but the robustness ones, k_device_profile 2).
 const FeatureField k_features[] = {
     KCACHE_FEATURE(core, shaderFloat64),
     KCACHE_FEATURE(core, shaderInt64),

@@ -26,10 +26,9 @@ struct FeatureField {
   VkBool32& (*get)(FeatureSet&);
 };
 
-/// The features Device::open enables whenever supported, in the order
-/// Device::enabled_features() lists them. Changing this list changes compiled
-/// code on some drivers: bump k_device_profile with it. robustBufferAccess
-/// stays off.
+/// The features SPIR-V capabilities need, in the order
+/// Device::enabled_features() lists them (Device::open enables every
+/// supported feature but the robustness ones; these are the ones named).
 std::span<const FeatureField> features_to_enable();
 
 /// The feature of features_to_enable() named `name`, or nullptr.

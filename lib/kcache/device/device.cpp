@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 
 namespace kcache::device {
 
@@ -248,8 +249,9 @@ std::uint64_t Device::blobs_given_to_driver() const { return m_impl->blobs_given
 
 Result<std::unique_ptr<Device>> Device::open(const DeviceInfo& wanted, Options options) {
   auto physical = KCACHE_TRY(detail::enumerate_physical_devices());
-  auto it = std::find_if(physical.begin(), physical.end(),
-                         [&](const auto& pd) { return pd.info.fingerprint() == wanted.fingerprint(); });
+  auto it = std::find_if(physical.begin(), physical.end(), [&](const auto& pd) {
+    return pd.info.with_profile(wanted.profile).fingerprint() == wanted.fingerprint();
+  });
   if (it == physical.end())
     return fail(Category::device_unavailable,
                 "device '{}' (fingerprint {}) is not present; `kcache devices` lists those that are", wanted.name,
@@ -257,7 +259,7 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceInfo& wanted, Options o
 
   auto impl = std::make_unique<Impl>();
   impl->physical = std::move(*it);
-  impl->info = impl->physical.info;
+  impl->info = impl->physical.info.with_profile(wanted.profile);
   impl->use_fail_on_compile_required = options.fail_on_compile_required && impl->info.fail_on_compile_required;
   const auto& pd = impl->physical;
 
@@ -270,7 +272,18 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceInfo& wanted, Options o
     if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) family = i;
   if (family == n_families) return fail(Category::device_unavailable, "device '{}' has no compute queue", pd.info.name);
 
+  // Device profile 2: every feature the device supports in the feature
+  // structs of its API version (Vulkan 1.0-1.3 core), as a typical
+  // application enables them, except the robustness ones, which change the
+  // generated code and which an application turns on deliberately. An
+  // application that creates its device this way gets kcache's pipelines.
+  // DeviceProfile::minimal: only the features SPIR-V capabilities need.
   FeatureSet supported = pd.supported;
+  if (wanted.profile == DeviceProfile::all_supported) {
+    impl->enabled = supported;
+    impl->enabled.core.robustBufferAccess = VK_FALSE;
+    impl->enabled.v13.robustImageAccess = VK_FALSE;
+  }
   for (const auto& f : detail::features_to_enable()) {
     if (f.get(supported) != VK_TRUE) continue;
     f.get(impl->enabled) = VK_TRUE;
@@ -336,8 +349,23 @@ Result<PipelineBlob> Device::build_pipeline(std::span<const std::uint32_t> spirv
                              l.maxComputeSharedMemorySize};
         why = "; " + diagnose_limits(*needs, limits);
       }
-    return fail(Category::compile_failed, "vkCreateComputePipelines for '{}' failed: {}{}", entry,
-                result_name(created.result), why);
+    // The device and specialization used, so the refusal can be compared
+    // with an application that creates the same pipeline.
+    std::string spec_used;
+    for (const auto& e : prepared->iface.spec_entries) {
+      std::uint64_t v = 0;
+      std::memcpy(&v, prepared->iface.spec_data.data() + e.offset, std::min<std::size_t>(e.size, sizeof v));
+      spec_used += fmt::format("{}{}={}", spec_used.empty() ? "" : ", ", e.constantID, v);
+    }
+    return fail(Category::compile_failed,
+                "vkCreateComputePipelines for '{}' failed: {}{}; created on kcache's device profile {} ({}) with "
+                "specialization {{{}}}: if the application creates this pipeline, compare its device features "
+                "and VkSpecializationInfo with these; set the constants it sets in the manifest's spec_constants "
+                "and the profile its device matches in [vulkan] device_profile",
+                entry, result_name(created.result), why, device_profile_name(d.info.profile),
+                d.info.profile == DeviceProfile::minimal ? "only the features SPIR-V capabilities need"
+                                                         : "every supported Vulkan 1.0-1.3 core feature but robustness",
+                spec_used);
   }
 
   PipelineBlob out;

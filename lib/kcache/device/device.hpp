@@ -47,6 +47,25 @@ enum class DeviceType { other, integrated_gpu, discrete_gpu, virtual_gpu, cpu };
 /// "other", "integrated-gpu", "discrete-gpu", "virtual-gpu", "cpu".
 std::string_view device_type_name(DeviceType type);
 
+/// How kcache creates its VkDevice, as the application it builds for creates
+/// its own (a blob serves only pipelines of a device created the same way):
+///   all_supported  every feature the device supports in the Vulkan 1.0-1.3
+///                  core feature structs but robustBufferAccess and
+///                  robustImageAccess, as a typical application (and
+///                  tools/kcache-example) enables them; the default
+///   minimal        only the features SPIR-V capabilities need that the
+///                  device has (capabilities.cpp), for an application that
+///                  enables little
+/// The manifest names it ([vulkan] device_profile); it is part of the
+/// fingerprint record (deviceProfile), so each profile has its namespace.
+enum class DeviceProfile { all_supported, minimal };
+/// Every profile: a local device's namespaces are one per profile.
+inline constexpr DeviceProfile k_device_profiles[] = {DeviceProfile::all_supported, DeviceProfile::minimal};
+/// "all-supported", "minimal".
+std::string_view device_profile_name(DeviceProfile profile);
+/// The profile named `name`; invalid_argument naming the known ones.
+Result<DeviceProfile> parse_device_profile(std::string_view name);
+
 /// Everything kcache knows about one physical device. Plain value; obtained
 /// from list_devices()/select_device(), or built by hand in tests and fuzzers
 /// (then call seal_fingerprint()).
@@ -82,18 +101,36 @@ struct DeviceInfo {
   const std::string& fingerprint() const { return ns.fingerprint; }
   /// Sets `ns` from the fields above (list_devices does this).
   void seal_fingerprint() { ns = vulkan_namespace(make_fingerprint_record()); }
+  /// How kcache creates its VkDevice on it; part of the fingerprint.
+  DeviceProfile profile = DeviceProfile::all_supported;
+  /// This device with `p`, fingerprint sealed again.
+  DeviceInfo with_profile(DeviceProfile p) const {
+    DeviceInfo out = *this;
+    out.profile = p;
+    out.seal_fingerprint();
+    return out;
+  }
   /// The fingerprint record of the device's compatibility class (GPU model +
   /// driver build; device_info.cpp says why each field is in or out), in this
   /// order: vendorID, deviceID, driverID, driverVersion, driverInfo,
   /// driverUUID, pipelineCacheUUID, pointerSize (sizeof(void*) of this build), and
   /// deviceProfile (the version of the feature set kcache enables when it
-  /// creates a VkDevice, k_device_profile: changing which features are enabled
-  /// can change compiled code, so it must change the namespace).
+  /// creates a VkDevice, k_device_profile, "-minimal" appended for
+  /// DeviceProfile::minimal: changing which features are enabled can change
+  /// compiled code, so it must change the namespace).
   FingerprintRecord make_fingerprint_record() const;
 };
 
-/// Bumped whenever Device::open enables a different set of features.
-inline constexpr int k_device_profile = 1;
+/// How kcache creates devices and pipelines, as the fingerprint record's
+/// deviceProfile: bumped whenever Device::open enables a different set of
+/// features or pipelines are created from different create infos, since
+/// either changes which application pipelines a blob serves.
+///   1  a fixed list of features (capabilities.cpp), only the specialization
+///      constants the manifest sets
+///   2  every supported Vulkan 1.0-1.3 core feature except robustness; every
+///      specialization constant the module declares stated explicitly
+///      (limits.hpp spec_defaults)
+inline constexpr int k_device_profile = 2;
 
 /// "8-4-4-4-12" lowercase hex, as vulkaninfo prints UUIDs.
 std::string uuid_text(const Uuid& uuid);
@@ -256,13 +293,13 @@ struct VerifyResult {
   std::string message;  ///< empty unless blob_refused or outcome failure
 };
 
-/// A VkDevice on one physical device, with the features and extensions
-/// kernels may need enabled where the device has them (core shaderInt16/
-/// shaderInt64/shaderFloat64; 16- and 8-bit storage, shaderFloat16,
-/// shaderInt8, variable pointers, Vulkan memory model, descriptor indexing,
-/// buffer device address, integer dot product, pipelineCreationCacheControl),
-/// never robustBufferAccess. A runtime that wants kcache's blobs to hit must
-/// create its device the same way (the set is versioned by k_device_profile).
+/// A VkDevice on one physical device with the features of its
+/// DeviceInfo::profile enabled (by default every feature the device supports
+/// in the Vulkan 1.0-1.3 core feature structs of its API version, except
+/// robustBufferAccess and robustImageAccess, as a typical application
+/// creates its device), plus the few extensions listed in Device::open. A
+/// runtime that wants kcache's blobs to hit must create its device the same
+/// way (versioned by k_device_profile).
 /// Thread-safety: see the file comment; destroying it while a call is running
 /// is undefined.
 class Device {
@@ -275,7 +312,7 @@ class Device {
   };
 
   /// Creates a VkDevice for `info`'s physical device, found again by its
-  /// fingerprint id (indices can change). device_unavailable when there is
+  /// fingerprint id (indices can change), with `info.profile`'s features. device_unavailable when there is
   /// no loader or the device is gone or refuses.
   static Result<std::unique_ptr<Device>> open(const DeviceInfo& info, Options options);
   static Result<std::unique_ptr<Device>> open(const DeviceInfo& info) { return open(info, Options{}); }

@@ -87,7 +87,11 @@ FingerprintRecord DeviceInfo::make_fingerprint_record() const {
   //                        equal driverUUIDs run the same driver build)
   //   pipelineCacheUUID    the spec's blob compatibility key
   //   pointerSize          32- and 64-bit processes write different blobs
-  //   deviceProfile        the feature set kcache enables can change code
+  //   deviceProfile        how kcache creates its device and pipelines can
+  //                        change code (k_device_profile): "1" (kcache
+  //                        0.1.0's fixed feature list), "2" (every supported
+  //                        core feature, spec constants explicit), "2-minimal"
+  //                        (DeviceProfile::minimal)
   // Per-card identities are left out: deviceUUID (one physical card; every
   // H200 has its own), deviceLUID (one adapter, Windows) and the PCI address.
   // A blob filled on one H200 served 64 of 64 pipelines on another H200 with
@@ -106,9 +110,20 @@ FingerprintRecord DeviceInfo::make_fingerprint_record() const {
       {"driverUUID", uuid_text(driver_uuid)},
       {"pipelineCacheUUID", uuid_text(pipeline_cache_uuid)},
       {"pointerSize", std::to_string(sizeof(void*))},
-      {"deviceProfile", std::to_string(k_device_profile)},
+      {"deviceProfile", std::to_string(k_device_profile) + (profile == DeviceProfile::minimal ? "-minimal" : "")},
   };
   return r;
+}
+
+std::string_view device_profile_name(DeviceProfile profile) {
+  return profile == DeviceProfile::minimal ? "minimal" : "all-supported";
+}
+
+Result<DeviceProfile> parse_device_profile(std::string_view name) {
+  for (DeviceProfile p : k_device_profiles)
+    if (name == device_profile_name(p)) return p;
+  return fail(Category::invalid_argument, "unknown device profile '{}' (known: all-supported, minimal)",
+              util::shown_untrusted(name));
 }
 
 Result<DeviceInfo> select_from(const std::vector<DeviceInfo>& devices, std::string_view selector) {

@@ -22,6 +22,8 @@ enum : std::uint32_t {
   op_type_array = 28,
   op_type_struct = 30,
   op_type_pointer = 32,
+  op_spec_constant_true = 48,
+  op_spec_constant_false = 49,
   op_constant = 43,
   op_constant_composite = 44,
   op_spec_constant = 50,
@@ -57,7 +59,93 @@ std::string spec_text(const SpecSource& s) {
   return fmt::format("spec constant {} ({})", s.spec_id, s.set ? "set by the manifest" : "not set: its default");
 }
 
+// Calls fn(opcode, operands) for each instruction after the header;
+// invalid_argument for a module that is not SPIR-V or is truncated.
+template <typename Fn>
+Result<void> for_each_instruction(std::span<const std::uint32_t> spirv, Fn&& fn) {
+  if (spirv.size() < 5 || spirv[0] != 0x07230203u)
+    return fail(Category::invalid_argument, "not a SPIR-V module (bad magic number or too short)");
+  for (std::size_t at = 5; at < spirv.size();) {
+    const std::uint32_t op = spirv[at] & 0xffff, count = spirv[at] >> 16;
+    if (count == 0 || at + count > spirv.size())
+      return fail(Category::invalid_argument, "SPIR-V module is truncated at word {}", at);
+    fn(op, spirv.subspan(at + 1, count - 1));
+    at += count;
+  }
+  return {};
+}
+
 }  // namespace
+
+Result<std::vector<SpecDefault>> spec_defaults(std::span<const std::uint32_t> spirv) {
+  struct IntType {
+    std::uint32_t width = 32;
+    bool is_signed = false;
+  };
+  struct Declared {
+    std::uint32_t result = 0;
+    std::uint64_t bits = 0;
+  };
+  std::map<std::uint32_t, IntType> ints;            // OpTypeInt result → width, signedness
+  std::map<std::uint32_t, std::uint32_t> spec_ids;  // result → SpecId
+  std::vector<Declared> constants;                  // spec constants in declaration order
+  std::set<std::uint32_t> workgroup_operands;       // results that size the workgroup
+  std::optional<std::uint32_t> builtin;             // the WorkgroupSize built-in's result
+  std::map<std::uint32_t, std::vector<std::uint32_t>> composites;
+  KCACHE_CHECK(for_each_instruction(spirv, [&](std::uint32_t op, std::span<const std::uint32_t> w) {
+    switch (op) {
+      case op_type_int:
+        if (w.size() >= 3) ints[w[0]] = {w[1], w[2] != 0};
+        break;
+      case op_decorate:
+        if (w.size() >= 3 && w[1] == decoration_spec_id) spec_ids[w[0]] = w[2];
+        if (w.size() >= 3 && w[1] == decoration_builtin && w[2] == builtin_workgroup_size) builtin = w[0];
+        break;
+      case op_execution_mode_id:
+        if (w.size() >= 5 && w[1] == mode_local_size_id) workgroup_operands.insert(w.begin() + 2, w.begin() + 5);
+        break;
+      case op_spec_constant_true:
+      case op_spec_constant_false:
+        if (w.size() >= 2) constants.push_back({w[1], op == op_spec_constant_true ? 1u : 0u});
+        break;
+      case op_spec_constant: {
+        if (w.size() < 3) break;
+        std::uint64_t bits = w[2];
+        if (w.size() >= 4) bits |= std::uint64_t{w[3]} << 32;
+        // A signed literal narrower than 64 bits is sign-extended (SpecValue's rule).
+        if (auto t = ints.find(w[0]); t != ints.end() && t->second.is_signed && t->second.width < 64) {
+          const unsigned shift = 64 - t->second.width;
+          bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(bits << shift) >> shift);
+        }
+        constants.push_back({w[1], bits});
+        break;
+      }
+      case op_spec_constant_composite:
+        if (w.size() >= 2) composites[w[1]] = std::vector<std::uint32_t>(w.begin() + 2, w.end());
+        break;
+      default: break;
+    }
+  }));
+  if (builtin)
+    if (auto it = composites.find(*builtin); it != composites.end())
+      workgroup_operands.insert(it->second.begin(), it->second.end());
+
+  struct Chosen {
+    std::uint64_t bits = 0;
+    bool sizes_workgroup = true;
+  };
+  std::map<std::uint32_t, Chosen> chosen;
+  for (const auto& c : constants) {
+    auto id = spec_ids.find(c.result);
+    if (id == spec_ids.end()) continue;
+    const bool sizes_workgroup = workgroup_operands.count(c.result) > 0;
+    auto [it, inserted] = chosen.try_emplace(id->second, Chosen{c.bits, sizes_workgroup});
+    if (!inserted && it->second.sizes_workgroup && !sizes_workgroup) it->second = {c.bits, false};
+  }
+  std::vector<SpecDefault> out;
+  for (const auto& [id, c] : chosen) out.push_back({id, c.bits});
+  return out;
+}
 
 bool is_opaque_result(std::int32_t r) {
   // VK_ERROR_OUT_OF_HOST_MEMORY -1, VK_ERROR_OUT_OF_DEVICE_MEMORY -2,
@@ -67,8 +155,7 @@ bool is_opaque_result(std::int32_t r) {
 
 Result<ComputeNeeds> compute_needs(std::span<const std::uint32_t> spirv, std::string_view entry,
                                    std::span<const SpecValue> spec) {
-  if (spirv.size() < 5 || spirv[0] != 0x07230203u)
-    return fail(Category::invalid_argument, "not a SPIR-V module (bad magic number or too short)");
+  const auto defaults = KCACHE_TRY(spec_defaults(spirv));
   std::map<std::uint32_t, std::uint32_t> spec_ids;  // result id → SpecId
   std::map<std::uint32_t, std::uint64_t> set_values;
   for (const auto& v : spec) set_values[v.id] = v.bits;
@@ -81,11 +168,7 @@ Result<ComputeNeeds> compute_needs(std::span<const std::uint32_t> spirv, std::st
   std::optional<std::array<std::uint32_t, 3>> local_size_ids;
   std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> modes;  // (entry id, operands)
 
-  for (std::size_t at = 5; at < spirv.size();) {
-    const std::uint32_t op = spirv[at] & 0xffff, count = spirv[at] >> 16;
-    if (count == 0 || at + count > spirv.size())
-      return fail(Category::invalid_argument, "SPIR-V module is truncated at word {}", at);
-    auto w = spirv.subspan(at + 1, count - 1);
+  KCACHE_CHECK(for_each_instruction(spirv, [&](std::uint32_t op, std::span<const std::uint32_t> w) {
     switch (op) {
       case op_entry_point:
         if (w.size() >= 3 && literal_string(w.subspan(2)) == entry) entry_id = w[1];
@@ -114,15 +197,18 @@ Result<ComputeNeeds> compute_needs(std::span<const std::uint32_t> spirv, std::st
       case op_type_array:
       case op_type_struct:
       case op_type_pointer:
-        if (!w.empty()) types[w[0]] = std::vector<std::uint32_t>(spirv.begin() + at, spirv.begin() + at + count);
+        if (!w.empty()) {  // the whole instruction: opcode word, then its operands
+          auto& t = types[w[0]];
+          t.assign(1, op);
+          t.insert(t.end(), w.begin(), w.end());
+        }
         break;
       case op_variable:
         if (w.size() >= 3 && w[2] == storage_workgroup) workgroup_vars.push_back(w[0]);
         break;
       default: break;
     }
-    at += count;
-  }
+  }));
   if (!entry_id) return fail(Category::invalid_argument, "the module has no entry point '{}'", entry);
   for (const auto& [id, operands] : modes) {
     if (id != *entry_id) continue;
@@ -140,7 +226,10 @@ Result<ComputeNeeds> compute_needs(std::span<const std::uint32_t> spirv, std::st
     if (sid == spec_ids.end()) return c->second.value;
     auto set = set_values.find(sid->second);
     source = SpecSource{sid->second, set != set_values.end()};
-    return set != set_values.end() ? static_cast<std::uint32_t>(set->second) : c->second.value;
+    if (set != set_values.end()) return static_cast<std::uint32_t>(set->second);
+    for (const auto& d : defaults)
+      if (d.spec_id == sid->second) return static_cast<std::uint32_t>(d.bits);
+    return c->second.value;
   };
 
   ComputeNeeds needs;

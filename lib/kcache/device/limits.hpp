@@ -47,8 +47,33 @@ struct ComputeNeeds {
   std::vector<SpecSource> shared_memory_spec;
 };
 
+/// A specialization constant's default, as a pipeline receives it when the
+/// application does not set it.
+struct SpecDefault {
+  std::uint32_t spec_id = 0;
+  std::uint64_t bits = 0;  ///< SpecValue's rule: signed types sign-extended to 64 bits
+};
+
+/// The default of every SpecId `spirv` declares, ascending by SpecId: the
+/// specialization kcache hands the driver for the constants the manifest
+/// leaves unset, so that the device stage, verify and the runtime API state
+/// every constant explicitly and identically, and the pipeline does not
+/// depend on how a driver resolves a module's ambiguous defaults.
+///
+/// The ambiguity: glslang gives `layout(local_size_x_id = N) in;` its own
+/// constant with SpecId N and default 1 (or local_size_x), beside
+/// `layout(constant_id = N) const uint BLOCK = 256;`, so one SpecId has two
+/// defaults and, unspecialized, the workgroup is 1 wide while BLOCK is 256
+/// — a pipeline no application creates. Rule: when constants sharing a
+/// SpecId disagree, the default of a constant that is not a workgroup-size
+/// operand (LocalSizeId or the WorkgroupSize built-in) wins, as the value the
+/// source wrote; among several such, the first declared. invalid_argument
+/// for words that are not a SPIR-V module.
+Result<std::vector<SpecDefault>> spec_defaults(std::span<const std::uint32_t> spirv);
+
 /// Reads `entry`'s workgroup size (LocalSize, LocalSizeId or the WorkgroupSize
-/// built-in) and shared memory from `spirv`, with `spec` applied by SpecId.
+/// built-in) and shared memory from `spirv`, with `spec` applied by SpecId
+/// and spec_defaults() for the constants `spec` leaves unset.
 /// invalid_argument for words that are not a SPIR-V module or an entry point
 /// the module does not have.
 Result<ComputeNeeds> compute_needs(std::span<const std::uint32_t> spirv, std::string_view entry,

@@ -1,5 +1,7 @@
 #include "kcache/device/reflect.hpp"
 
+#include "kcache/device/limits.hpp"
+
 #include <spirv_cross/spirv_cross_c.h>
 
 #include <fmt/format.h>
@@ -37,7 +39,10 @@ std::string_view model_name(SpvExecutionModel m) {
 struct Reflector {
   spvc_context ctx;
   spvc_compiler comp;
-  std::span<const SpecValue> spec;
+  std::span<const SpecValue> spec;  ///< the manifest's values
+  /// Every declared constant's value: `spec`, else its default
+  /// (spec_defaults); what the pipeline is specialized with.
+  std::vector<SpecValue> effective;
   std::map<spvc_constant_id, std::uint32_t> spec_id_of;  // constant → SpecId
 
   std::string last_error() const {
@@ -48,7 +53,7 @@ struct Reflector {
   // The value of a (possibly specialization) 32-bit constant after `spec`.
   std::uint32_t constant_value(spvc_constant_id id) const {
     if (auto it = spec_id_of.find(id); it != spec_id_of.end())
-      for (const auto& v : spec)
+      for (const auto& v : effective)
         if (v.id == it->second) return static_cast<std::uint32_t>(v.bits);
     spvc_constant c = spvc_compiler_get_constant_handle(comp, id);
     return c ? spvc_constant_get_scalar_u32(c, 0, 0) : 0;
@@ -146,7 +151,7 @@ Result<void> reflect_bindings(const Reflector& r, spvc_resources resources, Modu
   return {};
 }
 
-Result<void> reflect_spec_constants(Reflector& r, ModuleInterface& out) {
+Result<void> reflect_spec_constants(Reflector& r, std::span<const SpecDefault> defaults, ModuleInterface& out) {
   const spvc_specialization_constant* constants = nullptr;
   std::size_t n = 0;
   spvc_compiler_get_specialization_constants(r.comp, &constants, &n);
@@ -167,14 +172,25 @@ Result<void> reflect_spec_constants(Reflector& r, ModuleInterface& out) {
     if (std::find(seen.begin(), seen.end(), v.id) != seen.end())
       return fail(Category::invalid_argument, "specialization constant {} is given twice", v.id);
     seen.push_back(v.id);
-    auto it = declared.find(v.id);
-    if (it == declared.end()) {
+    if (!declared.contains(v.id)) {
       std::vector<std::uint32_t> ids;
       for (const auto& [id, d] : declared) ids.push_back(id);
       return fail(Category::invalid_argument,
                   "specialization constant {} is not declared by the module (it declares: {})", v.id,
                   ids.empty() ? std::string("none") : fmt::format("{}", fmt::join(ids, ", ")));
     }
+  }
+  // Every declared constant is stated explicitly, the manifest's value or
+  // its default (spec_defaults says why), ascending by SpecId.
+  r.effective.assign(r.spec.begin(), r.spec.end());
+  for (const auto& d : defaults)
+    if (declared.contains(d.spec_id) && std::find(seen.begin(), seen.end(), d.spec_id) == seen.end())
+      r.effective.push_back({d.spec_id, d.bits});
+  std::sort(r.effective.begin(), r.effective.end(), [](const SpecValue& a, const SpecValue& b) { return a.id < b.id; });
+
+  for (const SpecValue& v : r.effective) {
+    auto it = declared.find(v.id);
+    if (it == declared.end()) continue;
     const auto [base, declared_width] = it->second;
     const bool is_bool = base == SPVC_BASETYPE_BOOLEAN;
     const bool is_signed = base == SPVC_BASETYPE_INT8 || base == SPVC_BASETYPE_INT16 || base == SPVC_BASETYPE_INT32 ||
@@ -242,7 +258,7 @@ Result<ModuleInterface> reflect_module(std::span<const std::uint32_t> spirv, std
   if (spvc_context_create(&raw_ctx) != SPVC_SUCCESS)
     return fail(Category::invalid_argument, "SPIRV-Cross: cannot create a context");
   Context ctx(raw_ctx);
-  Reflector r{raw_ctx, nullptr, spec, {}};
+  Reflector r{raw_ctx, nullptr, spec, {}, {}};
 
   spvc_parsed_ir ir = nullptr;
   if (spvc_context_parse_spirv(raw_ctx, spirv.data(), spirv.size(), &ir) != SPVC_SUCCESS)
@@ -281,7 +297,8 @@ Result<ModuleInterface> reflect_module(std::span<const std::uint32_t> spirv, std
   spvc_compiler_get_declared_extensions(r.comp, &exts, &n_exts);
   for (std::size_t i = 0; i < n_exts; ++i) out.extensions.emplace_back(exts[i]);
 
-  KCACHE_CHECK(reflect_spec_constants(r, out));
+  const auto defaults = KCACHE_TRY(spec_defaults(spirv));
+  KCACHE_CHECK(reflect_spec_constants(r, defaults, out));
 
   // Every resource the module declares, not only those this entry uses: the
   // layout an application writes from the same source has them all, and a

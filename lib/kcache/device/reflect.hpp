@@ -29,6 +29,9 @@ struct ModuleInterface {
   std::uint32_t spirv_version = 0;       ///< header word 1, e.g. 0x00010500
   std::vector<Binding> bindings;         ///< sorted by (set, binding), no duplicates
   std::uint32_t push_constant_size = 0;  ///< bytes, multiple of 4; 0 when none
+  /// Every specialization constant the module declares, ascending by SpecId:
+  /// the value given, else its default (limits.hpp spec_defaults). The
+  /// device stage, verify and the runtime API all pass exactly this.
   std::vector<VkSpecializationMapEntry> spec_entries;
   std::vector<std::uint8_t> spec_data;        ///< referenced by spec_entries
   std::vector<std::uint32_t> capabilities;    ///< SpvCapability values declared

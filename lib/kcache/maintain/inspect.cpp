@@ -125,7 +125,8 @@ void mark_foreign(StoreReport& report, const manifest::Manifest* manifest,
 Result<std::vector<FingerprintRecord>> local_device_records() {
   return device::list_devices().map([](const std::vector<device::DeviceInfo>& devices) {
     std::vector<FingerprintRecord> records;
-    for (const auto& d : devices) records.push_back(d.record());
+    for (const auto& d : devices)  // one namespace per device profile
+      for (auto profile : device::k_device_profiles) records.push_back(d.with_profile(profile).record());
     return records;
   });
 }

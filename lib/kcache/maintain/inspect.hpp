@@ -104,7 +104,8 @@ void mark_foreign(StoreReport& report, const manifest::Manifest* manifest,
                   const Result<std::vector<FingerprintRecord>>& local_devices,
                   const Result<std::vector<cuda_device::DeviceInfo>>& cuda_devices);
 
-/// The fingerprint records of this machine's Vulkan devices, for
+/// The fingerprint records of this machine's Vulkan devices, one per device
+/// profile (each has its namespace), for
 /// mark_foreign; device_unavailable when there is no loader or device.
 Result<std::vector<FingerprintRecord>> local_device_records();
 

@@ -703,9 +703,10 @@ Result<Manifest> parse_manifest(std::string_view text, const std::string& displa
   }
   const toml::table& top = parsed.table();
   for (const auto& [k, v] : top)
-    if (k.str() != "defaults" && k.str() != "kernel")
+    if (k.str() != "defaults" && k.str() != "kernel" && k.str() != "vulkan")
       diag.add(&v,
-               fmt::format("unknown top-level key '{}' — a manifest has [defaults] and [[kernel]] entries", k.str()));
+               fmt::format("unknown top-level key '{}' — a manifest has [defaults], [vulkan] and [[kernel]] entries",
+                           k.str()));
 
   Options defaults;
   if (const toml::node* d = top.get("defaults")) {
@@ -720,6 +721,23 @@ Result<Manifest> parse_manifest(std::string_view text, const std::string& displa
   Manifest m;
   m.path = display_name;
   m.root = root;
+  // [vulkan] device_profile: the name is checked where devices are made
+  // (device::parse_device_profile); here only its shape.
+  if (const toml::node* vk = top.get("vulkan")) {
+    if (auto vt = vk->as_table()) {
+      for (const auto& [k, v] : *vt) {
+        if (k.str() != "device_profile") {
+          diag.add(&v, fmt::format("unknown key '{}' in [vulkan] — it holds device_profile", k.str()));
+        } else if (auto name = v.value<std::string>(); name && name->size() <= 64) {
+          m.device_profile = *name;
+        } else {
+          diag.add(&v, "'device_profile' must be a short string: \"all-supported\" or \"minimal\"");
+        }
+      }
+    } else {
+      diag.add(vk, "'vulkan' must be a table: [vulkan]");
+    }
+  }
   const toml::node* kernels = top.get("kernel");
   if (!kernels) {
     diag.add(nullptr, "no kernels — add a [[kernel]] table with name and source");

@@ -34,6 +34,9 @@ struct Manifest {
   std::filesystem::path path;                   ///< the manifest file as given
   std::filesystem::path root;                   ///< its folder: every relative path starts here
   std::vector<definition::KernelSpec> kernels;  ///< expanded, in manifest order
+  /// [vulkan] device_profile as written ("" = the default, all-supported):
+  /// how `build --backend vulkan` creates its device (device::DeviceProfile).
+  std::string device_profile;
 };
 
 /// Longest kernel name accepted, variant suffix included: the limit every

@@ -5,22 +5,38 @@
 
 #include "kcache/runtime/catalog.hpp"
 #include "kcache/store/default_dir.hpp"
+#include "kcache/util/hash.hpp"
+
+#include <fmt/format.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <string>
 
 // The opaque handles of kcache.h.
 struct kcache_store {
   std::unique_ptr<kcache::runtime::detail::Catalog> catalog;
+  /// The last device looked up with and its sealed DeviceInfo: an
+  /// application asks for one device, and sealing its fingerprint (a
+  /// record and two hashes) is a tenth of a lookup served from a trusted
+  /// store. Compared bytewise: any difference just seals again.
+  std::mutex device_mutex;
+  kcache_device last_device{};
+  std::shared_ptr<const kcache::device::DeviceInfo> last_info;
+  /// How the application creates its device (KCACHE_OPEN_DEVICE_MINIMAL):
+  /// which profile's namespace its lookups read.
+  kcache::device::DeviceProfile profile = kcache::device::DeviceProfile::all_supported;
 };
 
 struct kcache_kernel {
   kcache::runtime::detail::Kernel k;
   std::vector<kcache_binding> bindings;
   std::vector<kcache_spec_entry> spec_entries;
+  std::uint64_t layout_id = 0;  ///< kcache_kernel_layout_id
 };
 
 namespace {
@@ -90,9 +106,21 @@ kcache_status lookup(kcache_store* store, const kcache_device* device, const cha
   return guarded([&] {
     if (!store || !out) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "store and out must not be NULL");
     *out = nullptr;
-    std::optional<kcache::device::DeviceInfo> info;
+    std::shared_ptr<const kcache::device::DeviceInfo> info;
     kcache::runtime::detail::LookupOptions options;
-    if (device) options.device = &info.emplace(device_info(*device));
+    if (device) {
+      {
+        std::lock_guard lock(store->device_mutex);
+        if (store->last_info && std::memcmp(&store->last_device, device, sizeof *device) == 0) info = store->last_info;
+      }
+      if (!info) {
+        info = std::make_shared<const kcache::device::DeviceInfo>(device_info(*device).with_profile(store->profile));
+        std::lock_guard lock(store->device_mutex);
+        store->last_device = *device;
+        store->last_info = info;
+      }
+      options.device = info.get();
+    }
     if (target) options.target = target;
     auto k = find(*store->catalog, options);
     if (!k) return failed(k.error());
@@ -102,6 +130,15 @@ kcache_status lookup(kcache_store* store, const kcache_device* device, const cha
       handle->bindings.push_back({b.set, b.binding, b.descriptor_type, b.count});
     for (const auto& s : handle->k.interface.spec_entries)
       handle->spec_entries.push_back({s.constant_id, s.offset, s.size});
+    if (handle->k.stage == "compute" && handle->k.interface_error.empty()) {
+      // Push-constant size, then each binding's four fields, as 32-bit words.
+      std::vector<std::uint32_t> words{handle->k.interface.push_constant_size};
+      for (const auto& b : handle->bindings) words.insert(words.end(), {b.set, b.binding, b.descriptor_type, b.count});
+      const auto h = kcache::util::hash_bytes(
+          {reinterpret_cast<const std::uint8_t*>(words.data()), words.size() * sizeof(std::uint32_t)});
+      std::memcpy(&handle->layout_id, h.bytes.data(), sizeof handle->layout_id);
+      handle->layout_id |= 1;  // never 0, which means "no interface"
+    }
     *out = handle.release();
     return KCACHE_OK;
   });
@@ -146,14 +183,23 @@ const char* kcache_status_name(kcache_status status) {
 
 const char* kcache_last_error(void) { return t_last_error.c_str(); }
 
-kcache_status kcache_store_open(const char* dir, kcache_store** out) {
+kcache_status kcache_store_open(const char* dir, kcache_store** out) { return kcache_store_open_flags(dir, 0, out); }
+
+kcache_status kcache_store_open_flags(const char* dir, unsigned flags, kcache_store** out) {
   return guarded([&] {
     if (!out) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "out must not be NULL");
     *out = nullptr;
-    auto catalog = kcache::runtime::detail::Catalog::open(dir && *dir ? std::filesystem::path(dir)
-                                                                      : default_store_from_environment());
+    constexpr unsigned known = KCACHE_OPEN_TRUSTED | KCACHE_OPEN_DEVICE_MINIMAL;
+    if (flags & ~known)
+      return failed(KCACHE_ERROR_INVALID_ARGUMENT,
+                    fmt::format("unknown store flags {:#x} (known: KCACHE_OPEN_TRUSTED, KCACHE_OPEN_DEVICE_MINIMAL)",
+                                flags & ~known));
+    auto catalog = kcache::runtime::detail::Catalog::open(
+        dir && *dir ? std::filesystem::path(dir) : default_store_from_environment(),
+        (flags & KCACHE_OPEN_TRUSTED) != 0);
     if (!catalog) return failed(catalog.error());
     *out = new kcache_store{std::move(*catalog)};
+    if (flags & KCACHE_OPEN_DEVICE_MINIMAL) (*out)->profile = kcache::device::DeviceProfile::minimal;
     return KCACHE_OK;
   });
 }
@@ -308,6 +354,8 @@ const kcache_binding* kcache_kernel_bindings(const kcache_kernel* k, uint32_t* c
 }
 
 uint32_t kcache_kernel_push_constant_size(const kcache_kernel* k) { return k ? k->k.interface.push_constant_size : 0; }
+
+uint64_t kcache_kernel_layout_id(const kcache_kernel* k) { return k ? k->layout_id : 0; }
 
 const kcache_spec_entry* kcache_kernel_spec_entries(const kcache_kernel* k, uint32_t* count) {
   if (count) *count = k ? static_cast<uint32_t>(k->spec_entries.size()) : 0;

@@ -18,6 +18,7 @@
 #include <bit>
 #include <charconv>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -113,13 +114,18 @@ Interface to_interface(const device::detail::ModuleInterface& m) {
 // using what this validator does not know, is served unreflected
 // (interface_error says why), as the device stage would refuse to build a
 // pipeline of it.
-Result<void> reflect_checked(Kernel& k, definition::ValidatePolicy policy) {
+// A trusted store (Catalog::open) skips spirv-val for modules stored as
+// validated: the validator's cost (most of a lookup) was paid when the
+// module was built or imported, and the application vouches that nobody
+// changed the store since.
+Result<void> reflect_checked(Kernel& k, definition::ValidatePolicy policy, bool trusted) {
   const std::string where = fmt::format("kernel '{}' in spirv/{}", util::shown_untrusted(k.name), k.target);
   if (auto ok = compile::check_structure(k.spirv); !ok)
     return fail(Category::corruption,
                 "{}: its SPIR-V module is damaged ({}); run `kcache verify` on the store, or rebuild or re-import it",
                 where, compile::validation_note(ok.error().message));
-  if (auto ok = compile::validate(k.spirv, k.target); !ok) {
+  const bool validated_before = trusted && policy == definition::ValidatePolicy::strict;
+  if (auto ok = validated_before ? Result<void>{} : compile::validate(k.spirv, k.target); !ok) {
     // validator_unsupported: this library's spirv-val may be older than the
     // one that built the module; not a sign of damage, so not an error.
     if (policy == definition::ValidatePolicy::strict && ok.error().category == Category::validation_failed)
@@ -137,6 +143,31 @@ Result<void> reflect_checked(Kernel& k, definition::ValidatePolicy policy) {
   if (iface) k.interface = to_interface(*iface);
   else k.interface_error = iface.error().message;
   return {};
+}
+
+// "deviceProfile 2" for a record, as messages name it.
+std::string profile_text(const FingerprintRecord& record) {
+  const std::string* p = record.find("deviceProfile");
+  return fmt::format("deviceProfile {}", p ? *p : "<absent>");
+}
+
+// A vulkan namespace of the store for `dev`'s compatibility class but
+// another deviceProfile (kcache's way of creating devices and pipelines,
+// device.hpp k_device_profile), or nullopt: what the lookup says when the
+// device's own namespace lacks a blob, so that an application learns its
+// store was built for another profile rather than finding no blob at all.
+Result<std::optional<Namespace>> other_profile_namespace(store::Reader& reader, const device::DeviceInfo& dev) {
+  auto without_profile = [](const FingerprintRecord& r) {
+    FingerprintRecord out = compatible_record(r);
+    std::erase_if(out.fields, [](const auto& f) { return f.first == "deviceProfile"; });
+    return out;
+  };
+  const FingerprintRecord mine = without_profile(dev.record());
+  for (const auto& info : KCACHE_TRY(reader.namespace_records()))
+    if (info.ns.backend == "vulkan" && info.ns.fingerprint != dev.fingerprint() &&
+        without_profile(info.ns.record) == mine)
+      return std::optional<Namespace>(info.ns);
+  return std::optional<Namespace>();
 }
 
 // The blob part of a lookup: fills blob_status, blob_reason, pipeline_cache,
@@ -157,6 +188,11 @@ Result<void> attach_blob(store::Reader& reader, const device::DeviceInfo& dev, c
         "the store has no pipeline-cache blob for '{}' on this device (namespace {}); build one on this "
         "device with `kcache build --backend vulkan`, or import a bundle made for it",
         k.name, dev_ns);
+    if (auto other = KCACHE_TRY(other_profile_namespace(reader, dev)))
+      k.blob_reason += fmt::format(
+          ". The store has blobs for this device built with another device profile ({} {}, this runtime's is {}): "
+          "a device created another way compiles other code, so they cannot serve; rebuild them with this kcache",
+          other->name(), profile_text(other->record), profile_text(dev.record()));
     return {};
   }
   const Entry& v = **stored;
@@ -211,15 +247,15 @@ device::DeviceInfo device_from_properties(const DeviceProperties& p) {
   return info;
 }
 
-Catalog::Catalog(std::unique_ptr<store::Store> store) : m_store(std::move(store)) {}
+Catalog::Catalog(std::unique_ptr<store::Store> store, bool trusted) : m_store(std::move(store)), m_trusted(trusted) {}
 
-Result<std::unique_ptr<Catalog>> Catalog::open(const std::filesystem::path& dir) {
+Result<std::unique_ptr<Catalog>> Catalog::open(const std::filesystem::path& dir, bool trusted) {
   const auto& path = dir;
   store::OpenOptions options;
   options.read_only = true;
   auto s = store::open_lmdb_store(path, options);
   if (!s) return tl::unexpected(std::move(s).error().context(fmt::format("store {}", path.string())));
-  return std::make_unique<Catalog>(std::move(*s));
+  return std::make_unique<Catalog>(std::move(*s), trusted);
 }
 
 Result<std::unique_ptr<Catalog>> Catalog::open_embedded(const kcache_embedded_table& table) {
@@ -330,7 +366,7 @@ Result<Kernel> Catalog::find(std::string_view name, const LookupOptions& options
     if (options.device) KCACHE_CHECK(attach_blob(reader, *options.device, e, spirv_ns, k));
     return {};
   }));
-  if (k.stage == "compute") KCACHE_CHECK(reflect_checked(k, policy));
+  if (k.stage == "compute") KCACHE_CHECK(reflect_checked(k, policy, m_trusted));
   return k;
 }
 

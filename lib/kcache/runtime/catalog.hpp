@@ -113,9 +113,13 @@ class Catalog {
  public:
   /// Opens the store in `dir` read-only.
   /// not_found when there is none; other errors as store::open_lmdb_store.
-  static Result<std::unique_ptr<Catalog>> open(const std::filesystem::path& dir);
+  /// `trusted` (kcache_store_open_flags' KCACHE_OPEN_TRUSTED): the
+  /// application vouches for the store (it ships it, read-only), so a
+  /// module stored as validated is not validated again at each lookup; the
+  /// structure check still runs (docs/reliability.md, "Trusted stores").
+  static Result<std::unique_ptr<Catalog>> open(const std::filesystem::path& dir, bool trusted = false);
   /// Over an already open store (tests: memory store).
-  explicit Catalog(std::unique_ptr<store::Store> store);
+  explicit Catalog(std::unique_ptr<store::Store> store, bool trusted = false);
 
   /// Over the kernels a program carries (kcache_embedded.h): each is checked
   /// (name, key ids, SPIR-V magic and size, spec constants) and put into a
@@ -128,7 +132,8 @@ class Catalog {
   /// target; invalid_argument when no target is given and several hold it;
   /// corruption when the SPIR-V entry is unreadable or not a module, or (a
   /// compute kernel, before reflecting it) its module fails the structure
-  /// check, or spirv-val though it was stored as validated. Blob
+  /// check, or spirv-val though it was stored as validated (not asked of a
+  /// trusted store). Blob
   /// failures are not errors (Kernel::blob_status).
   Result<Kernel> find(std::string_view name, const LookupOptions& options) const;
 
@@ -170,6 +175,7 @@ class Catalog {
 
  private:
   std::unique_ptr<store::Store> m_store;
+  bool m_trusted = false;
 };
 
 }  // namespace kcache::runtime::detail

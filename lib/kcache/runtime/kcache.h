@@ -51,7 +51,8 @@
 extern "C" {
 #endif
 
-#define KCACHE_RUNTIME_API_VERSION 3 /* 2: kcache_store_open_embedded; 3: kcache_lookup_cuda */
+#define KCACHE_RUNTIME_API_VERSION \
+  4 /* 2: kcache_store_open_embedded; 3: kcache_lookup_cuda; 4: kcache_store_open_flags, kcache_kernel_layout_id */
 
 /** Outcome of a call. */
 typedef enum kcache_status {
@@ -133,6 +134,28 @@ KCACHE_API const char* kcache_last_error(void);
  *  store there, IO, CORRUPTION or VERSION_MISMATCH as the message says;
  *  INVALID_ARGUMENT when `out` is NULL. */
 KCACHE_API kcache_status kcache_store_open(const char* dir, kcache_store** out);
+
+/** kcache_store_open_flags: the application vouches for the store. It
+ *  ships the store with itself, where only its installer writes (a
+ *  read-only package directory), so a module stored as validated is not
+ *  run through spirv-val again at every lookup, most of a lookup's cost;
+ *  the module's structure (ids within bounds, word counts) is still checked
+ *  before it is reflected. Never for a store other programs or users can
+ *  write, or one filled from bundles of unknown origin. */
+#define KCACHE_OPEN_TRUSTED 1u
+
+/** kcache_store_open_flags: the application creates its VkDevice with only
+ *  the features its kernels' SPIR-V capabilities need, as a manifest's
+ *  `[vulkan] device_profile = "minimal"` build does; lookups then read that
+ *  profile's blobs. Without it: the default profile, every supported Vulkan
+ *  1.0-1.3 core feature but robustBufferAccess and robustImageAccess. A
+ *  device created otherwise gets blobs that do not hit. */
+#define KCACHE_OPEN_DEVICE_MINIMAL 2u
+
+/** As kcache_store_open, with `flags` (KCACHE_OPEN_TRUSTED,
+ *  KCACHE_OPEN_DEVICE_MINIMAL, or'ed, or 0).
+ *  INVALID_ARGUMENT for an unknown flag. (API version 4.) */
+KCACHE_API kcache_status kcache_store_open_flags(const char* dir, unsigned flags, kcache_store** out);
 
 /** Opens the kernels compiled into the program (the table `kcache emit`
  *  writes, kcache_embedded.h) as a read-only store: kcache_lookup,
@@ -261,6 +284,13 @@ KCACHE_API const uint8_t* kcache_kernel_pipeline_cache(const kcache_kernel* kern
 KCACHE_API const kcache_binding* kcache_kernel_bindings(const kcache_kernel* kernel, uint32_t* count);
 /** Push-constant range size in bytes at offset 0 (0: no push constants). */
 KCACHE_API uint32_t kcache_kernel_push_constant_size(const kcache_kernel* kernel);
+/** An id of the kernel's pipeline layout (its bindings and push-constant
+ *  size): kernels with equal ids have equal layouts, so an application
+ *  creates one VkPipelineLayout (and its set layouts) per id and shares it;
+ *  a blob's hit does not depend on which of equal layouts made it. Not
+ *  persisted and not stable across kcache versions. 0 for a kernel without
+ *  an interface (other stages, or reflection failed). (API version 4.) */
+KCACHE_API uint64_t kcache_kernel_layout_id(const kcache_kernel* kernel);
 /** The specialization map (from the manifest's spec_constants). */
 KCACHE_API const kcache_spec_entry* kcache_kernel_spec_entries(const kcache_kernel* kernel, uint32_t* count);
 /** The specialization data the map entries point into. */

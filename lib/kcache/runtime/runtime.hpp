@@ -101,6 +101,8 @@ class Kernel {
     return {p, n};
   }
   std::uint32_t push_constant_size() const { return kcache_kernel_push_constant_size(m_k); }
+  /// kcache_kernel_layout_id: equal for kernels whose layouts are equal.
+  std::uint64_t layout_id() const { return kcache_kernel_layout_id(m_k); }
   /// Layout-identical to VkSpecializationMapEntry.
   std::span<const kcache_spec_entry> spec_entries() const {
     std::uint32_t n = 0;
@@ -144,11 +146,13 @@ class Kernel {
 /// An open store, read-only.
 class Store {
  public:
-  /// kcache_store_open: `dir` empty = kcache's default store.
-  static Result<Store> open(std::string_view dir = {}) {
+  /// kcache_store_open_flags: `dir` empty = kcache's default store; `flags`
+  /// KCACHE_OPEN_TRUSTED only for a store the application ships (kcache.h).
+  static Result<Store> open(std::string_view dir = {}, unsigned flags = 0) {
     kcache_store* s = nullptr;
     const std::string path(dir);
-    if (kcache_status st = kcache_store_open(path.c_str(), &s); st != KCACHE_OK) return wrapper_detail::last_error(st);
+    if (kcache_status st = kcache_store_open_flags(path.c_str(), flags, &s); st != KCACHE_OK)
+      return wrapper_detail::last_error(st);
     return Store(s);
   }
   /// kcache_store_open_embedded: the kernels `kcache emit` compiled into the

@@ -94,6 +94,8 @@ Result<Worker> spawn_worker(const device::DeviceInfo& device, const WorkerOption
   std::vector<std::string> args = options.command;
   if (args.empty()) args = {"/proc/self/exe", std::string(k_worker_subcommand)};
   args.insert(args.end(), {"--device", device.fingerprint(), "--threads", std::to_string(threads)});
+  if (device.profile != device::DeviceProfile::all_supported)
+    args.insert(args.end(), {"--profile", std::string(device::device_profile_name(device.profile))});
   if (options.timed && mode == JobMode::verify) args.emplace_back("--timed");
   args.insert(args.end(), options.faults.begin(), options.faults.end());
   std::vector<char*> argv;
@@ -157,7 +159,8 @@ PipelineOutcome to_outcome(protocol::JobResult&& r) {
 /// Runs `batch` (indices into `jobs`) in one worker of `threads` threads
 /// until it has answered all of them or died.
 Result<RoundEnd> run_round(const device::DeviceInfo& device, JobMode mode, std::span<const PipelineJob> jobs,
-                           const std::vector<std::size_t>& batch, unsigned threads, const WorkerOptions& options,
+                           const std::vector<std::uint8_t>& validated, const std::vector<std::size_t>& batch,
+                           unsigned threads, const WorkerOptions& options,
                            const std::function<void(std::size_t, PipelineOutcome&&)>& done) {
   Worker w = KCACHE_TRY(spawn_worker(device, options, threads, mode));
   const auto stall = options.stall_timeout;
@@ -167,8 +170,8 @@ Result<RoundEnd> run_round(const device::DeviceInfo& device, JobMode mode, std::
   const auto wire_mode = mode == JobMode::build ? protocol::Mode::build : protocol::Mode::verify;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const PipelineJob& j = jobs[batch[i]];
-    auto f = protocol::job_frame(static_cast<std::uint32_t>(i), wire_mode, j.kernel, j.target, j.entry, j.spec, j.spirv,
-                                 j.wrapped_blob);
+    auto f = protocol::job_frame(static_cast<std::uint32_t>(i), wire_mode, validated[batch[i]] != 0, j.kernel, j.target,
+                                 j.entry, j.spec, j.spirv, j.wrapped_blob);
     out.insert(out.end(), f.begin(), f.end());
   }
   auto end = protocol::frame(protocol::FrameType::end, {});
@@ -324,10 +327,11 @@ protocol::JobResult serve_job(device::Device& dev, const protocol::Job& job) {
   PhaseTime cpu;
   auto run = [&]() -> Result<void> {
     // No unvalidated byte reaches a driver (docs/reliability.md promise 5): the
-    // module passes spirv-val for its target, a blob its wrapper and header
-    // checks, here, right before the driver sees them.
+    // module passes spirv-val for its target (in the parent, for these very
+    // bytes, when the job says so; else here), a blob its wrapper and header
+    // checks here, right before the driver sees them.
     auto words = KCACHE_TRY(compile::spirv_words(job.spirv));
-    KCACHE_CHECK(compile::validate(words, job.target));
+    if (!job.validated) KCACHE_CHECK(compile::validate(words, job.target));
     if (job.mode == protocol::Mode::build) {
       auto built = KCACHE_TRY(dev.build_pipeline(words, job.entry, job.spec));
       r.create_ms = built.create_ms;
@@ -354,9 +358,31 @@ protocol::JobResult serve_job(device::Device& dev, const protocol::Job& job) {
 Result<void> run_pipeline_jobs(const device::DeviceInfo& device, JobMode mode, std::span<const PipelineJob> jobs,
                                const WorkerOptions& options,
                                const std::function<void(std::size_t, PipelineOutcome&&)>& done) {
-  std::vector<std::size_t> normal(jobs.size()), suspects;
-  for (std::size_t i = 0; i < jobs.size(); ++i) normal[i] = i;
   const unsigned threads = std::max(1u, options.threads);
+  // Every module through spirv-val here first, on every core, rather than in
+  // the worker on its `threads` creating threads: at -j1 validation would
+  // otherwise cost more than creating the pipelines from blobs. The worker
+  // is told which bytes were validated and skips them (protocol JOB); a
+  // module spirv-val rejects never reaches a worker.
+  std::vector<std::uint8_t> validated(jobs.size(), 0);  // not vector<bool>: written from several threads
+  std::vector<std::optional<Error>> invalid(jobs.size());
+  const unsigned cores = std::max(threads, std::thread::hardware_concurrency());
+  util::parallel_for(jobs.size(), cores, [&](std::size_t i) {
+    auto words = compile::spirv_words(jobs[i].spirv);
+    auto ok = words ? compile::validate(*words, jobs[i].target) : Result<void>(tl::unexpected(words.error()));
+    if (ok) validated[i] = 1;
+    else invalid[i] = std::move(ok).error();
+  });
+  std::vector<std::size_t> normal, suspects;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!invalid[i]) {
+      normal.push_back(i);
+      continue;
+    }
+    PipelineOutcome o;
+    o.error = std::move(invalid[i]);
+    done(i, std::move(o));
+  }
   int fruitless_deaths = 0;
 
   auto fail_all = [&](std::vector<std::size_t>& list, const Error& e, bool crashed) {
@@ -375,7 +401,7 @@ Result<void> run_pipeline_jobs(const device::DeviceInfo& device, JobMode mode, s
     const bool isolating = normal.empty();
     std::vector<std::size_t>& batch = isolating ? suspects : normal;
     const unsigned n_threads = isolating ? 1u : static_cast<unsigned>(std::min<std::size_t>(threads, batch.size()));
-    auto end = KCACHE_TRY(run_round(device, mode, jobs, batch, n_threads, options, done));
+    auto end = KCACHE_TRY(run_round(device, mode, jobs, validated, batch, n_threads, options, done));
     if (end.fatal) {
       fail_all(normal, *end.fatal, false);
       fail_all(suspects, *end.fatal, false);
@@ -422,9 +448,10 @@ int serve_pipeline_worker(const WorkerArgs& args) {
   // real compiles, not from the driver's own disk cache.
   device::disable_driver_disk_caches();
   auto opened = [&]() -> Result<std::unique_ptr<device::Device>> {
+    const auto profile = KCACHE_TRY(device::parse_device_profile(args.profile));
     auto devices = KCACHE_TRY(device::list_devices());
-    for (const auto& d : devices)
-      if (d.fingerprint() == args.fingerprint)
+    for (const auto& listed : devices)
+      if (auto d = listed.with_profile(profile); d.fingerprint() == args.fingerprint)
         return device::Device::open(d, device::Device::Options{.fail_on_compile_required = !args.timed});
     return fail(Category::device_unavailable, "no Vulkan device with fingerprint {} is present", args.fingerprint);
   }();

@@ -38,7 +38,7 @@
 namespace kcache::worker {
 
 /// The hidden subcommand that runs a worker: `kcache __pipeline-worker
-/// --device FINGERPRINT --threads N [--timed]`.
+/// --device FINGERPRINT [--profile NAME] --threads N [--timed]`.
 inline constexpr std::string_view k_worker_subcommand = "__pipeline-worker";
 
 /// One pipeline to create. Spans borrow from the caller until
@@ -95,7 +95,8 @@ Result<void> run_pipeline_jobs(const device::DeviceInfo& device, JobMode mode, s
 /// stdin, answers on stdout (stdout is then pointed at stderr, so stray
 /// driver output cannot corrupt the stream). Returns the process exit code.
 struct WorkerArgs {
-  std::string fingerprint;  ///< the device's short fingerprint id (exact)
+  std::string fingerprint;                ///< the device's short fingerprint id (exact), profile included
+  std::string profile = "all-supported";  ///< its DeviceProfile's name (--profile)
   unsigned threads = 1;
   bool timed = false;
   /// Called on a creating thread with the job's kernel name after its BEGIN is

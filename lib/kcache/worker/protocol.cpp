@@ -53,14 +53,16 @@ std::vector<std::uint8_t> frame(FrameType type, std::span<const std::uint8_t> bo
   return w.take();
 }
 
-std::vector<std::uint8_t> job_frame(std::uint32_t index, Mode mode, std::string_view kernel, std::string_view target,
-                                    std::string_view entry, std::span<const device::SpecValue> spec,
-                                    std::span<const std::uint8_t> spirv, std::span<const std::uint8_t> wrapped_blob) {
+std::vector<std::uint8_t> job_frame(std::uint32_t index, Mode mode, bool validated, std::string_view kernel,
+                                    std::string_view target, std::string_view entry,
+                                    std::span<const device::SpecValue> spec, std::span<const std::uint8_t> spirv,
+                                    std::span<const std::uint8_t> wrapped_blob) {
   util::ByteWriter w;
   w.u32(static_cast<std::uint32_t>(FrameType::job));
   w.u32(0);  // length, patched below
   w.u32(index);
   w.u8(static_cast<std::uint8_t>(mode));
+  w.u8(validated ? 1 : 0);
   w.str(kernel);
   w.str(target);
   w.str(entry);
@@ -82,16 +84,19 @@ Result<Job> decode_job(std::span<const std::uint8_t> body) {
   Job j;
   auto index = r.u32();
   auto mode = r.u8();
+  auto validated = r.u8();
   auto kernel = r.str(k_max_string);
   auto target = r.str(k_max_string);
   auto entry = r.str(k_max_string);
   auto n_spec = r.u32();
-  if (!index || !mode || !kernel || !target || !entry || !n_spec || *n_spec > r.remaining() / 12)
+  if (!index || !mode || !validated || *validated > 1 || !kernel || !target || !entry || !n_spec ||
+      *n_spec > r.remaining() / 12)
     return malformed("JOB");
   if (*mode != static_cast<std::uint8_t>(Mode::build) && *mode != static_cast<std::uint8_t>(Mode::verify))
     return malformed("JOB");
   j.index = *index;
   j.mode = static_cast<Mode>(*mode);
+  j.validated = *validated == 1;
   j.kernel = std::move(*kernel);
   j.target = std::move(*target);
   j.entry = std::move(*entry);

@@ -4,13 +4,15 @@
 // carries it so a mismatch is caught rather than misread.
 //
 // Transport: one AF_UNIX stream socket, the worker's stdin and stdout.
-// Protocol version 1; integers little-endian; str and bytes = u32 length +
+// Protocol version 2 (2 added JOB's validated flag); integers little-endian; str and bytes = u32 length +
 // that many bytes; f64 = IEEE-754 bits as u64.
 //
 //   frame   := type u32 | length u32 | body (length bytes, ≤ k_max_frame_bytes)
 //
 //   type  direction         body
-//   1     JOB    → worker   index u32, mode u8 (1 build, 2 verify), kernel str,
+//   1     JOB    → worker   index u32, mode u8 (1 build, 2 verify), validated u8
+//                           (1: the parent ran spirv-val on these very bytes
+//                           for target; 0: the worker runs it), kernel str,
 //                           target str (e.g. "vulkan1.2", for spirv-val),
 //                           entry str, n_spec u32 then n × (id u32, bits u64),
 //                           spirv bytes, wrapped_blob bytes (verify; else empty)
@@ -39,7 +41,7 @@
 
 namespace kcache::worker::protocol {
 
-inline constexpr std::uint32_t k_protocol_version = 1;
+inline constexpr std::uint32_t k_protocol_version = 2;
 /// A job carries one module and one blob, each ≤ k_max_payload_bytes.
 inline constexpr std::uint32_t k_max_frame_bytes = 2 * (256u << 20) + (1u << 20);
 
@@ -54,6 +56,7 @@ struct Frame {
 struct Job {
   std::uint32_t index = 0;
   Mode mode = Mode::build;
+  bool validated = false;  ///< the parent validated the module (see JOB)
   std::string kernel;
   std::string target;
   std::string entry;
@@ -78,9 +81,10 @@ struct JobResult {
 std::vector<std::uint8_t> frame(FrameType type, std::span<const std::uint8_t> body);
 
 /// Encodes a JOB frame from borrowed parts, without copying them twice.
-std::vector<std::uint8_t> job_frame(std::uint32_t index, Mode mode, std::string_view kernel, std::string_view target,
-                                    std::string_view entry, std::span<const device::SpecValue> spec,
-                                    std::span<const std::uint8_t> spirv, std::span<const std::uint8_t> wrapped_blob);
+std::vector<std::uint8_t> job_frame(std::uint32_t index, Mode mode, bool validated, std::string_view kernel,
+                                    std::string_view target, std::string_view entry,
+                                    std::span<const device::SpecValue> spec, std::span<const std::uint8_t> spirv,
+                                    std::span<const std::uint8_t> wrapped_blob);
 Result<Job> decode_job(std::span<const std::uint8_t> body);
 
 std::vector<std::uint8_t> ready_frame(std::string_view device_name);

@@ -1,4 +1,4 @@
-// kcache-example --cuda: an application's start with CUDA kernels, three ways
+// kcache-bench-start --cuda: an application's start with CUDA kernels, three ways
 // to get a CUfunction for every CUDA kernel of a store (kcache's runtime API
 // gives the cubin, PTX or the recorded compile inputs; the application loads
 // libcuda and NVRTC itself with dlopen, as many do):
@@ -73,14 +73,14 @@ struct Nvrtc {
 template <typename F>
 bool sym(void* h, F& f, const char* name) {
   f = reinterpret_cast<F>(dlsym(h, name));
-  if (!f) std::fprintf(stderr, "kcache-example: %s lacks %s\n", "library", name);
+  if (!f) std::fprintf(stderr, "kcache-bench-start: %s lacks %s\n", "library", name);
   return f != nullptr;
 }
 
 bool load_cuda(Cuda& c) {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
-    std::fprintf(stderr, "kcache-example: no CUDA driver: %s\n", dlerror());
+    std::fprintf(stderr, "kcache-bench-start: no CUDA driver: %s\n", dlerror());
     return false;
   }
   return sym(h, c.cuInit, "cuInit") && sym(h, c.cuDeviceGet, "cuDeviceGet") &&
@@ -98,7 +98,7 @@ bool load_nvrtc(Nvrtc& n) {
   for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"})
     if ((h = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
   if (!h) {
-    std::fprintf(stderr, "kcache-example: no NVRTC: %s\n", dlerror());
+    std::fprintf(stderr, "kcache-bench-start: no NVRTC: %s\n", dlerror());
     return false;
   }
   return sym(h, n.create, "nvrtcCreateProgram") && sym(h, n.add_name, "nvrtcAddNameExpression") &&
@@ -130,13 +130,13 @@ bool nvrtc_compile(const Nvrtc& n, const kcache_kernel* k, const std::string& ma
   const char* source = kcache_kernel_id_field(k, "source");
   const char* entry = kcache_kernel_id_field(k, "entry");
   if (!source || !entry) {
-    std::fprintf(stderr, "kcache-example: %s records no source/entry\n", kcache_kernel_name(k));
+    std::fprintf(stderr, "kcache-bench-start: %s records no source/entry\n", kcache_kernel_name(k));
     return false;
   }
   const std::string path = manifest_dir + "/" + source;
   std::ifstream in(path);
   if (!in) {
-    std::fprintf(stderr, "kcache-example: cannot read %s (pass --manifest DIR)\n", path.c_str());
+    std::fprintf(stderr, "kcache-bench-start: cannot read %s (pass --manifest DIR)\n", path.c_str());
     return false;
   }
   std::stringstream text;
@@ -171,7 +171,7 @@ bool nvrtc_compile(const Nvrtc& n, const kcache_kernel* k, const std::string& ma
     n.log_size(prog, &size);
     std::string log(size, '\0');
     n.log(prog, log.data());
-    std::fprintf(stderr, "kcache-example: NVRTC failed on %s:\n%s\n", kcache_kernel_name(k), log.c_str());
+    std::fprintf(stderr, "kcache-bench-start: NVRTC failed on %s:\n%s\n", kcache_kernel_name(k), log.c_str());
   } else {
     std::size_t size = 0;
     n.cubin_size(prog, &size);
@@ -197,13 +197,13 @@ bool launch_saxpy(const Cuda& c, CUfunction fn) {
   int n = count;
   void* params[] = {&a, &dx, &dy, &n};
   if (CUresult r = c.cuLaunchKernel(fn, (count + 255) / 256, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr); r) {
-    std::fprintf(stderr, "kcache-example: cuLaunchKernel: %s\n", cu_error(c, r).c_str());
+    std::fprintf(stderr, "kcache-bench-start: cuLaunchKernel: %s\n", cu_error(c, r).c_str());
     return false;
   }
   if (c.cuCtxSynchronize() || c.cuMemcpyDtoH(out.data(), dy, bytes)) return false;
   for (int i = 0; i < count; ++i)
     if (std::fabs(out[i] - (a * x[i] + y[i])) > 1e-3f) {
-      std::fprintf(stderr, "kcache-example: saxpy wrong at %d: %g, not %g\n", i, out[i], a * x[i] + y[i]);
+      std::fprintf(stderr, "kcache-bench-start: saxpy wrong at %d: %g, not %g\n", i, out[i], a * x[i] + y[i]);
       return false;
     }
   return true;
@@ -216,7 +216,7 @@ int run_cuda(const CudaArgs& args) {
   if (args.list) {
     kcache_store* store = nullptr;
     if (kcache_store_open(args.store.empty() ? nullptr : args.store.c_str(), &store) != KCACHE_OK) {
-      std::fprintf(stderr, "kcache-example: %s\n", kcache_last_error());
+      std::fprintf(stderr, "kcache-bench-start: %s\n", kcache_last_error());
       return 3;
     }
     kcache_list_cuda_kernels(store, collect, &names);
@@ -248,12 +248,12 @@ int run_cuda(const CudaArgs& args) {
   CUcontext ctx = nullptr;
   int major = 0, minor = 0;
   if (CUresult r = c.cuInit(0); r) {
-    std::fprintf(stderr, "kcache-example: cuInit: %s\n", cu_error(c, r).c_str());
+    std::fprintf(stderr, "kcache-bench-start: cuInit: %s\n", cu_error(c, r).c_str());
     return 3;
   }
   if (c.cuDeviceGet(&dev, args.device) || c.cuDeviceGetAttribute(&major, 75, dev) ||
       c.cuDeviceGetAttribute(&minor, 76, dev) || c.cuDevicePrimaryCtxRetain(&ctx, dev) || c.cuCtxSetCurrent(ctx)) {
-    std::fprintf(stderr, "kcache-example: no CUDA device %d\n", args.device);
+    std::fprintf(stderr, "kcache-bench-start: no CUDA device %d\n", args.device);
     return 3;
   }
   const double context_ms = ms_since(t_context);
@@ -261,7 +261,7 @@ int run_cuda(const CudaArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   kcache_store* store = nullptr;
   if (kcache_store_open(args.store.empty() ? nullptr : args.store.c_str(), &store) != KCACHE_OK) {
-    std::fprintf(stderr, "kcache-example: %s\n", kcache_last_error());
+    std::fprintf(stderr, "kcache-bench-start: %s\n", kcache_last_error());
     return 3;
   }
   kcache_list_cuda_kernels(store, collect, &names);
@@ -278,7 +278,7 @@ int run_cuda(const CudaArgs& args) {
     if (s != KCACHE_OK) {
       // A kernel with no PTX in ptx mode is not counted: the mode measures PTX.
       if (args.startup != "ptx") {
-        std::fprintf(stderr, "kcache-example: %s: %s\n", name.c_str(), kcache_last_error());
+        std::fprintf(stderr, "kcache-bench-start: %s: %s\n", name.c_str(), kcache_last_error());
         ++failed;
       }
       continue;
@@ -304,7 +304,7 @@ int run_cuda(const CudaArgs& args) {
     if (!r) r = c.cuModuleGetFunction(&fn, module, symbol.c_str());
     load_ms += ms_since(t);
     if (r) {
-      std::fprintf(stderr, "kcache-example: %s: %s\n", name.c_str(), cu_error(c, r).c_str());
+      std::fprintf(stderr, "kcache-bench-start: %s: %s\n", name.c_str(), cu_error(c, r).c_str());
       ++failed;
     } else {
       ++loaded;
@@ -320,7 +320,7 @@ int run_cuda(const CudaArgs& args) {
       args.startup.c_str(), loaded, failed, wall_ms, lookup_ms, compile_ms, load_ms, context_ms, major, minor);
   if (args.launch) {
     if (!saxpy) {
-      std::fprintf(stderr, "kcache-example: --launch: no saxpy kernel was loaded\n");
+      std::fprintf(stderr, "kcache-bench-start: --launch: no saxpy kernel was loaded\n");
       return 1;
     }
     const bool ok = launch_saxpy(c, saxpy);

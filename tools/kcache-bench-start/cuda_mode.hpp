@@ -1,4 +1,4 @@
-// kcache-example --cuda (cuda_mode.cpp says what each mode measures).
+// kcache-bench-start --cuda (cuda_mode.cpp says what each mode measures).
 #pragma once
 
 #include <string>
