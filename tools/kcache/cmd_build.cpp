@@ -6,13 +6,16 @@
 #include "kcache/build/reproducible.hpp"
 #include "kcache/build/run.hpp"
 #include "kcache/device/device.hpp"
+#include "kcache/maintain/gc.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/report/device_report.hpp"
+#include "kcache/report/lifecycle.hpp"
 #include "kcache/report/report.hpp"
 #include "kcache/report/reproducible_report.hpp"
 #include "kcache/util/bytes.hpp"
 #include "kcache/util/file.hpp"
 #include "kcache/util/glob.hpp"
+#include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -32,6 +35,7 @@ struct BuildArgs {
   bool retry_failed = false;
   bool check_reproducible = false;
   bool no_record_usage = false;
+  bool no_evict = false;
   std::string shard;
   std::string backend = "spirv";
   std::string device;
@@ -61,16 +65,16 @@ Result<std::optional<device::DeviceInfo>> select_device(const BuildArgs& args) {
 /// The run's options from the command line and the environment.
 Result<build::RunOptions> run_options(const BuildArgs& args) {
   build::RunOptions options;
-  options.build.jobs = KCACHE_TRY(jobs_or_env(args.jobs));
+  options.build.jobs = KCACHE_TRY(jobs_or_env(args.jobs, args.store.path()));
   if (!args.shard.empty()) options.build.shard = KCACHE_TRY(build::parse_shard(args.shard));
   options.build.explain = args.explain;
   options.build.retry_failed = args.retry_failed;
   options.build.origin = fmt::format("built by kcache {} on {}", KCACHE_VERSION, host_name());
   options.build.clock = &clock();
   options.build.toolchain = &toolchain();
-  options.build.nvrtc_path = nvrtc_path(args.nvrtc);
+  options.build.nvrtc_path = nvrtc_path(args.nvrtc, args.store.path());
   options.device = KCACHE_TRY(select_device(args));
-  if (options.device) options.worker = KCACHE_TRY(worker_options());
+  if (options.device) options.worker = KCACHE_TRY(worker_options(args.store.path()));
   options.record_usage = !args.no_record_usage;
   options.collect_dependencies = !args.depfile.empty();
   return options;
@@ -81,7 +85,7 @@ Result<build::RunOptions> run_options(const BuildArgs& args) {
 /// (seams::tamper_second), to show the check can fail.
 int run_check_reproducible(const BuildArgs& args, const manifest::Manifest& manifest) {
   build::ReproducibleOptions options;
-  auto jobs = jobs_or_env(args.jobs);
+  auto jobs = jobs_or_env(args.jobs, args.store.path());
   if (!jobs) return report_error(jobs.error());
   options.jobs = *jobs;
   if (!args.shard.empty()) {
@@ -104,6 +108,21 @@ int run_check_reproducible(const BuildArgs& args, const manifest::Manifest& mani
       return report_error(written.error());
   fmt::print("{}", args.json ? json : report::reproducible_text(*result));
   return result->all_reproducible() ? k_exit_ok : k_exit_failed;
+}
+
+/// The `max_size` setting after a build (maintain::evict_to_limit): a
+/// store left over it loses its least recently used entries, never one this
+/// build's manifest uses fresh. Says what went on stderr (stdout may be
+/// --json). An eviction that fails is a store error (exit 4): the build's
+/// entries are stored all the same.
+int evict_to_limit(const BuildArgs& args, const manifest::Manifest& manifest, store::Store& store) {
+  auto limit = setting("max_size", "", args.store.path());
+  if (!limit) return report_error(limit.error());
+  if (limit->source == settings::Source::none) return k_exit_ok;
+  auto evicted = maintain::evict_to_limit(store, manifest, toolchain(), *util::parse_size(limit->value), clock().now());
+  if (!evicted) return report_error(std::move(evicted).error().context("evicting down to max_size"));
+  if (*evicted) fmt::print(stderr, "{}", report::eviction_text(**evicted, settings::source_name(limit->source)));
+  return k_exit_ok;
 }
 
 int run_build(const BuildArgs& args) {
@@ -144,6 +163,8 @@ int run_build(const BuildArgs& args) {
   // after the report so that the stored ones and each refusal are still shown:
   // CI must not go on to export an incomplete store.
   if (auto unstored = build::unstored_error(ran->result)) return report_error(*unstored);
+  if (!args.no_evict)
+    if (int code = evict_to_limit(args, *manifest, **store); code != k_exit_ok) return code;
   return ran->result.any_failed() ? k_exit_failed : k_exit_ok;
 }
 
@@ -165,7 +186,9 @@ void register_build(CLI::App& app, Action& action) {
       "remembered: later builds report it (\"remembered\", exit 1) without compiling until an\n"
       "input changes, or --retry-failed. A kernel that compiled\n"
       "but could not be stored (full map or disk) is a store error: exit 4, naming the kernels;\n"
-      "what was stored is kept.");
+      "what was stored is kept. A store with a max_size setting (`kcache config`) that the build\n"
+      "leaves over it evicts its least recently used entries down to it, never one the manifest\n"
+      "uses fresh (so nothing this build used), and says so on stderr.");
   cmd->add_option("manifest", args->manifest, "the kernel manifest")->capture_default_str();
   args->store.add_to(*cmd);
   cmd->add_option("-j,--jobs", args->jobs, "compile threads (default: $KCACHE_JOBS, else all cores)");
@@ -194,6 +217,8 @@ void register_build(CLI::App& app, Action& action) {
       ->excludes(cmd->get_option("--explain"));
   cmd->add_flag("--no-record-usage", args->no_record_usage,
                 "do not record last-used times and this run in the store's run log (kcache stats)");
+  cmd->add_flag("--no-evict", args->no_evict,
+                "leave the store over its max_size setting (`kcache config`) this once: evict nothing");
   cmd->add_option("--backend", args->backend,
                   "spirv: SPIR-V modules only (portable); vulkan: also create each compute kernel's pipeline on a\n"
                   "device and store its pipeline-cache blob in the device's namespace")

@@ -42,11 +42,16 @@ void RemoteArgs::add_to(CLI::App& cmd) {
 }
 
 Result<std::unique_ptr<remote::RemoteTier>> make_remote_tier(const RemoteArgs& args, const std::string& store_dir) {
-  std::vector<std::string> urls = args.urls;
-  if (!args.none && urls.empty())
-    if (const char* env = std::getenv("KCACHE_REMOTE")) urls = remote::split_remote_list(env);
-  if (!args.none && urls.empty())
-    for (auto& r : KCACHE_TRY(remote::read_remote_setting(store_dir))) urls.push_back(std::move(r.text));
+  // --remote > KCACHE_REMOTE > the store's remotes > the user's `remote`
+  // setting (cli::setting, the one precedence); --no-remote: none.
+  std::vector<std::string> urls;
+  if (!args.none) {
+    std::string flag;
+    for (const auto& u : args.urls) flag += (flag.empty() ? "" : " ") + u;
+    urls = remote::split_remote_list(KCACHE_TRY(setting("remote", flag, store_dir)).value);
+  }
+  std::vector<std::string> trust = args.trust;
+  if (trust.empty() && !urls.empty()) trust = remote::split_remote_list(KCACHE_TRY(setting("trust", "", store_dir)).value);
   if (urls.empty()) {
     if (!args.sign.empty() || !args.trust.empty() || args.read_only)
       return fail(Category::invalid_argument,
@@ -58,8 +63,8 @@ Result<std::unique_ptr<remote::RemoteTier>> make_remote_tier(const RemoteArgs& a
   remote::TierOptions options;
   for (const auto& u : urls) options.remotes.push_back(KCACHE_TRY(remote::parse_remote_url(u)));
   options.read_only = args.read_only;
-  if (!args.trust.empty()) {
-    std::vector<std::filesystem::path> paths(args.trust.begin(), args.trust.end());
+  if (!trust.empty()) {
+    std::vector<std::filesystem::path> paths(trust.begin(), trust.end());
     options.trusted = KCACHE_TRY(bundle::load_public_keys(paths));
   }
   if (!args.sign.empty()) options.sign = KCACHE_TRY(bundle::load_secret_key(args.sign));

@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
   register_manifest(app, action);
   register_emit(app, action);
   register_remote(app, action);
+  register_config(app, action);
   register_pipeline_worker(app, action);
   bound_thread_counts(app);
   // Set after the subcommands are registered: they keep the short footer.

@@ -6,18 +6,21 @@
 // which reads the store in one snapshot.
 #pragma once
 
+#include "kcache/maintain/gc.hpp"
 #include "kcache/maintain/stats.hpp"
 
 #include "kcache/store/gc.hpp"
 #include "kcache/store/store.hpp"
 
 #include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
 namespace kcache::report {
 
-/// Text: hit rate, counts, time per phase, then the newest runs one a line.
+/// Text: the store's size against its limit (when known), hit rate, counts,
+/// time per phase, then the newest runs one a line.
 std::string stats_text(const maintain::RunTotals& totals, std::size_t rows = 10);
 /// JSON, schema "kcache.stats/1".
 std::string stats_json(const maintain::RunTotals& totals);
@@ -39,6 +42,12 @@ struct GcReport {
 std::string gc_text(const GcReport& report);
 /// JSON, schema "kcache.gc/1".
 std::string gc_json(const GcReport& report);
+
+/// One line for an automatic eviction after a build (the max_size setting,
+/// from `source`: "store", "user", "environment"): how much went, the
+/// store's entries before and after against the limit, and when it could not
+/// get under the limit, that the rest is what the manifest uses.
+std::string eviction_text(const maintain::Eviction& eviction, std::string_view source);
 
 /// Text for `kcache compact`.
 std::string compact_text(const store::CompactResult& result);

@@ -2,6 +2,8 @@
 // times. Thread-safety: pure functions.
 #pragma once
 
+#include "kcache/util/error.hpp"
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -20,6 +22,16 @@ std::string to_hex(std::span<const std::uint8_t> bytes);
 /// substitutions of bytes): how far a mistyped name is from a known one.
 /// O(|a|·|b|) time: for short names.
 std::size_t edit_distance(std::string_view a, std::string_view b);
+
+/// "90s", "90m", "12h", "30d", "2w" (one number, one unit) → seconds.
+/// invalid_argument naming the text and the accepted units otherwise.
+Result<std::uint64_t> parse_duration(std::string_view text);
+
+/// The one parser of sizes (gc --max-size, the max_size and map_size
+/// settings, $KCACHE_MAP_SIZE): "4096", "100K", "500M", "2G", "1T" → bytes. Units are binary (K = 1024);
+/// "KiB"/"MiB"/... and a trailing "B" ("500MB") mean the same. Fractions
+/// ("1.5G") are accepted. invalid_argument otherwise.
+Result<std::uint64_t> parse_size(std::string_view text);
 
 /// "2025-01-31T12:00:00Z": unix seconds as ISO 8601 UTC.
 std::string iso_time(std::uint64_t unix_seconds);
