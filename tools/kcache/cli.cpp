@@ -128,22 +128,24 @@ const Result<settings::Settings>& user_settings() {
   return loaded;
 }
 
-/// A store's settings (its config file, and its remote setting as `remote`),
-/// read once per store folder.
-Result<settings::Settings> store_settings(const std::string& store_dir) {
+/// A store's settings (its config file), read once per store folder.
+const Result<settings::Settings>& store_settings(const std::string& store_dir) {
   static std::map<std::string, Result<settings::Settings>> cache;
   auto it = cache.find(store_dir);
-  if (it == cache.end()) {
-    auto read = [&]() -> Result<settings::Settings> {
-      auto out = KCACHE_TRY(settings::read_settings(settings::store_settings_path(store_dir), settings::Scope::store));
-      std::string urls;
-      for (const auto& r : KCACHE_TRY(remote::read_remote_setting(store_dir))) urls += (urls.empty() ? "" : " ") + r.text;
-      if (!urls.empty()) settings::set_setting(out, "remote", urls);
-      return out;
-    };
-    it = cache.emplace(store_dir, read()).first;
-  }
+  if (it == cache.end())
+    it = cache
+             .emplace(store_dir,
+                      settings::read_settings(settings::store_settings_path(store_dir), settings::Scope::store))
+             .first;
   return it->second;
+}
+
+/// The store's `remote`: its remote setting (STORE/remotes), read only
+/// when asked, so that --no-remote never reads it.
+Result<std::string> store_remotes(const std::string& store_dir) {
+  std::string urls;
+  for (const auto& r : KCACHE_TRY(remote::read_remote_setting(store_dir))) urls += (urls.empty() ? "" : " ") + r.text;
+  return urls;
 }
 
 }  // namespace
@@ -163,7 +165,13 @@ Result<settings::Resolved> setting(std::string_view key, const std::string& flag
       layers.env = env;
     }
   }
-  if (!store_dir.empty() && info->store) layers.store = settings::find_setting(KCACHE_TRY(store_settings(store_dir)), key).value_or("");
+  if (!store_dir.empty() && key == "remote") {
+    layers.store = KCACHE_TRY(store_remotes(store_dir));
+  } else if (!store_dir.empty() && info->store) {
+    const auto& store = store_settings(store_dir);
+    if (!store) return tl::unexpected(store.error());
+    layers.store = settings::find_setting(*store, key).value_or("");
+  }
   if (info->user) {
     const auto& user = user_settings();
     if (!user) return tl::unexpected(user.error());

@@ -57,7 +57,8 @@ Result<std::filesystem::path> file_of(const ConfigArgs& args) {
   if (!args.user) return settings::store_settings_path(store_dir(args));
   auto path = user_settings_file();
   if (!path)
-    return fail(Category::invalid_argument, "no user settings file: neither XDG_CONFIG_HOME nor HOME is an absolute path");
+    return fail(Category::invalid_argument,
+                "no user settings file: neither XDG_CONFIG_HOME nor HOME is an absolute path");
   return *path;
 }
 
@@ -86,7 +87,8 @@ Result<bool> write_key(const ConfigArgs& args, const std::string& value) {
 
 std::string where(const ConfigArgs& args) {
   if (args.user) return fmt::format("the user's settings ({})", file_of(args).value_or("").string());
-  if (args.key == "remote") return fmt::format("store {} ({})", store_dir(args), remote::remote_setting_path(store_dir(args)).string());
+  if (args.key == "remote")
+    return fmt::format("store {} ({})", store_dir(args), remote::remote_setting_path(store_dir(args)).string());
   return fmt::format("store {} ({})", store_dir(args), settings::store_settings_path(store_dir(args)).string());
 }
 
@@ -103,8 +105,7 @@ int run_unset(const ConfigArgs& args) {
   if (auto info = writable_key(args); !info) return report_error(info.error());
   auto written = write_key(args, "");
   if (!written) return report_error(written.error());
-  if (!*written)
-    return report_error({Category::not_found, fmt::format("{} is not set in {}", args.key, where(args))});
+  if (!*written) return report_error({Category::not_found, fmt::format("{} is not set in {}", args.key, where(args))});
   fmt::print("{}", report::terminal_text(fmt::format("unset {} in {}\n", args.key, where(args))));
   return k_exit_ok;
 }
@@ -154,8 +155,8 @@ void register_config(CLI::App& app, Action& action) {
   std::string keys;
   for (const auto& k : settings::setting_keys())
     if (!k.internal)
-      keys += fmt::format("  {:<17}{}{}\n", k.name, k.help,
-                          k.env.empty() ? std::string() : fmt::format(" [{}]", k.env));
+      keys +=
+          fmt::format("  {:<17}{}{}\n", k.name, k.help, k.env.empty() ? std::string() : fmt::format(" [{}]", k.env));
   cmd->description(
       "Settings that would otherwise be flags or environment variables on every call. Each is kept\n"
       "per store (STORE/config; a store's remotes in STORE/remotes, as `kcache remote add` keeps\n"

@@ -44,14 +44,11 @@ void RemoteArgs::add_to(CLI::App& cmd) {
 Result<std::unique_ptr<remote::RemoteTier>> make_remote_tier(const RemoteArgs& args, const std::string& store_dir) {
   // --remote > KCACHE_REMOTE > the store's remotes > the user's `remote`
   // setting (cli::setting, the one precedence); --no-remote: none.
-  std::vector<std::string> urls;
-  if (!args.none) {
-    std::string flag;
-    for (const auto& u : args.urls) flag += (flag.empty() ? "" : " ") + u;
-    urls = remote::split_remote_list(KCACHE_TRY(setting("remote", flag, store_dir)).value);
-  }
+  std::vector<std::string> urls = args.urls;  // as given: the parser judges each
+  if (!args.none && urls.empty()) urls = remote::split_remote_list(KCACHE_TRY(setting("remote", "", store_dir)).value);
   std::vector<std::string> trust = args.trust;
-  if (trust.empty() && !urls.empty()) trust = remote::split_remote_list(KCACHE_TRY(setting("trust", "", store_dir)).value);
+  if (trust.empty() && !urls.empty())
+    trust = remote::split_remote_list(KCACHE_TRY(setting("trust", "", store_dir)).value);
   if (urls.empty()) {
     if (!args.sign.empty() || !args.trust.empty() || args.read_only)
       return fail(Category::invalid_argument,

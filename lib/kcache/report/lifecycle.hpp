@@ -13,8 +13,8 @@
 #include "kcache/store/store.hpp"
 
 #include <optional>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kcache::report {

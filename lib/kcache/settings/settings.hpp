@@ -58,13 +58,13 @@ enum class Scope { store, user };
 
 /// One known setting.
 struct KeyInfo {
-  std::string_view name;  ///< "max_size"
-  std::string_view env;   ///< the environment variable above the files, or ""
-  std::string_view flag;  ///< the command-line option above everything, or ""
-  bool store = true;      ///< may be kept per store
-  bool user = true;       ///< may be kept per user
-  bool internal = false;  ///< written by kcache itself (stats --zero), not by `config set`
-  std::string_view help;  ///< one line: what it does, its values
+  std::string_view name;           ///< "max_size"
+  std::string_view env;            ///< the environment variable above the files, or ""
+  std::string_view flag;           ///< the command-line option above everything, or ""
+  bool store = true;               ///< may be kept per store
+  bool user = true;                ///< may be kept per user
+  bool internal = false;           ///< written by kcache itself (stats --zero), not by `config set`
+  std::string_view help;           ///< one line: what it does, its values
   std::string_view fallback = "";  ///< what applies when no layer sets it, in words
 };
 
