@@ -36,4 +36,16 @@ complete_words kcache remote check --js >"$WORK/c4"
 expect_in "$WORK/c4" --json
 complete_words kcache build --ba >"$WORK/c5"
 expect_in "$WORK/c5" --backend
+note "README, --help and the man page list the same environment variables"
+# names VAR-LIKE words of a section: KCACHE_*, NO_COLOR, XDG_* at a line's start.
+"$KCACHE" --help >"$WORK/help"
+awk '/^Environment:/{on=1; next} /^[A-Z][A-Za-z -]*:$/{on=0} on' "$WORK/help" |
+  grep -oE '^  [A-Z][A-Z_]+' | tr -d ' ' | sort -u >"$WORK/env_help"
+awk '/^\.SH ENVIRONMENT/{on=1; next} /^\.SH/{on=0} on' "$WORK/kcache.1" |
+  grep -oE '^  [A-Z][A-Z\\_]+' | tr -d ' \\' | sort -u >"$WORK/env_man"
+awk '/^### Environment/{on=1; next} /^##/{on=0} on' "$KCACHE_SOURCE_DIR/README.md" |
+  grep -oE '^\| `[A-Z][A-Z_]+`' | tr -d '|` ' | sort -u >"$WORK/env_readme"
+(($(wc -l <"$WORK/env_help") >= 10)) || { cat "$WORK/env_help"; fail "--help lists too few variables"; }
+diff "$WORK/env_help" "$WORK/env_man" || fail "--help and the man page list different environment variables"
+diff "$WORK/env_help" "$WORK/env_readme" || fail "--help and README \"Environment\" list different variables"
 echo "PASS"
