@@ -20,6 +20,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
+#include <optional>
+
 namespace kcache::cli {
 namespace {
 
@@ -125,6 +129,72 @@ int evict_to_limit(const BuildArgs& args, const manifest::Manifest& manifest, st
   return k_exit_ok;
 }
 
+/// Ctrl-C (SIGINT) or SIGTERM during a build: the progress line is
+/// cleared, one line says how far the build got and that the store keeps
+/// what was written (LMDB commits whole transactions: an interrupted one is
+/// simply absent), and the process exits 128 + the signal (130 for Ctrl-C)
+/// at once, as it would by the signal itself. Only async-signal-safe calls
+/// in the handler: write(2) of text made from two atomics, then _exit(2).
+namespace interrupt {
+
+std::atomic<std::size_t> g_done{0}, g_total{0};
+std::atomic<bool> g_progress{false};
+
+/// `n` in decimal at `out` (no allocation: callable from a signal handler).
+char* put_number(char* out, std::size_t n) {
+  char digits[24];
+  int i = 0;
+  do digits[i++] = static_cast<char>('0' + n % 10), n /= 10;
+  while (n);
+  while (i) *out++ = digits[--i];
+  return out;
+}
+
+char* put_text(char* out, const char* text) {
+  while (*text) *out++ = *text++;
+  return out;
+}
+
+extern "C" void on_signal(int sig) {
+  char line[512];
+  char* p = line;
+  if (g_progress.load()) p = put_text(p, "\r\033[K");
+  p = put_text(p, "kcache: interrupted: ");
+  p = put_number(p, g_done.load());
+  p = put_text(p, " of ");
+  p = put_number(p, g_total.load());
+  p = put_text(p,
+               " kernels were done; every entry written to the store so far is kept and the store is "
+               "consistent: run the build again to finish\n");
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, line, static_cast<std::size_t>(p - line));
+  ::_exit(128 + sig);
+}
+
+/// Installs on_signal for SIGINT and SIGTERM while alive.
+class Guard {
+ public:
+  explicit Guard(bool progress) {
+    g_progress = progress;
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &m_int);
+    ::sigaction(SIGTERM, &action, &m_term);
+  }
+  ~Guard() {
+    ::sigaction(SIGINT, &m_int, nullptr);
+    ::sigaction(SIGTERM, &m_term, nullptr);
+  }
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+
+ private:
+  struct sigaction m_int {
+  }, m_term{};
+};
+
+}  // namespace interrupt
+
 int run_build(const BuildArgs& args) {
   auto manifest = manifest::load_manifest(args.manifest);
   if (!manifest) return report_error(manifest.error());
@@ -132,16 +202,20 @@ int run_build(const BuildArgs& args) {
   auto options = run_options(args);
   if (!options) return report_error(options.error());
   bool progress = stderr_is_terminal() && !args.json;
-  if (progress)
-    options->build.on_receipt = [](const build::Receipt& r, std::size_t done, std::size_t total) {
-      fmt::print(stderr, "\r\033[K[{}/{}] {} {}", done, total, build::outcome_name(r.outcome), r.kernel);
-    };
+  options->build.on_receipt = [progress](const build::Receipt& r, std::size_t done, std::size_t total) {
+    interrupt::g_done = done;
+    interrupt::g_total = total;
+    if (progress) fmt::print(stderr, "\r\033[K[{}/{}] {} {}", done, total, build::outcome_name(r.outcome), r.kernel);
+  };
   auto tier = make_remote_tier(args.remote, args.store.path());
   if (!tier) return report_error(tier.error());
   options->build.secondary = tier->get();
   auto store = args.store.open(true);
   if (!store) return report_error(store.error());
+  interrupt::g_total = manifest->kernels.size();
+  std::optional<interrupt::Guard> interrupted(std::in_place, progress);
   auto ran = build::run(*manifest, **store, *options);
+  interrupted.reset();
   if (progress) fmt::print(stderr, "\r\033[K");
   if (!ran) return report_error(ran.error());
   if (ran->record_warning)
