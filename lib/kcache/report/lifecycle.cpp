@@ -167,7 +167,7 @@ std::string gc_text(const GcReport& r) {
   if (r.removed && r.removed->changed)
     out += fmt::format("kept {} entries rewritten by another process since the scan\n", r.removed->changed);
   if (r.max_size && !r.plan.max_size_reached)
-    out += fmt::format("warning: could not get under --max-size {} without removing fresh entries\n",
+    out += fmt::format("kcache: warning: could not get under --max-size {} without removing fresh entries\n",
                        human_bytes(*r.max_size));
   out += space_verdict(r);
   return terminal_text(out);

@@ -143,7 +143,8 @@ std::string build_summary(const build::BuildResult& result, bool explain) {
   for (const auto& g : failure_groups(result)) out += failure_text(g);
   for (const auto& r : result.receipts) {
     if (r.outcome == Outcome::refused_write) {
-      out += fmt::format("warning: {}: compiled but not stored: {}\n", r.kernel, r.error ? r.error->message : "");
+      out +=
+          fmt::format("kcache: warning: {}: compiled but not stored: {}\n", r.kernel, r.error ? r.error->message : "");
     }
     if (explain && r.outcome != Outcome::hit && !r.reason.empty() && !r.remembered)
       out +=
