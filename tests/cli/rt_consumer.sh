@@ -42,6 +42,23 @@ expect_in "$WORK/out" "scale[T=int]: target vulkan1.2, entry main"
 expect_exit 1 "$WORK/build/consumer_c" "$WORK/build/consumer_kernels.kcache" 'nope'
 expect_in "$WORK/err" "not_found"
 
+note "the README's CMake snippet, as printed, over the example (three namespaces)"
+mkdir -p "$WORK/snippet/shaders"
+cp -r "$KCACHE_SOURCE_DIR/bundles/example/." "$WORK/snippet/shaders/"
+{
+  printf 'cmake_minimum_required(VERSION 3.20)\nproject(my_app CXX)\nset(CMAKE_CXX_STANDARD 20)\n'
+  python3 "$KCACHE_SOURCE_DIR/tests/tools/readme_block.py" "$KCACHE_SOURCE_DIR/README.md" \
+    "### Build kernels in your CMake project" cmake || fail "no CMake snippet in the README"
+} >"$WORK/snippet/CMakeLists.txt"
+printf '#include <kcache/runtime/runtime.hpp>\nint main() { return kcache::runtime::Store::open(KERNEL_STORE) ? 0 : 1; }\n' \
+  >"$WORK/snippet/main.cpp"
+cmake -S "$WORK/snippet" -B "$WORK/snippet-build" -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX" >"$WORK/snippet.log" 2>&1 &&
+  ninja -C "$WORK/snippet-build" >>"$WORK/snippet.log" 2>&1 || { tail -30 "$WORK/snippet.log"; fail "the README's CMake snippet failed"; }
+[[ -s $WORK/snippet-build/my_kernels.kcb ]] || fail "the snippet made no bundle"
+"$PREFIX/bin/kcache" inspect "$WORK/snippet-build/my_kernels.kcb" >"$WORK/snippet-bundle.txt"
+expect_in "$WORK/snippet-bundle.txt" "spirv/vulkan1.2"
+expect_exit 0 "$WORK/snippet-build/app"
+
 note "nothing changed: nothing rebuilds"
 ninja -C "$WORK/build" >"$WORK/build2.log"
 expect_in "$WORK/build2.log" "ninja: no work to do."
