@@ -36,6 +36,19 @@ complete_words kcache remote check --js >"$WORK/c4"
 expect_in "$WORK/c4" --json
 complete_words kcache build --ba >"$WORK/c5"
 expect_in "$WORK/c5" --backend
+note "completion: kernel and namespace names from the store of the command line"
+mkdir -p p bin
+printf '#version 450\nlayout(local_size_x=1) in;\nvoid main() {}\n' >p/k.comp
+printf '[[kernel]]\nname = "saxpy"\nsource = "k.comp"\n[kernel.variants]\nT = ["float", "int"]\n' >p/kcache.toml
+expect_exit 0 "$KCACHE" build p/kcache.toml --store S
+ln -sf "$KCACHE" bin/kcache
+PATH="$WORK/bin:$PATH" complete_words kcache get --store S sa >"$WORK/c6"
+[[ $(cat "$WORK/c6") == $'saxpy[T=float]\nsaxpy[T=int]' ]] || { cat "$WORK/c6"; fail "get <TAB> should offer the store's kernels"; }
+PATH="$WORK/bin:$PATH" complete_words kcache inspect --store S --namespace sp >"$WORK/c7"
+[[ $(cat "$WORK/c7") == spirv/vulkan1.2 ]] || { cat "$WORK/c7"; fail "--namespace <TAB> should offer the store's namespaces"; }
+PATH="$WORK/bin:$PATH" complete_words kcache get --store nowhere sa >"$WORK/c8"
+[[ -z $(tr -d "\n" <"$WORK/c8") ]] || fail "a missing store completed something"
+
 note "README, --help and the man page list the same environment variables"
 # names VAR-LIKE words of a section: KCACHE_*, NO_COLOR, XDG_* at a line's start.
 "$KCACHE" --help >"$WORK/help"

@@ -157,6 +157,8 @@ void register_config(CLI::App& app, Action& action);
 /// `kcache inspect FILE.kcb` (inspect_bundle.cpp): prints a bundle's head and
 /// entries (JSON with `json`), then checks every entry; returns the exit code.
 int run_inspect_bundle(const std::string& path, bool json);
+/// The hidden `__complete` subcommand (cmd_complete.cpp): store names for shell completion.
+void register_complete(CLI::App& app, Action& action);
 /// The hidden `__pipeline-worker` subcommand (pipeline_worker.hpp).
 void register_pipeline_worker(CLI::App& app, Action& action);
 

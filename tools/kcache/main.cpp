@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
   register_remote(app, action);
   register_config(app, action);
   register_pipeline_worker(app, action);
+  register_complete(app, action);
   bound_thread_counts(app);
   // Set after the subcommands are registered: they keep the short footer.
   app.footer(top_level_footer());
