@@ -235,7 +235,8 @@ std::string top_level_footer() {
          "  5   a bundle's fingerprint does not match the target\n"
          "  6   a bundle or stored record failed its integrity checks\n"
          "  7   no Vulkan loader or device\n"
-         "  70  internal error (a bug; please report it)";
+         "  70  internal error (a bug; please report it)\n"
+         "  130 build interrupted by Ctrl-C (143: by SIGTERM); what was written to the store is kept";
 }
 
 void StoreOptions::add_to(CLI::App& cmd) {
