@@ -121,34 +121,6 @@ TEST_CASE("hostile manifests: paths out of the folder, multi-line values, huge v
     auto m = parse(c.text);
     REQUIRE_FALSE(m);
     CHECK(m.error().category == kcache::Category::invalid_argument);
-    CHECK(m.error().message.find(c.expect) != std::string::npos);
-  }
-}
-
-TEST_CASE("hostile manifests: paths out of the folder, multi-line values, huge variant products") {
-  struct Case {
-    std::string text;
-    const char* expect;
-  };
-  const std::string k = "[[kernel]]\nname = \"a\"\n";
-  const Case cases[] = {
-      // The fuzzer's finding: an empty source was accepted as a kernel source.
-      {k + "source = \"\"\n", "m.toml:3: kernel 'a': source '' does not name a file inside the manifest's folder"},
-      {k + "source = \".\"\n", "does not name a file inside"},
-      {k + "source = \"../outside.comp\"\n", "source '../outside.comp' does not name a file inside"},
-      {k + "source = \"a/../../x.comp\"\n", "does not name a file inside"},
-      {k + "source = \"a.comp\"\ninclude_dirs = [\"../shared\"]\n",
-       "m.toml:4: include dir '../shared' is not inside the manifest's folder"},
-      {k + "source = \"a.comp\"\ndefines = { X = \"1\\n#include \\\"/etc/passwd\\\"\" }\n",
-       "m.toml:4: define 'X' holds a newline"},
-      {k + "source = \"a.comp\"\n[kernel.variants]\nT = [\"float\", \"int\\n#error x\"]\n",
-       "m.toml:5: variant 'T' has a value with a newline"},
-  };
-  for (const auto& c : cases) {
-    CAPTURE(c.text);
-    auto m = parse(c.text);
-    REQUIRE_FALSE(m);
-    CHECK(m.error().category == kcache::Category::invalid_argument);
     CHECK_MESSAGE(m.error().message.find(c.expect) != std::string::npos, m.error().message);
   }
 }

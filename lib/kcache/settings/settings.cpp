@@ -137,57 +137,34 @@ bool unset_setting(Settings& settings, std::string_view key) {
 }
 
 Result<Settings> parse_settings(std::string_view text, std::string_view shown_path, Scope scope) {
-  const std::string file = util::escape_untrusted(shown_path);
-  auto bad = [&](std::size_t line, std::string_view what) {
-    return fail(Category::corruption, "settings {}:{}: {}; {}", file, line, what, k_fix);
-  };
-  if (text.size() > k_max_settings_bytes)
-    return fail(Category::corruption, "settings {}: over {} bytes; {}", file, k_max_settings_bytes, k_fix);
+  util::VersionedText rules;
+  rules.label = "settings";
+  rules.magic = k_magic;
+  rules.version = k_settings_version;
+  rules.max_bytes = k_max_settings_bytes;
+  rules.allow_tab = true;  // people indent
+  rules.fix = k_fix;
+  rules.newer_fix = "use a newer kcache, or delete the file and set the settings again with `kcache config set`";
   Settings out;
-  std::size_t line_no = 0, start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    ++line_no;
-    for (char c : line)
-      if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f)
-        return bad(line_no, fmt::format("a control byte 0x{:02x}", static_cast<unsigned char>(c)));
-    if (line_no == 1) {
-      // "kcache-config VERSION"
-      if (!line.starts_with(k_magic) || line.size() < k_magic.size() + 2 || line[k_magic.size()] != ' ')
-        return bad(1, fmt::format("the first line is '{}', not '{} {}' (not a kcache settings file)",
-                                  util::shown_untrusted(line, 60), k_magic, k_settings_version));
-      auto digits = line.substr(k_magic.size() + 1);
-      if (!whole_number(digits, 1, 65535))
-        return bad(1, fmt::format("the version '{}' is not a number", util::shown_untrusted(digits, 20)));
-      if (!whole_number(digits, 1, k_settings_version))
-        return fail(Category::version_mismatch,
-                    "settings {}:1: version {} is newer than this kcache reads ({}); use a newer kcache, or delete "
-                    "the file and set the settings again with `kcache config set`",
-                    file, digits, k_settings_version);
-      continue;
-    }
-    line = trim(line);
+  for (const auto& [line_no, raw] : KCACHE_TRY(util::versioned_text_lines(text, shown_path, rules))) {
+    auto bad = [&, n = line_no](std::string_view what) {
+      return tl::unexpected(util::versioned_text_error(rules, shown_path, n, what));
+    };
+    const std::string_view line = trim(raw);
     if (line.empty() || line.starts_with('#')) continue;
     auto eq = line.find('=');
     if (eq == std::string_view::npos)
-      return bad(line_no, fmt::format("'{}' is not KEY = VALUE", util::shown_untrusted(line, 60)));
+      return bad(fmt::format("'{}' is not KEY = VALUE", util::shown_untrusted(line, 60)));
     const std::string_view key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
-    if (auto checked = check_setting(key, value); !checked) return bad(line_no, checked.error().message);
+    if (auto checked = check_setting(key, value); !checked) return bad(checked.error().message);
     const KeyInfo* info = find_key(key);
-    if (scope == Scope::store && !info->store)
-      return bad(line_no, fmt::format("'{}' is a user setting, not a store's", key));
-    if (scope == Scope::user && !info->user)
-      return bad(line_no, fmt::format("'{}' is a store's setting, not a user's", key));
+    if (scope == Scope::store && !info->store) return bad(fmt::format("'{}' is a user setting, not a store's", key));
+    if (scope == Scope::user && !info->user) return bad(fmt::format("'{}' is a store's setting, not a user's", key));
     if (scope == Scope::store && key == "remote")
-      return bad(line_no, "a store's remotes are kept in its file 'remotes' (`kcache remote add`), not here");
-    if (find_setting(out, key)) return bad(line_no, fmt::format("'{}' is set twice", key));
+      return bad("a store's remotes are kept in its file 'remotes' (`kcache remote add`), not here");
+    if (find_setting(out, key)) return bad(fmt::format("'{}' is set twice", key));
     out.push_back({std::string(key), std::string(value)});
   }
-  if (line_no == 0)
-    return bad(1, fmt::format("the file is empty (it starts with '{} {}')", k_magic, k_settings_version));
   return out;
 }
 

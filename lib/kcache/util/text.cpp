@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
@@ -180,6 +181,54 @@ Result<std::uint64_t> parse_size(std::string_view text) {
       return static_cast<std::uint64_t>(std::llround(bytes));
     }
   return bad();
+}
+
+Error versioned_text_error(const VersionedText& rules, std::string_view shown_path, std::size_t line,
+                           std::string_view what) {
+  return {Category::corruption,
+          fmt::format("{} {}:{}: {}; {}", rules.label, escape_untrusted(shown_path), line, what, rules.fix)};
+}
+
+Result<std::vector<std::pair<std::size_t, std::string_view>>> versioned_text_lines(std::string_view text,
+                                                                                   std::string_view shown_path,
+                                                                                   const VersionedText& rules) {
+  auto bad = [&](std::size_t line, std::string_view what) {
+    return tl::unexpected(versioned_text_error(rules, shown_path, line, what));
+  };
+  if (text.size() > rules.max_bytes)
+    return fail(Category::corruption, "{} {}: over {} bytes; {}", rules.label, escape_untrusted(shown_path),
+                rules.max_bytes, rules.fix);
+  std::vector<std::pair<std::size_t, std::string_view>> out;
+  std::size_t line_no = 0, start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_no;
+    for (char c : line)
+      if ((static_cast<unsigned char>(c) < 0x20 && !(c == '\t' && rules.allow_tab)) || c == 0x7f)
+        return bad(line_no, fmt::format("a control byte 0x{:02x}", static_cast<unsigned char>(c)));
+    if (line_no > 1) {
+      out.emplace_back(line_no, line);
+      continue;
+    }
+    // "MAGIC VERSION"
+    if (!line.starts_with(rules.magic) || line.size() < rules.magic.size() + 2 || line[rules.magic.size()] != ' ')
+      return bad(1, fmt::format("the first line is '{}', not '{} {}' (not a kcache {})", shown_untrusted(line, 60),
+                                rules.magic, rules.version, rules.label));
+    const auto digits = line.substr(rules.magic.size() + 1);
+    unsigned version = 0;
+    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), version);
+    if (ec != std::errc{} || p != digits.data() + digits.size() || digits.size() > 5 || version == 0)
+      return bad(1, fmt::format("the version '{}' is not a number", shown_untrusted(digits, 20)));
+    if (version > rules.version)
+      return fail(Category::version_mismatch, "{} {}:1: version {} is newer than this kcache reads ({}); {}",
+                  rules.label, escape_untrusted(shown_path), version, rules.version, rules.newer_fix);
+  }
+  if (line_no == 0)
+    return bad(1, fmt::format("the file is empty (it starts with '{} {}')", rules.magic, rules.version));
+  return out;
 }
 
 }  // namespace kcache::util
