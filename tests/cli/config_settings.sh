@@ -102,7 +102,7 @@ expect_exit 0 "$K" stats --json
 # build's own entries stay (a warning says so), and the next build hits.
 expect_exit 0 "$K" config set max_size 1K
 KCACHE_TEST_NOW=$((T0 + 200)) expect_exit 0 "$K" build p/new.toml
-expect_in err "kcache: warning: still over 1 KiB"
+expect_in err "kcache: warning: store still over its max_size 1 KiB (store setting)"
 [[ $(kernels) == "n1 n2" ]] || fail "expected only the build's own entries left: $(kernels)"
 KCACHE_TEST_NOW=$((T0 + 210)) expect_exit 0 "$K" build p/new.toml --json
 [[ $(counts out) == "2 0 0 0" ]] || fail "the build's entries were evicted: $(counts out)"

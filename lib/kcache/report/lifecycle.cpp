@@ -209,15 +209,17 @@ std::string gc_json(const GcReport& r) {
 }
 
 std::string eviction_text(const maintain::Eviction& e, std::string_view source) {
-  std::string out =
-      fmt::format("kcache: store over its max_size {} ({} setting): evicted {} least recently used entries, {} -> {}\n",
-                  human_bytes(e.limit), source, e.removed.removed, human_bytes(e.plan.scope_bytes_before),
-                  human_bytes(e.plan.scope_bytes_before - std::min(e.plan.scope_bytes_before, e.removed.record_bytes)));
+  const std::uint64_t after = e.plan.scope_bytes_before - std::min(e.plan.scope_bytes_before, e.removed.record_bytes);
+  std::string out;
+  if (e.removed.removed)
+    out = fmt::format(
+        "kcache: store over its max_size {} ({} setting): evicted {} least recently used entries, {} -> {}\n",
+        human_bytes(e.limit), source, e.removed.removed, human_bytes(e.plan.scope_bytes_before), human_bytes(after));
   if (!e.plan.max_size_reached)
     out += fmt::format(
-        "kcache: warning: still over {}: the rest is what this build's manifest uses; raise max_size (`kcache "
-        "config set max_size SIZE`)\n",
-        human_bytes(e.limit));
+        "kcache: warning: store still over its max_size {} ({} setting) with {}: the rest is what this build's "
+        "manifest uses; raise max_size (`kcache config set max_size SIZE`)\n",
+        human_bytes(e.limit), source, human_bytes(after));
   return terminal_text(out);
 }
 

@@ -43,10 +43,10 @@ std::string gc_text(const GcReport& report);
 /// JSON, schema "kcache.gc/1".
 std::string gc_json(const GcReport& report);
 
-/// One line for an automatic eviction after a build (the max_size setting,
-/// from `source`: "store", "user", "environment"): how much went, the
-/// store's entries before and after against the limit, and when it could not
-/// get under the limit, that the rest is what the manifest uses.
+/// What an automatic eviction after a build did (the max_size setting, from
+/// `source`: "store", "user", "environment"): a line saying how many entries
+/// went and the store's entries before and after, when any went; a warning
+/// when it could not get under the limit (the rest is what the manifest uses).
 std::string eviction_text(const maintain::Eviction& eviction, std::string_view source);
 
 /// Text for `kcache compact`.
