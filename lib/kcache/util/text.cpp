@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include <ctime>
+#include <optional>
 #include <vector>
 
 namespace kcache::util {
