@@ -78,7 +78,7 @@ std::optional<std::filesystem::path> user_settings_file();
 /// `jobs` setting (KCACHE_JOBS, the store's in `store_dir`, the user's), else
 /// 0 (= all cores). The library turns it into threads by the one rule,
 /// util::worker_threads.
-Result<unsigned> jobs_or_env(unsigned flag, const std::string& store_dir = "");
+Result<unsigned> jobs_or_env(unsigned flag, const std::string& store_dir);
 /// The NVRTC library to load: `flag` (--nvrtc) when given, else the `nvrtc`
 /// setting ($KCACHE_NVRTC, the store's, the user's), else nullopt (the
 /// default names).
@@ -115,7 +115,7 @@ const compile::Toolchain& toolchain();
 /// SECONDS, the store's in `store_dir`, the user's), how long a silent worker
 /// lives (default 300), and a test build's fault injection; invalid_argument
 /// for a malformed KCACHE_PIPELINE_TIMEOUT.
-Result<worker::WorkerOptions> worker_options(const std::string& store_dir = "");
+Result<worker::WorkerOptions> worker_options(const std::string& store_dir);
 
 /// Options every store-using subcommand shares.
 struct StoreOptions {

@@ -265,7 +265,9 @@ void register_build(CLI::App& app, Action& action) {
       "uses fresh (so nothing this build used), and says so on stderr.");
   cmd->add_option("manifest", args->manifest, "the kernel manifest")->capture_default_str();
   args->store.add_to(*cmd);
-  cmd->add_option("-j,--jobs", args->jobs, "compile threads (default: $KCACHE_JOBS, else all cores)");
+  cmd->add_option("-j,--jobs", args->jobs,
+                  "compile threads (default: $KCACHE_JOBS, else the jobs setting of the store or user, `kcache\n"
+                  "config`, else all cores)");
   cmd->add_flag("--json", args->json, "print the full result as JSON on stdout instead of the summary");
   cmd->add_option("--report", args->report_file, "also write the full JSON result to FILE");
   cmd->add_option("--depfile", args->depfile,
