@@ -239,15 +239,20 @@ std::string top_level_footer() {
          "  130 build interrupted by Ctrl-C (143: by SIGTERM); what was written to the store is kept";
 }
 
-void StoreOptions::add_to(CLI::App& cmd) {
-  cmd.add_option("--store", dir,
-                 "store directory (default: $KCACHE_STORE, else $XDG_CACHE_HOME/kcache, else ~/.cache/kcache)")
+void add_store_dir_option(CLI::App& cmd, std::string& dir, const std::string& help) {
+  cmd.add_option("--store", dir, help)
       ->check(CLI::Validator(
           [](std::string& text) {
             return text.empty() ? std::string("needs a folder (leave --store out for the default store)")
                                 : std::string();
           },
           ""));
+}
+
+void StoreOptions::add_to(CLI::App& cmd) {
+  add_store_dir_option(cmd, dir,
+                       "store directory (default: $KCACHE_STORE, else the user's store setting, else\n"
+                       "$XDG_CACHE_HOME/kcache, else ~/.cache/kcache)");
   cmd.add_flag("--read-only", read_only, "open the store without writing anything (also for read-only media)");
 }
 

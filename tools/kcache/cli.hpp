@@ -131,6 +131,11 @@ struct StoreOptions {
   std::string path() const;
 };
 
+/// Adds `--store DIR` (into `dir`, with `help`) to `cmd`, refusing an empty
+/// folder at parse time (exit 2): --store '' would silently mean the default
+/// store. StoreOptions::add_to and the settings subcommands use it.
+void add_store_dir_option(CLI::App& cmd, std::string& dir, const std::string& help);
+
 /// A subcommand's action, set by the callback of the parsed subcommand.
 using Action = std::function<int()>;
 

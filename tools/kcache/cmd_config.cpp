@@ -140,9 +140,9 @@ int run_list(const ConfigArgs& args) {
 }
 
 void add_common(CLI::App& cmd, ConfigArgs& args, bool user) {
-  cmd.add_option("--store", args.store,
-                 "the store whose settings these are (default: $KCACHE_STORE, else the user's `store` setting,\n"
-                 "else $XDG_CACHE_HOME/kcache, else ~/.cache/kcache)");
+  add_store_dir_option(cmd, args.store,
+                       "the store whose settings these are (default: $KCACHE_STORE, else the user's `store`\n"
+                       "setting, else $XDG_CACHE_HOME/kcache, else ~/.cache/kcache)");
   if (user)
     cmd.add_flag("--user", args.user,
                  "the user's settings ($XDG_CONFIG_HOME/kcache/config, else ~/.config/kcache/config), not the store's");

@@ -166,15 +166,9 @@ int run_remove(const SettingArgs& args) {
 /// The store options of the setting subcommands: --store only (--read-only
 /// would make no sense for add/remove, and list never writes).
 void add_store_option(CLI::App& cmd, SettingArgs& args) {
-  cmd.add_option("--store", args.store.dir,
-                 "the store whose remotes these are (default: $KCACHE_STORE, else "
-                 "$XDG_CACHE_HOME/kcache, else ~/.cache/kcache)")
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            return text.empty() ? std::string("needs a folder (leave --store out for the default store)")
-                                : std::string();
-          },
-          ""));
+  add_store_dir_option(cmd, args.store.dir,
+                       "the store whose remotes these are (default: $KCACHE_STORE, else "
+                       "$XDG_CACHE_HOME/kcache, else ~/.cache/kcache)");
 }
 
 }  // namespace
