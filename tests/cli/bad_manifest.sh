@@ -59,3 +59,10 @@ mkfifo p/fifo.comp
 check '[[kernel]]
 name = "k"
 source = "fifo.comp"' "p/kcache.toml:3: kernel 'k': source 'fifo.comp' is not a regular file"
+
+note "UTF-8 in comments and strings is read as written"
+printf '# Noyaux du caf\xc3\xa9 \xe2\x80\x94 r\xc3\xa9sum\xc3\xa9\n[[kernel]]\nname = "k"  # na\xc3\xafve\nsource = "k.comp"\ndefines = { NOTE = "\xc3\xa9t\xc3\xa9 \xc2\xbb" }\n' > p/kcache.toml
+expect_exit 0 "$KCACHE" manifest p/kcache.toml
+expect_in out "k  compute"
+expect_exit 0 "$KCACHE" build p/kcache.toml
+expect_in out "1 kernels: 0 hit, 1 compiled"

@@ -27,10 +27,11 @@ for job_name, job in wf["jobs"].items():
 checked = []
 for run in runs:
     text = re.sub(r"\$\{\{[^}]*\}\}", "X", run)
-    for part in re.split(r"&&|\|\||;|\|", text):
-        words = shlex.split(part, comments=True)
-        if not words or words[0] != "kcache":
-            continue
+    # Every `kcache SUB ...` up to the end of its command (a separator, a
+    # closing parenthesis, the line's end), wherever it stands: in a loop, in
+    # $(...), after &&.
+    for m in re.finditer(r"(?:^|[\s;&|(])kcache\s+([a-z][a-z-]*)([^;&|)\n]*)", text):
+        words = ["kcache", m.group(1)] + m.group(2).split()
         sub = words[1]
         help_text = subprocess.run([kcache, sub, "--help"], capture_output=True, text=True)
         assert help_text.returncode == 0, f"`kcache {sub}` does not exist: {help_text.stderr}"
@@ -60,3 +61,60 @@ block = block[:block.index("```")]
 body = recipe[recipe.index("name: kernels"):]
 sys.exit(0 if block == body else 1)
 PY
+
+note "the build and merge jobs run as printed: 4 shards, the empty ones succeed, 2 namespaces"
+# The project the recipe checks out: 2 kernels in each of two targets; their
+# name hashes leave some of the four shards empty.
+mkdir -p project
+printf '#version 450\nlayout(local_size_x = 1) in;\nlayout(std430, binding = 0) buffer B { uint d[]; };\nvoid main() { d[0] = 1u; }\n' >project/k.comp
+printf '[[kernel]]\nname = "a"\nsource = "k.comp"\ntarget = "vulkan1.2"\n[kernel.variants]\nN = [1]\n' >project/kcache.toml
+printf '[[kernel]]\nname = "b"\nsource = "k.comp"\ntarget = "vulkan1.3"\n[kernel.variants]\nN = [1]\n' >>project/kcache.toml
+mkdir -p bin && ln -sf "$KCACHE" bin/kcache
+"$KCACHE" keygen -o "$WORK/ci" >/dev/null
+PATH="$WORK/bin:$PATH" python3 - "$KCACHE_SOURCE_DIR/ci/github-actions.yml" "$WORK" <<'PY' || fail "the CI recipe's jobs failed"
+import glob, os, re, shutil, subprocess, sys, yaml
+path, work = sys.argv[1:3]
+jobs = yaml.safe_load(open(path))["jobs"]
+artifacts = os.path.join(work, "artifacts")
+os.makedirs(artifacts)
+key = open(os.path.join(work, "ci.key")).read().strip()
+
+def run_job(name, cwd, shard=None):
+    for step in jobs[name]["steps"]:
+        if "run" in step:
+            if "apt-get" in step["run"]:
+                continue  # kcache is installed here: it is the kcache under test
+            script = step["run"].replace("${{ matrix.shard }}", str(shard))
+            script = script.replace("${{ secrets.KCACHE_SIGNING_KEY }}", key)
+            r = subprocess.run(["bash", "-e", "-c", script], cwd=cwd, capture_output=True, text=True)
+            print(f"[{name} {shard or ''}] {script.strip().splitlines()[0]} -> {r.returncode}")
+            assert r.returncode == 0, f"{name}: step failed:\n{script}\n{r.stdout}{r.stderr}"
+        elif step["uses"].startswith("actions/upload-artifact"):
+            for f in glob.glob(os.path.join(cwd, step["with"]["path"])):
+                shutil.copy(f, artifacts)
+        elif step["uses"].startswith("actions/download-artifact") and "pattern" in step.get("with", {}):
+            for f in glob.glob(os.path.join(artifacts, "*.kcb")):
+                shutil.copy(f, cwd)
+
+assert jobs["build"]["strategy"]["matrix"]["shard"] == [1, 2, 3, 4]
+counts = []
+for shard in [1, 2, 3, 4]:
+    cwd = os.path.join(work, f"runner-{shard}")
+    shutil.copytree(os.path.join(work, "project"), cwd)
+    run_job("build", cwd, shard)
+    import json
+    counts.append(len(json.load(open(os.path.join(cwd, "report.json")))["kernels"]))
+assert sum(counts) == 2 and counts.count(0) >= 1, f"kernels per shard: {counts}"
+merge = os.path.join(work, "merge")
+os.makedirs(merge)
+run_job("merge", merge)
+out = sorted(os.path.basename(f) for f in glob.glob(os.path.join(artifacts, "kernels-*.kcb")))
+assert out == ["kernels-spirv_vulkan1.2.kcb", "kernels-spirv_vulkan1.3.kcb"], out
+print("kernels per shard:", counts, "bundles:", out)
+PY
+for ns in spirv_vulkan1.2 spirv_vulkan1.3; do
+  expect_exit 0 "$KCACHE" import "artifacts/kernels-$ns.kcb" --trust ci.pub --store imported
+done
+expect_exit 0 "$KCACHE" inspect --store imported --json
+[[ $(json_get out 'len(j["entries"])') == 2 ]] || fail "the merged bundles do not hold both kernels"
+note "ok"

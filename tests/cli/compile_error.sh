@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # A kernel with a compile error among good ones: the others are built and
-# stored, the error names the user's file and line, the exit code is 1. A
-# kernel that later fails to recompile keeps its previous entry (staged refresh).
+# stored, the error names the user's file and line in the form editors read
+# (FILE:LINE: error: TEXT, as glslc and GCC write it), once for every variant
+# it breaks; a missing include names every folder searched; the exit code is
+# 1. A kernel that later fails to recompile keeps its previous entry (staged
+# refresh).
 source "$(dirname "$0")/lib.bash"
 mkdir -p p
 printf '#version 450\nlayout(local_size_x=1) in;\nlayout(std430, binding=0) buffer B { uint d[]; };\nvoid main() { d[0] = 1u; }\n' > p/good.comp
@@ -18,8 +21,30 @@ source = "bad.comp"
 T
 expect_exit 1 "$KCACHE" build p/kcache.toml
 expect_in out "FAILED bad"
-expect_in out "bad.comp:5"
+grep -qx "bad.comp:5: error: 'undefined_call' : no matching overloaded function found" out ||
+  { cat out; fail "the error is not one FILE:LINE: error: line"; }
+! grep -q "ERROR:\|compilation terminated" out || { cat out; fail "glslang's own form is left"; }
 expect_in out "4 kernels: 0 hit, 3 compiled, 0 stale replaced, 1 failed"
+
+note "one error in six variants is printed once, naming them"
+cat > p/variants.toml <<'T'
+[[kernel]]
+name = "bad"
+source = "bad.comp"
+[kernel.variants]
+N = [1, 2, 3]
+M = [1, 2]
+[[kernel]]
+name = "inc"
+source = "inc.comp"
+include_dirs = ["include", "more"]
+T
+printf '#version 450\n#include "missing.h"\nlayout(local_size_x=1) in;\nvoid main() {}\n' > p/inc.comp
+expect_exit 1 "$KCACHE" build p/variants.toml --store V
+[[ $(grep -c "undefined_call" out) == 1 ]] || { cat out; fail "one error printed more than once"; }
+expect_in out "FAILED bad[M=1,N=1] (compile_failed in glslang); the same error in 5 more: bad[M=1,N=2], bad[M=1,N=3], bad[M=2,N=1], bad[M=2,N=2], bad[M=2,N=3]"
+expect_in out "inc.comp:2: error: '#include' : not found; searched '.' (the including file's folder), then include_dirs 'include', 'more'"
+expect_in out "7 kernels: 0 hit, 0 compiled, 0 stale replaced, 7 failed"
 expect_exit 0 "$KCACHE" get 'good[N=2]' -o g.spv
 spirv-val g.spv || fail "stored module invalid"
 

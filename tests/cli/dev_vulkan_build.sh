@@ -33,6 +33,8 @@ note "warm: all $((n + m)) hits in $(json_get out 'round(j["wall_ms"])') ms"
 expect_exit 0 "$KCACHE" build proj/kcache.toml --backend vulkan --device "$fp"
 expect_in out "device llvmpipe"
 expect_in out "$m pipelines: $m hit, 0 created, 0 failed"
+# The summary names kernels and pipelines apart, not "$((n + m)) kernels".
+expect_in out "$n kernels and $m pipelines: $((n + m)) hit, 0 compiled"
 
 # The store checks out without a device, and each blob serves the device.
 expect_exit 0 "$KCACHE" verify

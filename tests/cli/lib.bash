@@ -9,7 +9,9 @@ rm -rf "$WORK"
 mkdir -p "$WORK"
 cd "$WORK"
 export KCACHE_STORE="$WORK/store"
-unset KCACHE_JOBS
+# The user's settings (kcache config --user) of this test alone.
+export XDG_CONFIG_HOME="$WORK/config"
+unset KCACHE_JOBS KCACHE_MAX_SIZE KCACHE_MAP_SIZE KCACHE_REMOTE
 
 fail() { echo "FAIL ($TEST_NAME): $*" >&2; exit 1; }
 note() { echo "-- $*"; }

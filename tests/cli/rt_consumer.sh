@@ -11,15 +11,18 @@ PREFIX=$WORK/prefix
 
 note "cmake --install into $PREFIX"
 cmake --install "$KCACHE_BUILD_DIR" --prefix "$PREFIX" >"$WORK/install.log"
-for f in bin/kcache lib/libkcache.so lib/libkcache.so.0 include/kcache/runtime/kcache.h \
+# The multiarch library folder, as Debian's (lib/x86_64-linux-gnu).
+LIB=lib/$(gcc -print-multiarch)
+for f in bin/kcache $LIB/libkcache.so $LIB/libkcache.so.0 include/kcache/runtime/kcache.h \
          include/kcache/runtime/kcache_vulkan.h include/kcache/runtime/runtime.hpp \
-         lib/cmake/kcache/kcacheConfig.cmake lib/cmake/kcache/kcacheConfigVersion.cmake \
-         lib/cmake/kcache/kcacheKernels.cmake lib/cmake/kcache/kcacheTargets.cmake lib/pkgconfig/kcache.pc \
-         share/man/man1/kcache.1 share/bash-completion/completions/kcache; do
+         $LIB/cmake/kcache/kcacheConfig.cmake $LIB/cmake/kcache/kcacheConfigVersion.cmake \
+         $LIB/cmake/kcache/kcacheKernels.cmake $LIB/cmake/kcache/kcacheTargets.cmake $LIB/pkgconfig/kcache.pc \
+         share/man/man1/kcache.1.gz share/bash-completion/completions/kcache share/zsh/vendor-completions/_kcache \
+         share/doc/kcache/copyright; do
   [[ -e $PREFIX/$f ]] || fail "not installed: $f"
 done
 # The library exports the C API and nothing else (no fmt, no volk vk* pointers).
-others=$(nm -D --defined-only "$PREFIX/lib/libkcache.so" | awk '{print $3}' | grep -v '^kcache_' || true)
+others=$(nm -D --defined-only "$PREFIX/$LIB/libkcache.so" | awk '{print $3}' | grep -v '^kcache_' || true)
 [[ -z $others ]] || fail "libkcache.so exports more than kcache_*: $others"
 
 # The consumer's build must use its own store, never the user's.
@@ -41,6 +44,23 @@ expect_exit 0 "$WORK/build/consumer_c" "$WORK/build/consumer_kernels.kcache" 'sc
 expect_in "$WORK/out" "scale[T=int]: target vulkan1.2, entry main"
 expect_exit 1 "$WORK/build/consumer_c" "$WORK/build/consumer_kernels.kcache" 'nope'
 expect_in "$WORK/err" "not_found"
+
+note "the README's CMake snippet, as printed, over the example (three namespaces)"
+mkdir -p "$WORK/snippet/shaders"
+cp -r "$KCACHE_SOURCE_DIR/bundles/example/." "$WORK/snippet/shaders/"
+{
+  printf 'cmake_minimum_required(VERSION 3.20)\nproject(my_app CXX)\nset(CMAKE_CXX_STANDARD 20)\n'
+  python3 "$KCACHE_SOURCE_DIR/tests/tools/readme_block.py" "$KCACHE_SOURCE_DIR/README.md" \
+    "### Build kernels in your CMake project" cmake || fail "no CMake snippet in the README"
+} >"$WORK/snippet/CMakeLists.txt"
+printf '#include <kcache/runtime/runtime.hpp>\nint main() { return kcache::runtime::Store::open(KERNEL_STORE) ? 0 : 1; }\n' \
+  >"$WORK/snippet/main.cpp"
+cmake -S "$WORK/snippet" -B "$WORK/snippet-build" -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX" >"$WORK/snippet.log" 2>&1 &&
+  ninja -C "$WORK/snippet-build" >>"$WORK/snippet.log" 2>&1 || { tail -30 "$WORK/snippet.log"; fail "the README's CMake snippet failed"; }
+[[ -s $WORK/snippet-build/my_kernels.kcb ]] || fail "the snippet made no bundle"
+"$PREFIX/bin/kcache" inspect "$WORK/snippet-build/my_kernels.kcb" >"$WORK/snippet-bundle.txt"
+expect_in "$WORK/snippet-bundle.txt" "spirv/vulkan1.2"
+expect_exit 0 "$WORK/snippet-build/app"
 
 note "nothing changed: nothing rebuilds"
 ninja -C "$WORK/build" >"$WORK/build2.log"
@@ -68,9 +88,9 @@ if [[ $bundle == ON ]]; then
 fi
 
 note "pkg-config builds the C consumer too"
-flags=$(PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig pkg-config --cflags --libs kcache)
+flags=$(PKG_CONFIG_PATH=$PREFIX/$LIB/pkgconfig pkg-config --cflags --libs kcache)
 cc "$WORK/src/lookup.c" $flags -o "$WORK/lookup_pc"
-LD_LIBRARY_PATH=$PREFIX/lib expect_exit 0 "$WORK/lookup_pc" "$WORK/build/consumer_kernels.kcache" fill
+LD_LIBRARY_PATH=$PREFIX/$LIB expect_exit 0 "$WORK/lookup_pc" "$WORK/build/consumer_kernels.kcache" fill
 expect_in "$WORK/out" "fill: target vulkan1.2"
 
 note "man kcache and bash completion from the prefix"
@@ -80,6 +100,11 @@ for sub in $("$PREFIX/bin/kcache" --help | sed -n '/^Subcommands:/,/^$/p' | awk 
 done
 expect_in "$WORK/man.txt" "KCACHE_STORE"
 expect_in "$WORK/man.txt" "--depfile"
+for section in MANIFEST FILES ENVIRONMENT EXAMPLES "SEE ALSO"; do
+  grep -q "^$section\$" "$WORK/man.txt" || fail "man page lacks the section $section"
+done
+expect_in "$WORK/man.txt" "include_dirs"
+[[ $(gzip -dc "$PREFIX/share/man/man1/kcache.1.gz" | head -c 4) == ".TH " ]] || fail "kcache.1.gz is no gzipped man page"
 got=$(bash -c 'source "$1"; COMP_WORDS=(kcache bu); COMP_CWORD=1; _kcache; echo "${COMPREPLY[*]}"' _ \
   "$PREFIX/share/bash-completion/completions/kcache")
 [[ $got == build ]] || fail "completion of 'kcache bu': '$got'"

@@ -21,14 +21,23 @@ note "Depends: $(cat "$WORK/depends")"
 
 ROOT=$WORK/root
 dpkg-deb -x "$deb" "$ROOT"
-for f in usr/bin/kcache usr/lib/libkcache.so.0 usr/include/kcache/runtime/kcache.h \
-         usr/lib/cmake/kcache/kcacheConfig.cmake usr/lib/pkgconfig/kcache.pc usr/share/man/man1/kcache.1 \
-         usr/share/bash-completion/completions/kcache; do
+LIB=usr/lib/$(gcc -print-multiarch)  # the multiarch folder, as Debian's libraries
+for f in usr/bin/kcache $LIB/libkcache.so.0 usr/include/kcache/runtime/kcache.h \
+         $LIB/cmake/kcache/kcacheConfig.cmake $LIB/pkgconfig/kcache.pc usr/share/man/man1/kcache.1.gz \
+         usr/share/bash-completion/completions/kcache usr/share/zsh/vendor-completions/_kcache \
+         usr/share/doc/kcache/copyright; do
   [[ -e $ROOT/$f ]] || fail "not in the package: $f"
 done
+dpkg-deb -f "$deb" Recommends | grep -q "bash-completion" || fail "Recommends lacks bash-completion"
+
+note "lintian reports no error"
+command -v lintian >/dev/null || fail "lintian is not installed (scripts/setup installs it)"
+lintian --tag-display-limit 0 "$deb" >"$WORK/lintian.txt" 2>&1 || true
+grep -q "^E: " "$WORK/lintian.txt" && { grep "^E: " "$WORK/lintian.txt"; fail "lintian reports errors"; }
+note "lintian: $(grep -c '^W: ' "$WORK/lintian.txt" || true) warnings, no error"
 
 note "every needed shared library comes from a declared dependency"
-for f in "$ROOT/usr/bin/kcache" "$ROOT/usr/lib/libkcache.so.0"; do
+for f in "$ROOT/usr/bin/kcache" "$ROOT/$LIB/libkcache.so.0"; do
   for lib in $(objdump -p "$f" | awk '/NEEDED/ {print $2}'); do
     # awk reads all of ldconfig's output: an early exit would SIGPIPE it (pipefail).
     path=$(ldconfig -p | awk -v l="$lib" '$1 == l && !found {print $NF; found = 1}')

@@ -61,9 +61,9 @@ int main(void) {
   return 0;
 }
 C
-cc -std=c99 -Wall -Wextra -Werror -I"$PREFIX/include" "$WORK/c1/use.c" "$WORK/c1/k.c" -L"$PREFIX/lib" -lkcache \
+cc -std=c99 -Wall -Wextra -Werror -I"$PREFIX/include" "$WORK/c1/use.c" "$WORK/c1/k.c" -L"$PREFIX/lib/$(gcc -print-multiarch)" -lkcache \
   -o "$WORK/use" || fail "the C sources do not compile"
-LD_LIBRARY_PATH=$PREFIX/lib expect_exit 0 "$WORK/use"
+LD_LIBRARY_PATH=$PREFIX/lib/$(gcc -print-multiarch) expect_exit 0 "$WORK/use"
 expect_in "$WORK/out" "fill "
 expect_exit 2 "$PREFIX/bin/kcache" emit --store "$WORK/st" --namespace vulkan/abc -o "$WORK/c3"
 expect_in "$WORK/err" "only SPIR-V namespaces"

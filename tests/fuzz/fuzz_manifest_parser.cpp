@@ -4,9 +4,11 @@
 // fine except a crash, a sanitizer report, a hang or unbounded memory.
 //
 // toml++ 3.3.0 (Debian 12) has undefined behaviour on some code points; the
-// parser keeps those from it (lib/kcache/manifest), so the target feeds every
-// input (seeds broken_non_ascii_outside_string.toml and
-// broken_toml_value_lookahead.toml were findings here).
+// manifest module builds with third_party/tomlplusplus, where that is fixed,
+// and so does this target: every input reaches toml++ (seeds
+// broken_non_ascii_outside_string.toml and broken_toml_value_lookahead.toml
+// were findings here; valid_non_ascii_text.toml keeps UTF-8 in comments and
+// strings).
 //
 // Invariants checked on success: at most k_max_kernels kernels; names are
 // unique, non-empty and within k_max_kernel_name; every source is a path

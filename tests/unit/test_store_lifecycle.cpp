@@ -8,6 +8,7 @@
 #include "kcache/util/bytes.hpp"
 #include "kcache/util/file.hpp"
 #include "kcache/util/hash.hpp"
+#include "kcache/util/text.hpp"
 
 #include "test_support.hpp"
 
@@ -330,6 +331,7 @@ TEST_CASE("store lifecycle: usage records are 16 bytes; longer ones (a later ver
 // --- gc planning ----------------------------------------------------------
 
 TEST_CASE("store lifecycle: durations and sizes") {
+  using util::parse_duration, util::parse_size;
   CHECK(parse_duration("90s") == 90u);
   CHECK(parse_duration("90m") == 5400u);
   CHECK(parse_duration("12h") == 43200u);

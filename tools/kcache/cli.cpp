@@ -5,8 +5,10 @@
 #include "kcache/bundle/bundle.hpp"
 #include "kcache/compile/compiler.hpp"
 #include "kcache/remote/backend.hpp"
+#include "kcache/remote/setting.hpp"
 #include "kcache/report/report.hpp"
 #include "kcache/store/default_dir.hpp"
+#include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 #include <sys/wait.h>
@@ -18,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string_view>
 
@@ -105,20 +108,84 @@ std::optional<std::uint64_t> whole_number(std::string_view text, std::uint64_t m
 
 }  // namespace
 
-Result<unsigned> jobs_from_env() {
-  const char* env = std::getenv("KCACHE_JOBS");
-  if (!env || !*env) return 0u;
-  const std::string_view text(env);
-  auto jobs = whole_number(text, 1, k_max_jobs);
-  if (!jobs)
-    return fail(Category::invalid_argument,
-                "KCACHE_JOBS='{}' is not a number of threads from 1 to {}; unset it (all cores) or set e.g. "
-                "KCACHE_JOBS=8",
-                text, k_max_jobs);
-  return static_cast<unsigned>(*jobs);
+std::optional<std::filesystem::path> user_settings_file() {
+  auto var = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string_view(value ? value : "");
+  };
+  return settings::user_settings_path(var("XDG_CONFIG_HOME"), var("HOME"));
 }
 
-Result<unsigned> jobs_or_env(unsigned flag) { return flag ? Result<unsigned>(flag) : jobs_from_env(); }
+namespace {
+
+/// The user's settings, read once.
+const Result<settings::Settings>& user_settings() {
+  static const Result<settings::Settings> loaded = []() -> Result<settings::Settings> {
+    auto path = user_settings_file();
+    if (!path) return settings::Settings{};
+    return settings::read_settings(*path, settings::Scope::user);
+  }();
+  return loaded;
+}
+
+/// A store's settings (its config file), read once per store folder.
+const Result<settings::Settings>& store_settings(const std::string& store_dir) {
+  static std::map<std::string, Result<settings::Settings>> cache;
+  auto it = cache.find(store_dir);
+  if (it == cache.end())
+    it = cache
+             .emplace(store_dir,
+                      settings::read_settings(settings::store_settings_path(store_dir), settings::Scope::store))
+             .first;
+  return it->second;
+}
+
+/// The store's `remote`: its remote setting (STORE/remotes), read only
+/// when asked, so that --no-remote never reads it.
+Result<std::string> store_remotes(const std::string& store_dir) {
+  std::string urls;
+  for (const auto& r : KCACHE_TRY(remote::read_remote_setting(store_dir))) urls += (urls.empty() ? "" : " ") + r.text;
+  return urls;
+}
+
+}  // namespace
+
+Result<settings::Resolved> setting(std::string_view key, const std::string& flag, const std::string& store_dir) {
+  const settings::KeyInfo* info = settings::find_key(key);
+  if (!info) return fail(Category::invalid_argument, "no setting '{}'", key);
+  settings::Layers layers;
+  layers.flag = flag;
+  if (!info->env.empty()) {
+    const std::string name(info->env);
+    if (const char* env = std::getenv(name.c_str()); env && *env) {
+      if (auto ok = settings::check_setting(key, env); !ok)
+        return fail(Category::invalid_argument, "{}{} is not valid ({}); unset it for the default, or fix it", name,
+                    // A remote URL may hold a password: its parser's message hides it.
+                    key == "remote" ? "" : fmt::format("='{}'", util::shown_untrusted(env, 120)), ok.error().message);
+      layers.env = env;
+    }
+  }
+  if (!store_dir.empty() && key == "remote") {
+    layers.store = KCACHE_TRY(store_remotes(store_dir));
+  } else if (!store_dir.empty() && info->store) {
+    const auto& store = store_settings(store_dir);
+    if (!store) return tl::unexpected(store.error());
+    layers.store = settings::find_setting(*store, key).value_or("");
+  }
+  if (info->user) {
+    const auto& user = user_settings();
+    if (!user) return tl::unexpected(user.error());
+    layers.user = settings::find_setting(*user, key).value_or("");
+  }
+  return settings::resolve_setting(layers);
+}
+
+Result<unsigned> jobs_or_env(unsigned flag, const std::string& store_dir) {
+  if (flag) return flag;
+  auto jobs = KCACHE_TRY(setting("jobs", "", store_dir));
+  if (jobs.source == settings::Source::none) return 0u;
+  return static_cast<unsigned>(std::stoul(jobs.value));  // checked: 1 to 4096
+}
 
 CLI::Validator count_validator(std::string what, std::uint64_t max) {
   return CLI::Validator(
@@ -141,18 +208,25 @@ std::string top_level_footer() {
   return "Run `kcache SUBCOMMAND --help` for a subcommand's options.\n"
          "\n"
          "Environment:\n"
-         "  KCACHE_STORE          store directory when --store is not given (else $XDG_CACHE_HOME/kcache,\n"
-         "                        else ~/.cache/kcache)\n"
+         "  KCACHE_STORE          store directory when --store is not given (else the user's `store`\n"
+         "                        setting, else $XDG_CACHE_HOME/kcache, else ~/.cache/kcache)\n"
          "  KCACHE_JOBS           default -j of build, verify and import, 1 to 4096 (else all cores)\n"
          "  KCACHE_REMOTE         remote caches of build when no --remote is given: URLs separated by spaces\n"
          "                        (over the store's own, `kcache remote add`)\n"
+         "  KCACHE_MAX_SIZE       a store's size limit (e.g. 10G): a build that leaves the store over it\n"
+         "                        evicts least recently used entries, never those the build used\n"
          "  KCACHE_MAP_SIZE       LMDB map size of a store (e.g. 64G, the default; 8M), the most it can hold\n"
          "  KCACHE_BASEDIR        the launcher's project root (kcache glslc): keys are relative to it\n"
          "                        (default: the folder holding .git above the source)\n"
-         "  NO_COLOR              when set and not empty, no colour in messages (colour and progress lines\n"
-         "                        are only ever shown on a terminal)\n"
+         "  KCACHE_PIPELINE_TIMEOUT  seconds a silent pipeline worker lives (default 300)\n"
+         "  KCACHE_NVRTC          the NVRTC library for cuda kernels when --nvrtc is not given\n"
          "  KCACHE_VULKAN_LOADER  the Vulkan loader library to load instead of libvulkan.so.1\n"
          "  KCACHE_CUDA_DRIVER    the CUDA driver library to load instead of libcuda.so.1\n"
+         "  XDG_CONFIG_HOME       the user's settings are in $XDG_CONFIG_HOME/kcache/config (else\n"
+         "                        ~/.config/kcache/config)\n"
+         "  NO_COLOR              when set and not empty, no colour in messages (colour and progress lines\n"
+         "                        are only ever shown on a terminal)\n"
+         "Each KCACHE_ variable wins over the same setting of the store and of the user (`kcache config`).\n"
          "\n"
          "Exit status:\n"
          "  0   success\n"
@@ -163,18 +237,24 @@ std::string top_level_footer() {
          "  5   a bundle's fingerprint does not match the target\n"
          "  6   a bundle or stored record failed its integrity checks\n"
          "  7   no Vulkan loader or device\n"
-         "  70  internal error (a bug; please report it)";
+         "  70  internal error (a bug; please report it)\n"
+         "  130 build interrupted by Ctrl-C (143: by SIGTERM); what was written to the store is kept";
 }
 
-void StoreOptions::add_to(CLI::App& cmd) {
-  cmd.add_option("--store", dir,
-                 "store directory (default: $KCACHE_STORE, else $XDG_CACHE_HOME/kcache, else ~/.cache/kcache)")
+void add_store_dir_option(CLI::App& cmd, std::string& dir, const std::string& help) {
+  cmd.add_option("--store", dir, help)
       ->check(CLI::Validator(
           [](std::string& text) {
             return text.empty() ? std::string("needs a folder (leave --store out for the default store)")
                                 : std::string();
           },
           ""));
+}
+
+void StoreOptions::add_to(CLI::App& cmd) {
+  add_store_dir_option(cmd, dir,
+                       "store directory (default: $KCACHE_STORE, else the user's store setting, else\n"
+                       "$XDG_CACHE_HOME/kcache, else ~/.cache/kcache)");
   cmd.add_flag("--read-only", read_only, "open the store without writing anything (also for read-only media)");
 }
 
@@ -184,27 +264,12 @@ std::string StoreOptions::path() const {
     const char* value = std::getenv(name);
     return std::string(value ? value : "");
   };
-  return store::default_store_dir({var("KCACHE_STORE"), var("XDG_CACHE_HOME"), var("HOME")}).string();
-}
-
-/// $KCACHE_MAP_SIZE: the LMDB map size in bytes (suffix K, M or G for KiB,
-/// MiB, GiB), 0 = unset. Caps how large a new store may grow; the reliability
-/// tier uses a small one to fill the map (docs/reliability.md D1). An existing
-/// store never opens smaller than the pages it already uses.
-static Result<std::uint64_t> map_size_from_env() {
-  const char* env = std::getenv("KCACHE_MAP_SIZE");
-  if (!env || !*env) return 0;
-  std::string_view text(env);
-  std::uint64_t n = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  std::string_view suffix(end, text.data() + text.size());
-  int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
-  if (ec != std::errc{} || shift < 0 || n == 0 || n > (std::uint64_t{1} << (50 - shift)))
-    return fail(Category::invalid_argument,
-                "KCACHE_MAP_SIZE='{}' is not a size: use bytes or a number with K, M or G (e.g. 64G); unset it for "
-                "the default",
-                text);
-  return n << shift;
+  // KCACHE_STORE over the user's `store` setting, as every setting; a
+  // damaged user file is reported by open() and every setting() call.
+  std::string chosen = var("KCACHE_STORE");
+  if (chosen.empty())
+    if (const auto& user = user_settings(); user) chosen = settings::find_setting(*user, "store").value_or("");
+  return store::default_store_dir({chosen, var("XDG_CACHE_HOME"), var("HOME")}).string();
 }
 
 Result<std::unique_ptr<store::Store>> StoreOptions::open(bool need_write) const {
@@ -212,8 +277,14 @@ Result<std::unique_ptr<store::Store>> StoreOptions::open(bool need_write) const 
   store::OpenOptions options;
   options.read_only = read_only || !need_write;
   options.clock = &clock();
-  if (auto map_size = KCACHE_TRY(map_size_from_env())) options.map_size = map_size;
-  auto s = store::open_lmdb_store(path(), options);
+  const std::string dir = path();
+  if (const auto& user = user_settings(); !user) return tl::unexpected(user.error());
+  // The map size caps how large a new store may grow (the reliability tier
+  // uses a small one to fill the map, docs/reliability.md D1); an existing
+  // store never opens smaller than the pages it already uses.
+  if (auto map_size = KCACHE_TRY(setting("map_size", "", dir)); map_size.source != settings::Source::none)
+    options.map_size = *util::parse_size(map_size.value);  // checked by setting()
+  auto s = store::open_lmdb_store(dir, options);
   if (!s) return tl::unexpected(std::move(s).error());
   return s;
 }
@@ -228,24 +299,22 @@ const compile::Toolchain& toolchain() {
   return simulated ? *simulated : compile::Toolchain::installed();
 }
 
-Result<worker::WorkerOptions> worker_options() {
+Result<worker::WorkerOptions> worker_options(const std::string& store_dir) {
   worker::WorkerOptions options;
-  if (const char* env = std::getenv("KCACHE_PIPELINE_TIMEOUT"); env && *env) {
-    char* end = nullptr;
-    double seconds = std::strtod(env, &end);
-    if (!end || *end != '\0' || !(seconds > 0) || seconds > 1e6)
-      return fail(Category::invalid_argument,
-                  "KCACHE_PIPELINE_TIMEOUT='{}' is not a number of seconds; unset it for the default (300)", env);
+  if (auto timeout = KCACHE_TRY(setting("pipeline_timeout", "", store_dir)); timeout.source != settings::Source::none) {
+    const double seconds = std::strtod(timeout.value.c_str(), nullptr);  // checked by setting()
     options.stall_timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
   }
   seams::add_worker_faults(options);
   return options;
 }
 
-std::optional<std::string> nvrtc_path(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("KCACHE_NVRTC"); env && *env) return std::string(env);
-  return std::nullopt;
+std::optional<std::string> nvrtc_path(const std::string& flag, const std::string& store_dir) {
+  // A damaged settings file is reported by the command's other settings
+  // (jobs, the store): here it means the default names.
+  auto nvrtc = setting("nvrtc", flag, store_dir);
+  if (!nvrtc || nvrtc->source == settings::Source::none) return std::nullopt;
+  return nvrtc->value;
 }
 
 std::string cuda_driver_library() {

@@ -5,6 +5,7 @@
 
 #include "kcache/compile/compiler.hpp"
 #include "kcache/cuda_device/cuda_device.hpp"
+#include "kcache/settings/settings.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/util/clock.hpp"
 #include "kcache/util/error.hpp"
@@ -61,16 +62,28 @@ bool use_color();
 /// so that a typo (-j 99999) is refused instead of starting that many threads.
 inline constexpr unsigned k_max_jobs = 4096;
 
-/// The default thread count from $KCACHE_JOBS: 0 (= all cores) when unset or
-/// empty; invalid_argument naming the value when it is not a whole number
-/// from 1 to k_max_jobs.
-Result<unsigned> jobs_from_env();
-/// A command's -j: `flag` when given (not 0), else jobs_from_env(). The
-/// library turns it into threads by the one rule, util::worker_threads.
-Result<unsigned> jobs_or_env(unsigned flag);
-/// The NVRTC library to load: `flag` (--nvrtc) when given, else
-/// $KCACHE_NVRTC when set, else nullopt (the default names).
-std::optional<std::string> nvrtc_path(const std::string& flag);
+/// The settings as they apply to one command (settings/settings.hpp): the
+/// value of `key` from `flag` when given, else its environment variable, else
+/// the setting of the store in `store_dir` (skipped when empty; the store's
+/// `remote` is its remote setting, STORE/remotes), else the user's settings
+/// file, else Source::none. invalid_argument naming the variable for a
+/// malformed environment value; the files' errors (corruption naming file
+/// and line). Files are read once per process.
+Result<settings::Resolved> setting(std::string_view key, const std::string& flag, const std::string& store_dir);
+
+/// The user's settings file (settings::user_settings_path of
+/// $XDG_CONFIG_HOME and $HOME), nullopt without either.
+std::optional<std::filesystem::path> user_settings_file();
+
+/// A command's thread count: `flag` (-j) when given (not 0), else the
+/// `jobs` setting (KCACHE_JOBS, the store's in `store_dir`, the user's), else
+/// 0 (= all cores). The library turns it into threads by the one rule,
+/// util::worker_threads.
+Result<unsigned> jobs_or_env(unsigned flag, const std::string& store_dir);
+/// The NVRTC library to load: `flag` (--nvrtc) when given, else the `nvrtc`
+/// setting ($KCACHE_NVRTC, the store's, the user's), else nullopt (the
+/// default names).
+std::optional<std::string> nvrtc_path(const std::string& flag, const std::string& store_dir = "");
 
 /// Accepts a decimal whole number from 1 to `max` (no sign, hex or spaces:
 /// CLI11 alone would take "-1" as 2^64-1 and "0x10" as 16); otherwise the
@@ -99,14 +112,17 @@ std::string top_level_footer();
 const util::Clock& clock();
 /// The toolchain keys are computed for: the installed one, or a test's.
 const compile::Toolchain& toolchain();
-/// Worker options: KCACHE_PIPELINE_TIMEOUT=SECONDS, how long a silent worker
+/// Worker options: the `pipeline_timeout` setting (KCACHE_PIPELINE_TIMEOUT=
+/// SECONDS, the store's in `store_dir`, the user's), how long a silent worker
 /// lives (default 300), and a test build's fault injection; invalid_argument
 /// for a malformed KCACHE_PIPELINE_TIMEOUT.
-Result<worker::WorkerOptions> worker_options();
+Result<worker::WorkerOptions> worker_options(const std::string& store_dir);
 
 /// Options every store-using subcommand shares.
 struct StoreOptions {
-  std::string dir;  ///< --store; empty = default_store_dir() (an empty --store '' is refused)
+  /// --store; empty = $KCACHE_STORE, else the user's `store` setting, else
+  /// default_store_dir() (an empty --store '' is refused).
+  std::string dir;
   bool read_only = false;
   /// Adds --store and --read-only to `cmd`; --store '' is refused at parse
   /// time (exit 2), since it would silently mean the default store.
@@ -115,6 +131,11 @@ struct StoreOptions {
   Result<std::unique_ptr<store::Store>> open(bool need_write) const;
   std::string path() const;
 };
+
+/// Adds `--store DIR` (into `dir`, with `help`) to `cmd`, refusing an empty
+/// folder at parse time (exit 2): --store '' would silently mean the default
+/// store. StoreOptions::add_to and the settings subcommands use it.
+void add_store_dir_option(CLI::App& cmd, std::string& dir, const std::string& help);
 
 /// A subcommand's action, set by the callback of the parsed subcommand.
 using Action = std::function<int()>;
@@ -137,9 +158,13 @@ void register_manifest_from_commands(CLI::App& manifest, Action& action);
 /// `kcache emit` (cmd_emit.cpp).
 void register_emit(CLI::App& app, Action& action);
 void register_remote(CLI::App& app, Action& action);
+/// `kcache config` (cmd_config.cpp).
+void register_config(CLI::App& app, Action& action);
 /// `kcache inspect FILE.kcb` (inspect_bundle.cpp): prints a bundle's head and
 /// entries (JSON with `json`), then checks every entry; returns the exit code.
 int run_inspect_bundle(const std::string& path, bool json);
+/// The hidden `__complete` subcommand (cmd_complete.cpp): store names for shell completion.
+void register_complete(CLI::App& app, Action& action);
 /// The hidden `__pipeline-worker` subcommand (pipeline_worker.hpp).
 void register_pipeline_worker(CLI::App& app, Action& action);
 

@@ -6,16 +6,23 @@
 #include "kcache/build/reproducible.hpp"
 #include "kcache/build/run.hpp"
 #include "kcache/device/device.hpp"
+#include "kcache/maintain/gc.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/report/device_report.hpp"
+#include "kcache/report/lifecycle.hpp"
 #include "kcache/report/report.hpp"
 #include "kcache/report/reproducible_report.hpp"
 #include "kcache/util/bytes.hpp"
 #include "kcache/util/file.hpp"
 #include "kcache/util/glob.hpp"
+#include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <optional>
 
 namespace kcache::cli {
 namespace {
@@ -32,6 +39,7 @@ struct BuildArgs {
   bool retry_failed = false;
   bool check_reproducible = false;
   bool no_record_usage = false;
+  bool no_evict = false;
   std::string shard;
   std::string backend = "spirv";
   std::string device;
@@ -61,16 +69,16 @@ Result<std::optional<device::DeviceInfo>> select_device(const BuildArgs& args) {
 /// The run's options from the command line and the environment.
 Result<build::RunOptions> run_options(const BuildArgs& args) {
   build::RunOptions options;
-  options.build.jobs = KCACHE_TRY(jobs_or_env(args.jobs));
+  options.build.jobs = KCACHE_TRY(jobs_or_env(args.jobs, args.store.path()));
   if (!args.shard.empty()) options.build.shard = KCACHE_TRY(build::parse_shard(args.shard));
   options.build.explain = args.explain;
   options.build.retry_failed = args.retry_failed;
   options.build.origin = build_origin();
   options.build.clock = &clock();
   options.build.toolchain = &toolchain();
-  options.build.nvrtc_path = nvrtc_path(args.nvrtc);
+  options.build.nvrtc_path = nvrtc_path(args.nvrtc, args.store.path());
   options.device = KCACHE_TRY(select_device(args));
-  if (options.device) options.worker = KCACHE_TRY(worker_options());
+  if (options.device) options.worker = KCACHE_TRY(worker_options(args.store.path()));
   options.record_usage = !args.no_record_usage;
   options.collect_dependencies = !args.depfile.empty();
   return options;
@@ -81,7 +89,7 @@ Result<build::RunOptions> run_options(const BuildArgs& args) {
 /// (seams::tamper_second), to show the check can fail.
 int run_check_reproducible(const BuildArgs& args, const manifest::Manifest& manifest) {
   build::ReproducibleOptions options;
-  auto jobs = jobs_or_env(args.jobs);
+  auto jobs = jobs_or_env(args.jobs, args.store.path());
   if (!jobs) return report_error(jobs.error());
   options.jobs = *jobs;
   if (!args.shard.empty()) {
@@ -106,6 +114,87 @@ int run_check_reproducible(const BuildArgs& args, const manifest::Manifest& mani
   return result->all_reproducible() ? k_exit_ok : k_exit_failed;
 }
 
+/// The `max_size` setting after a build (maintain::evict_to_limit): a
+/// store left over it loses its least recently used entries, never one this
+/// build's manifest uses fresh. Says what went on stderr (stdout may be
+/// --json). An eviction that fails is a store error (exit 4): the build's
+/// entries are stored all the same.
+int evict_to_limit(const BuildArgs& args, const manifest::Manifest& manifest, store::Store& store) {
+  auto limit = setting("max_size", "", args.store.path());
+  if (!limit) return report_error(limit.error());
+  if (limit->source == settings::Source::none) return k_exit_ok;
+  auto evicted = maintain::evict_to_limit(store, manifest, toolchain(), *util::parse_size(limit->value), clock().now());
+  if (!evicted) return report_error(std::move(evicted).error().context("evicting down to max_size"));
+  if (*evicted) fmt::print(stderr, "{}", report::eviction_text(**evicted, settings::source_name(limit->source)));
+  return k_exit_ok;
+}
+
+/// Ctrl-C (SIGINT) or SIGTERM during a build: the progress line is
+/// cleared, one line says how far the build got and that the store keeps
+/// what was written (LMDB commits whole transactions: an interrupted one is
+/// simply absent), and the process exits 128 + the signal (130 for Ctrl-C)
+/// at once, as it would by the signal itself. Only async-signal-safe calls
+/// in the handler: write(2) of text made from two atomics, then _exit(2).
+namespace interrupt {
+
+std::atomic<std::size_t> g_done{0}, g_total{0};
+std::atomic<bool> g_progress{false};
+
+/// `n` in decimal at `out` (no allocation: callable from a signal handler).
+char* put_number(char* out, std::size_t n) {
+  char digits[24];
+  int i = 0;
+  do digits[i++] = static_cast<char>('0' + n % 10), n /= 10;
+  while (n);
+  while (i) *out++ = digits[--i];
+  return out;
+}
+
+char* put_text(char* out, const char* text) {
+  while (*text) *out++ = *text++;
+  return out;
+}
+
+extern "C" void on_signal(int sig) {
+  char line[512];
+  char* p = line;
+  if (g_progress.load()) p = put_text(p, "\r\033[K");
+  p = put_text(p, "kcache: interrupted: ");
+  p = put_number(p, g_done.load());
+  p = put_text(p, " of ");
+  p = put_number(p, g_total.load());
+  p = put_text(p,
+               " kernels were done; every entry written to the store so far is kept and the store is "
+               "consistent: run the build again to finish\n");
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, line, static_cast<std::size_t>(p - line));
+  ::_exit(128 + sig);
+}
+
+/// Installs on_signal for SIGINT and SIGTERM while alive.
+class Guard {
+ public:
+  explicit Guard(bool progress) {
+    g_progress = progress;
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &m_int);
+    ::sigaction(SIGTERM, &action, &m_term);
+  }
+  ~Guard() {
+    ::sigaction(SIGINT, &m_int, nullptr);
+    ::sigaction(SIGTERM, &m_term, nullptr);
+  }
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+
+ private:
+  struct sigaction m_int {
+  }, m_term{};
+};
+
+}  // namespace interrupt
+
 int run_build(const BuildArgs& args) {
   auto manifest = manifest::load_manifest(args.manifest);
   if (!manifest) return report_error(manifest.error());
@@ -118,16 +207,20 @@ int run_build(const BuildArgs& args) {
     options->device = options->device->with_profile(*profile);
   }
   bool progress = stderr_is_terminal() && !args.json;
-  if (progress)
-    options->build.on_receipt = [](const build::Receipt& r, std::size_t done, std::size_t total) {
-      fmt::print(stderr, "\r\033[K[{}/{}] {} {}", done, total, build::outcome_name(r.outcome), r.kernel);
-    };
+  options->build.on_receipt = [progress](const build::Receipt& r, std::size_t done, std::size_t total) {
+    interrupt::g_done = done;
+    interrupt::g_total = total;
+    if (progress) fmt::print(stderr, "\r\033[K[{}/{}] {} {}", done, total, build::outcome_name(r.outcome), r.kernel);
+  };
   auto tier = make_remote_tier(args.remote, args.store.path());
   if (!tier) return report_error(tier.error());
   options->build.secondary = tier->get();
   auto store = args.store.open(true);
   if (!store) return report_error(store.error());
+  interrupt::g_total = manifest->kernels.size();
+  std::optional<interrupt::Guard> interrupted(std::in_place, progress);
   auto ran = build::run(*manifest, **store, *options);
+  interrupted.reset();
   if (progress) fmt::print(stderr, "\r\033[K");
   if (!ran) return report_error(ran.error());
   if (ran->record_warning)
@@ -149,6 +242,8 @@ int run_build(const BuildArgs& args) {
   // after the report so that the stored ones and each refusal are still shown:
   // CI must not go on to export an incomplete store.
   if (auto unstored = build::unstored_error(ran->result)) return report_error(*unstored);
+  if (!args.no_evict)
+    if (int code = evict_to_limit(args, *manifest, **store); code != k_exit_ok) return code;
   return ran->result.any_failed() ? k_exit_failed : k_exit_ok;
 }
 
@@ -172,10 +267,14 @@ void register_build(CLI::App& app, Action& action) {
       "remembered: later builds report it (\"remembered\", exit 1) without compiling until an\n"
       "input changes, or --retry-failed. A kernel that compiled\n"
       "but could not be stored (full map or disk) is a store error: exit 4, naming the kernels;\n"
-      "what was stored is kept.");
+      "what was stored is kept. A store with a max_size setting (`kcache config`) that the build\n"
+      "leaves over it evicts its least recently used entries down to it, never one the manifest\n"
+      "uses fresh (so nothing this build used), and says so on stderr.");
   cmd->add_option("manifest", args->manifest, "the kernel manifest")->capture_default_str();
   args->store.add_to(*cmd);
-  cmd->add_option("-j,--jobs", args->jobs, "compile threads (default: $KCACHE_JOBS, else all cores)");
+  cmd->add_option("-j,--jobs", args->jobs,
+                  "compile threads (default: $KCACHE_JOBS, else the jobs setting of the store or user, `kcache\n"
+                  "config`, else all cores)");
   cmd->add_flag("--json", args->json, "print the full result as JSON on stdout instead of the summary");
   cmd->add_option("--report", args->report_file, "also write the full JSON result to FILE");
   cmd->add_option("--depfile", args->depfile,
@@ -201,6 +300,8 @@ void register_build(CLI::App& app, Action& action) {
       ->excludes(cmd->get_option("--explain"));
   cmd->add_flag("--no-record-usage", args->no_record_usage,
                 "do not record last-used times and this run in the store's run log (kcache stats)");
+  cmd->add_flag("--no-evict", args->no_evict,
+                "leave the store over its max_size setting (`kcache config`) this once: evict nothing");
   cmd->add_option("--backend", args->backend,
                   "spirv: SPIR-V modules only (portable); vulkan: also create each compute kernel's pipeline on a\n"
                   "device and store its pipeline-cache blob in the device's namespace")

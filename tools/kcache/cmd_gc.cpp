@@ -5,6 +5,7 @@
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/report/lifecycle.hpp"
 #include "kcache/store/gc.hpp"
+#include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 
@@ -39,9 +40,9 @@ int run_gc(const GcArgs& args) {
     into = *v;
     return std::nullopt;
   };
-  if (auto bad = parse(args.older_than, store::parse_duration, rules.older_than, "--older-than")) return *bad;
-  if (auto bad = parse(args.unused_for, store::parse_duration, rules.unused_for, "--unused-for")) return *bad;
-  if (auto bad = parse(args.max_size, store::parse_size, rules.max_size, "--max-size")) return *bad;
+  if (auto bad = parse(args.older_than, util::parse_duration, rules.older_than, "--older-than")) return *bad;
+  if (auto bad = parse(args.unused_for, util::parse_duration, rules.unused_for, "--unused-for")) return *bad;
+  if (auto bad = parse(args.max_size, util::parse_size, rules.max_size, "--max-size")) return *bad;
   if (!rules.stale && !rules.orphans && !rules.older_than && !rules.unused_for && !rules.max_size)
     return report_error({Category::invalid_argument,
                          "say what to remove: --stale, --orphans --manifest M, --older-than D, --unused-for D "

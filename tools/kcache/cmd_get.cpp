@@ -22,12 +22,13 @@ int run_get(const GetArgs& args) {
   auto store = args.store.open(false);
   if (!store) return report_error(store.error());
   std::vector<Entry> found;
+  std::vector<std::string> found_in;  ///< each found entry's namespace
   auto read = (*store)->read([&](store::Reader& reader) -> Result<void> {
     auto namespaces = KCACHE_TRY(reader.namespace_records());
     for (const auto& info : namespaces) {
       if (!args.ns.empty() && info.ns.name() != args.ns) continue;
       auto e = KCACHE_TRY(reader.get(info.ns.name(), args.kernel));
-      if (e) found.push_back(std::move(*e));
+      if (e) found.push_back(std::move(*e)), found_in.push_back(info.ns.name());
     }
     return {};
   });
@@ -37,10 +38,22 @@ int run_get(const GetArgs& args) {
                          fmt::format("no kernel '{}' in store {}{} — `kcache inspect` lists "
                                      "what it holds",
                                      args.kernel, args.store.path(), args.ns.empty() ? "" : " namespace " + args.ns)});
+  if (found.size() > 1 && args.ns.empty()) {
+    // The `namespace` setting chooses among several (cli::setting).
+    auto chosen = setting("namespace", "", args.store.path());
+    if (!chosen) return report_error(chosen.error());
+    for (std::size_t i = 0; i < found.size() && chosen->source != settings::Source::none; ++i)
+      if (found_in[i] == chosen->value) {
+        found = {std::move(found[i])};
+        break;
+      }
+  }
   if (found.size() > 1)
     return report_error(
         {Category::invalid_argument,
-         fmt::format("kernel '{}' is in {} namespaces; choose one with --namespace", args.kernel, found.size())});
+         fmt::format(
+             "kernel '{}' is in {} namespaces; choose one with --namespace (or the namespace setting, `kcache config`)",
+             args.kernel, found.size())});
   const auto& payload = found.front().payload;
   if (args.output.empty() || args.output == "-") {
     if (args.output.empty() && ::isatty(STDOUT_FILENO))
@@ -63,7 +76,9 @@ void register_get(CLI::App& app, Action& action) {
   cmd->add_option("kernel", args->kernel, "kernel name, e.g. 'matmul[T=float,TILE=16]'")->required();
   args->store.add_to(*cmd);
   cmd->add_option("-o,--output", args->output, "output file, or - for stdout (default: stdout unless a terminal)");
-  cmd->add_option("--namespace", args->ns, "namespace when the kernel is in several, e.g. spirv/vulkan1.2");
+  cmd->add_option("--namespace", args->ns,
+                  "namespace when the kernel is in several, e.g. spirv/vulkan1.2 (default: the\n"
+                  "namespace setting, `kcache config`)");
   cmd->callback([args, &action] { action = [args] { return run_get(*args); }; });
 }
 

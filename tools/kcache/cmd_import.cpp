@@ -52,7 +52,7 @@ int run_import(const ImportArgs& args) {
   transfer::ImportOptions options;
   options.dry_run = args.dry_run;
   options.replace = args.replace;
-  auto jobs = jobs_or_env(args.jobs);
+  auto jobs = jobs_or_env(args.jobs, args.store.path());
   if (!jobs) return report_error(jobs.error());
   options.jobs = *jobs;
   if (!args.fingerprint.empty()) options.target.fingerprint = args.fingerprint;

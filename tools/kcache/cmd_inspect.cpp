@@ -68,7 +68,7 @@ int run_inspect(const InspectArgs& args) {
     return k_exit_ok;
   }
   if (args.why) {
-    auto jobs = jobs_or_env(args.jobs);
+    auto jobs = jobs_or_env(args.jobs, args.store.path());
     if (!jobs) return report_error(jobs.error());
     auto all = maintain::explain_manifest(**store, *m, toolchain(), *jobs);
     if (!all) return report_error(all.error());

@@ -42,11 +42,13 @@ void RemoteArgs::add_to(CLI::App& cmd) {
 }
 
 Result<std::unique_ptr<remote::RemoteTier>> make_remote_tier(const RemoteArgs& args, const std::string& store_dir) {
-  std::vector<std::string> urls = args.urls;
-  if (!args.none && urls.empty())
-    if (const char* env = std::getenv("KCACHE_REMOTE")) urls = remote::split_remote_list(env);
-  if (!args.none && urls.empty())
-    for (auto& r : KCACHE_TRY(remote::read_remote_setting(store_dir))) urls.push_back(std::move(r.text));
+  // --remote > KCACHE_REMOTE > the store's remotes > the user's `remote`
+  // setting (cli::setting, the one precedence); --no-remote: none.
+  std::vector<std::string> urls = args.urls;  // as given: the parser judges each
+  if (!args.none && urls.empty()) urls = remote::split_remote_list(KCACHE_TRY(setting("remote", "", store_dir)).value);
+  std::vector<std::string> trust = args.trust;
+  if (trust.empty() && !urls.empty())
+    trust = remote::split_remote_list(KCACHE_TRY(setting("trust", "", store_dir)).value);
   if (urls.empty()) {
     if (!args.sign.empty() || !args.trust.empty() || args.read_only)
       return fail(Category::invalid_argument,
@@ -58,8 +60,8 @@ Result<std::unique_ptr<remote::RemoteTier>> make_remote_tier(const RemoteArgs& a
   remote::TierOptions options;
   for (const auto& u : urls) options.remotes.push_back(KCACHE_TRY(remote::parse_remote_url(u)));
   options.read_only = args.read_only;
-  if (!args.trust.empty()) {
-    std::vector<std::filesystem::path> paths(args.trust.begin(), args.trust.end());
+  if (!trust.empty()) {
+    std::vector<std::filesystem::path> paths(trust.begin(), trust.end());
     options.trusted = KCACHE_TRY(bundle::load_public_keys(paths));
   }
   if (!args.sign.empty()) options.sign = KCACHE_TRY(bundle::load_secret_key(args.sign));
@@ -164,15 +166,9 @@ int run_remove(const SettingArgs& args) {
 /// The store options of the setting subcommands: --store only (--read-only
 /// would make no sense for add/remove, and list never writes).
 void add_store_option(CLI::App& cmd, SettingArgs& args) {
-  cmd.add_option("--store", args.store.dir,
-                 "the store whose remotes these are (default: $KCACHE_STORE, else "
-                 "$XDG_CACHE_HOME/kcache, else ~/.cache/kcache)")
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            return text.empty() ? std::string("needs a folder (leave --store out for the default store)")
-                                : std::string();
-          },
-          ""));
+  add_store_dir_option(cmd, args.store.dir,
+                       "the store whose remotes these are (default: $KCACHE_STORE, else "
+                       "$XDG_CACHE_HOME/kcache, else ~/.cache/kcache)");
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ int run_verify_cuda(const VerifyArgs& args) {
   auto context = cuda_device::Context::open(*driver, dev->ordinal);
   if (!context) return report_error(context.error());
   maintain::CudaVerifyOptions options;
-  auto jobs = jobs_or_env(args.jobs);
+  auto jobs = jobs_or_env(args.jobs, args.store.path());
   if (!jobs) return report_error(jobs.error());
   options.jobs = *jobs;
   const cuda_device::Context& ctx = **context;
@@ -59,7 +59,7 @@ int run_verify(const VerifyArgs& args) {
   if (!args.device_given) {
     auto store = args.store.open(false);
     if (!store) return report_error(store.error());
-    auto jobs = jobs_or_env(args.jobs);
+    auto jobs = jobs_or_env(args.jobs, args.store.path());
     if (!jobs) return report_error(jobs.error());
     auto check = maintain::check_store(**store, *jobs);
     if (!check) return report_error(check.error());
@@ -80,11 +80,11 @@ int run_verify(const VerifyArgs& args) {
   auto store = args.store.open(false);
   if (!store) return report_error(store.error());
   maintain::VerifyOptions options;
-  auto jobs = jobs_or_env(args.jobs);
+  auto jobs = jobs_or_env(args.jobs, args.store.path());
   if (!jobs) return report_error(jobs.error());
   options.jobs = *jobs;
   options.timed = args.timed;
-  auto worker = worker_options();
+  auto worker = worker_options(args.store.path());
   if (!worker) return report_error(worker.error());
   options.worker = std::move(*worker);
   auto verified = maintain::verify_device(**store, *dev, options);

@@ -102,7 +102,9 @@ int main(int argc, char** argv) {
   register_emit(app, action);
   register_remote(app, action);
   register_launcher(app, action);
+  register_config(app, action);
   register_pipeline_worker(app, action);
+  register_complete(app, action);
   bound_thread_counts(app);
   // Set after the subcommands are registered: they keep the short footer.
   app.footer(top_level_footer());

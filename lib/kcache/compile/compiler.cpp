@@ -15,6 +15,8 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <regex>
 #include <sstream>
 #include <utility>
 
@@ -83,7 +85,10 @@ class ProjectIncluder : public glslang::TShader::Includer {
     m_refusal.clear();
     if (depth > definition::k_max_include_depth) return refuse(too_deep());
     auto dir = std::filesystem::path(includer).parent_path().generic_string();
-    return try_open(definition::include_path(dir, header));
+    IncludeResult* found = try_open(definition::include_path(dir, header));
+    // glslang asks includeSystem next: it names this folder too when nothing is found.
+    m_local_dir = found ? std::nullopt : std::optional(dir.empty() ? std::string(".") : dir);
+    return found;
   }
   IncludeResult* includeSystem(const char* header, const char*, size_t depth) override {
     if (depth > definition::k_max_include_depth) return refuse(too_deep());
@@ -93,7 +98,18 @@ class ProjectIncluder : public glslang::TShader::Includer {
     // Nothing found: a refusal seen on the way (here or in includeLocal) is
     // the better message than "not found".
     std::string refusal = std::exchange(m_refusal, {});
+    auto local = std::exchange(m_local_dir, std::nullopt);
     if (!found && !refusal.empty()) return refuse(std::move(refusal));
+    if (!found) {
+      // Every folder searched, in order, so that a missing include_dirs
+      // entry is plain to see (glslang appends " for header name: X").
+      std::string searched = local ? fmt::format("'{}' (the including file's folder)", *local) : "";
+      std::string dirs;
+      for (const auto& d : m_include_dirs) dirs += fmt::format("{}'{}'", dirs.empty() ? "" : ", ", d);
+      if (!dirs.empty()) searched += fmt::format("{}include_dirs {}", searched.empty() ? "" : ", then ", dirs);
+      return refuse(fmt::format("not found; searched {}", searched.empty() ? "no folder (no include_dirs)" : searched),
+                    "");
+    }
     return found;
   }
   void releaseInclude(IncludeResult* r) override {
@@ -117,8 +133,8 @@ class ProjectIncluder : public glslang::TShader::Includer {
   }
   /// glslang's failed include: empty name, the message as data; it reports
   /// "FILE:LINE: '#include' : MESSAGE for header name: HEADER".
-  static IncludeResult* refuse(std::string message) {
-    auto* text = new std::string(std::move(message) + "; refused");  // glslang appends " for header name: X"
+  static IncludeResult* refuse(std::string message, std::string_view suffix = "; refused") {
+    auto* text = new std::string(std::move(message) + std::string(suffix));  // glslang appends " for header name: X"
     return new IncludeResult("", text->data(), text->size(), text);
   }
   static std::string too_deep() {
@@ -129,7 +145,8 @@ class ProjectIncluder : public glslang::TShader::Includer {
   }
   const std::vector<std::string>& m_include_dirs;
   Open m_open;
-  std::string m_refusal;  ///< why a candidate of the current #include was refused
+  std::string m_refusal;                   ///< why a candidate of the current #include was refused
+  std::optional<std::string> m_local_dir;  ///< the folder includeLocal searched in vain, for includeSystem
 };
 
 /// What a TShader borrows (glslang keeps the pointers, not copies): must
@@ -185,14 +202,29 @@ EShMessages messages_for(const KernelSpec& spec) {
   return static_cast<EShMessages>(m);
 }
 
-/// glslang's info log without its summary lines ("N compilation errors").
+/// glslang's info log in the form editors and CI problem matchers read, as
+/// glslc and GCC write it: "ERROR: FILE:LINE: TEXT" becomes "FILE:LINE:
+/// error: TEXT" ("warning:" likewise; glslang 12 reports no column); a line
+/// without a place keeps "error: TEXT". Its summary lines ("N compilation
+/// errors", "No code generated") and the cascade line "'' : compilation
+/// terminated" are dropped, trailing spaces trimmed.
 std::string clean_log(std::string_view log) {
+  static const std::regex placed(R"(^(.*?:[0-9]+): (.*)$)");
   std::string out;
   std::istringstream in{std::string(log)};
   for (std::string line; std::getline(in, line);) {
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
     if (line.empty() || line.find("compilation errors.") != std::string::npos ||
-        line.find("No code generated") != std::string::npos)
+        line.find("No code generated") != std::string::npos || line.ends_with("'' : compilation terminated"))
       continue;
+    std::string_view severity;
+    for (auto [prefix, name] : {std::pair{"ERROR: ", "error"}, std::pair{"WARNING: ", "warning"}})
+      if (line.starts_with(prefix)) severity = name, line.erase(0, std::string_view(prefix).size());
+    if (!severity.empty()) {
+      std::smatch m;
+      line = std::regex_match(line, m, placed) ? fmt::format("{}: {}: {}", m[1].str(), severity, m[2].str())
+                                               : fmt::format("{}: {}", severity, line);
+    }
     if (!out.empty()) out += '\n';
     out += line;
   }
@@ -295,7 +327,7 @@ Result<Compiled> compile(const KernelSpec& spec, const Definition& def, PhaseTim
     return fail(Category::compile_failed, "{}", clean_log(shader.getInfoLog()));
   glslang::TProgram program;
   program.addShader(&shader);
-  if (!program.link(messages)) return fail(Category::compile_failed, "link: {}", clean_log(program.getInfoLog()));
+  if (!program.link(messages)) return fail(Category::compile_failed, "{}", clean_log(program.getInfoLog()));
   out.warnings = clean_log(shader.getInfoLog());
   glslang::SpvOptions spv_options;
   spv_options.generateDebugInfo = false;

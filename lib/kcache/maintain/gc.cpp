@@ -78,4 +78,32 @@ Result<store::RemoveSummary> apply_gc(store::Store& store, std::span<const store
   return total;
 }
 
+Result<std::uint64_t> stored_bytes(store::Store& store, const compile::Toolchain& toolchain) {
+  std::uint64_t total = 0;
+  for (const auto& c : KCACHE_TRY(gc_candidates(store, nullptr, toolchain))) total += c.bytes;
+  return total;
+}
+
+Result<std::optional<Eviction>> evict_to_limit(store::Store& store, const manifest::Manifest& manifest,
+                                               const compile::Toolchain& toolchain, std::uint64_t limit,
+                                               std::uint64_t now) {
+  // The pages in use hold every entry's bytes and more: within the limit,
+  // the entries are too, and a warm build pays no scan.
+  auto space = KCACHE_TRY(store.space());
+  const std::uint64_t pages_in_use = space.pages_used > space.pages_free ? space.pages_used - space.pages_free : 0;
+  if (space.page_size && pages_in_use * space.page_size <= limit) return std::optional<Eviction>{};
+  auto candidates = KCACHE_TRY(gc_candidates(store, &manifest, toolchain));
+  store::GcRules rules;
+  rules.max_size = limit;
+  rules.now = now;
+  Eviction out;
+  out.limit = limit;
+  out.plan = store::plan_gc(candidates, rules);
+  if (out.plan.scope_bytes_before <= limit) return std::optional<Eviction>{};
+  out.removed = KCACHE_TRY(apply_gc(store, candidates, out.plan));
+  for (const auto& v : out.plan.remove)
+    out.names.push_back(fmt::format("{} {}", candidates[v.index].ns, candidates[v.index].kernel));
+  return std::optional(std::move(out));
+}
+
 }  // namespace kcache::maintain

@@ -37,4 +37,27 @@ Result<std::vector<store::GcCandidate>> gc_candidates(store::Store& store, const
 Result<store::RemoveSummary> apply_gc(store::Store& store, std::span<const store::GcCandidate> candidates,
                                       const store::GcPlan& plan);
 
+/// The bytes the store's entries and failure records take (key + record):
+/// what a max_size limit is held to (the sum over gc_candidates). One scan.
+Result<std::uint64_t> stored_bytes(store::Store& store, const compile::Toolchain& toolchain);
+
+/// What an automatic eviction did (evict_to_limit).
+struct Eviction {
+  std::uint64_t limit = 0;
+  store::GcPlan plan;              ///< the max_size plan: scope_bytes_before/after, max_size_reached
+  store::RemoveSummary removed;    ///< what remove_unchanged did
+  std::vector<std::string> names;  ///< "namespace kernel" of each entry evicted, in eviction order
+};
+
+/// The max_size setting applied after a build: when the store's entries
+/// (and failure records) take more than `limit` bytes, evicts the least
+/// recently used down to it by plan_gc's max_size rule (the one `gc
+/// --max-size` applies), never an entry `manifest` uses fresh, so nothing
+/// the build just used or stored goes. nullopt when the store is within the
+/// limit; that is known without a scan while the pages in use are within
+/// it. Errors as gc_candidates and apply_gc.
+Result<std::optional<Eviction>> evict_to_limit(store::Store& store, const manifest::Manifest& manifest,
+                                               const compile::Toolchain& toolchain, std::uint64_t limit,
+                                               std::uint64_t now);
+
 }  // namespace kcache::maintain

@@ -5,12 +5,14 @@
 
 namespace kcache::maintain {
 
-Result<RunTotals> run_totals(store::Store& store, std::size_t last) {
+Result<RunTotals> run_totals(store::Store& store, std::size_t last, std::uint64_t zeroed) {
   RunTotals t;
+  t.zeroed = zeroed;
   std::deque<store::RunRecord> window;
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
     return reader.runs([&](store::RunRecord&& run) {
       ++t.logged;
+      if (run.time <= zeroed) return true;
       window.push_back(std::move(run));
       if (last && window.size() > last) window.pop_front();
       return true;

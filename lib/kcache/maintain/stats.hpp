@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,12 +32,19 @@ struct RunTotals {
   std::vector<std::pair<std::string, std::uint64_t>> not_cacheable;
   std::vector<store::PhaseRecord> phases;  ///< summed, in first-seen order
   std::vector<store::RunRecord> recent;    ///< the runs summed, oldest first
+  /// Set by the caller, not by run_totals: the bytes of the store's entries
+  /// (stored_bytes), its max_size setting and where that came from.
+  std::optional<std::uint64_t> stored_bytes, limit;
+  std::string limit_source;
+  /// Runs up to this time (unix seconds; `stats --zero`) are left out; 0: none.
+  std::uint64_t zeroed = 0;
   /// Lookups that did not hit (kernels − hits).
   std::uint64_t misses() const { return kernels - hits; }
 };
 
-/// Totals of the newest `last` runs (0 = every run in the log). Errors: the
+/// Totals of the newest `last` runs (0 = every run in the log) that ended
+/// after `zeroed` (unix seconds, `kcache stats --zero`; 0 = all). Errors: the
 /// store's read errors; corruption naming a damaged run record.
-Result<RunTotals> run_totals(store::Store& store, std::size_t last);
+Result<RunTotals> run_totals(store::Store& store, std::size_t last, std::uint64_t zeroed = 0);
 
 }  // namespace kcache::maintain

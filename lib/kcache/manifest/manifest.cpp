@@ -79,40 +79,6 @@ bool is_single_line_value(std::string_view v) { return !has_control_character(v)
 /// like any source): the text is part of every key, escaped.
 constexpr std::size_t k_max_preamble = 16u << 10;
 
-/// A code point that toml++ 3.3.0, as Debian 12 ships it, mishandles: its
-/// is_non_ascii_horizontal_whitespace() reaches __builtin_unreachable()
-/// (undefined behaviour) for U+00A1-U+0499, U+2C5E-U+3057 except U+3000, and
-/// U+FB26-U+FEFE: the blocks its generated bit mask leaves to a switch that
-/// has no case for them (upstream issues #190 and #295, fixed after 3.3.0). The
-/// parser asks that question in many places (after a value, in a value's
-/// look-ahead, after a backslash in a multi-line string), so the only safe
-/// rule is to keep these code points from toml++ altogether: a manifest that
-/// needs one writes it as a \uXXXX escape in a quoted string.
-struct MishandledCodePoint {
-  int line = 0, column = 0;  ///< 1-based; column in bytes; line 0 = none found
-  char32_t code_point = 0;
-};
-
-MishandledCodePoint first_code_point_toml_mishandles(std::string_view text) {
-  int line = 1;
-  std::size_t line_start = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto b = static_cast<unsigned char>(text[i]);
-    if (b == '\n') ++line, line_start = i + 1;
-    if (b < 0xc0) continue;
-    // Decoded as leniently as any reader might (overlong forms included), so
-    // that no spelling of a bad code point slips through.
-    const std::size_t len = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : 2;
-    if (i + len > text.size()) break;
-    char32_t c = b & (0x7fu >> len);
-    for (std::size_t k = 1; k < len; ++k) c = (c << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3fu);
-    const bool bad =
-        (c >= 0xa1 && c <= 0x499) || (c >= 0x2c5e && c <= 0x3057 && c != 0x3000) || (c >= 0xfb26 && c <= 0xfefe);
-    if (bad) return {line, static_cast<int>(i - line_start + 1), c};
-  }
-  return {};
-}
-
 /// A scalar TOML value as define/variant text; nullopt for tables and arrays.
 std::optional<std::string> scalar_text(const toml::node& node) {
   if (auto s = node.as_string()) return s->get();
@@ -689,12 +655,6 @@ void expand_kernel(const Options& defaults, const toml::table& kt, Diagnostics& 
 Result<Manifest> parse_manifest(std::string_view text, const std::string& display_name,
                                 const std::filesystem::path& root, bool check_files) {
   Diagnostics diag(display_name);
-  if (const auto bad = first_code_point_toml_mishandles(text); bad.line > 0)
-    return fail(Category::invalid_argument,
-                "{}:{}:{}: character U+{:04X} is one the TOML parser (toml++ 3.3.0) cannot read safely — write it as "
-                "\\u{:04X} inside a \"quoted string\", or leave it out of comments",
-                display_name, bad.line, bad.column, static_cast<std::uint32_t>(bad.code_point),
-                static_cast<std::uint32_t>(bad.code_point));
   toml::parse_result parsed = toml::parse(text, display_name);
   if (!parsed) {
     const auto& err = parsed.error();

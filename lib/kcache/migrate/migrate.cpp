@@ -21,8 +21,8 @@ using definition::Optimize;
 using definition::Stage;
 
 /// A TOML basic string. Everything outside printable ASCII is written as a
-/// \u escape: the manifest parser refuses some raw code points
-/// (manifest.cpp, toml++ 3.3.0), never their escapes.
+/// \u escape, so a generated manifest reads the same in any editor and
+/// encoding.
 std::string toml_string(std::string_view s) {
   std::string out = "\"";
   for (std::size_t i = 0; i < s.size(); ++i) {

@@ -7,8 +7,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-
 namespace kcache::remote {
 namespace {
 
@@ -21,50 +19,23 @@ constexpr std::string_view k_fix =
 }  // namespace
 
 Result<std::vector<SettingRemote>> parse_remote_setting(std::string_view text, std::string_view shown_path) {
-  const std::string file = util::escape_untrusted(shown_path);
-  auto bad = [&](std::size_t line, std::string_view what) {
-    return fail(Category::corruption, "remote setting {}:{}: {}; {}", file, line, what, k_fix);
-  };
-  if (text.size() > k_max_setting_bytes)
-    return fail(Category::corruption, "remote setting {}: over {} bytes; {}", file, k_max_setting_bytes, k_fix);
+  util::VersionedText rules;
+  rules.label = "remote setting";
+  rules.magic = k_setting_magic;
+  rules.version = k_setting_version;
+  rules.max_bytes = k_max_setting_bytes;
+  rules.fix = k_fix;
+  rules.newer_fix = "use a newer kcache, or set the remotes again with `kcache remote add URL` after deleting the file";
   std::vector<SettingRemote> out;
-  std::size_t line_no = 0, start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    ++line_no;
-    for (char c : line)
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-        return bad(line_no, fmt::format("a control byte 0x{:02x}", static_cast<unsigned char>(c)));
-    if (line_no == 1) {
-      // "kcache-remotes VERSION"
-      if (!line.starts_with(k_setting_magic) || line.size() < k_setting_magic.size() + 2 ||
-          line[k_setting_magic.size()] != ' ')
-        return bad(1, fmt::format("the first line is '{}', not '{} {}' (not a kcache remote setting)",
-                                  util::shown_untrusted(line, 60), k_setting_magic, k_setting_version));
-      auto digits = line.substr(k_setting_magic.size() + 1);
-      unsigned version = 0;
-      auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), version);
-      if (ec != std::errc{} || p != digits.data() + digits.size() || digits.size() > 5 || version == 0)
-        return bad(1, fmt::format("the version '{}' is not a number", util::shown_untrusted(digits, 20)));
-      if (version > k_setting_version)
-        return fail(Category::version_mismatch,
-                    "remote setting {}:1: version {} is newer than this kcache reads ({}); use a newer kcache, or "
-                    "set the remotes again with `kcache remote add URL` after deleting the file",
-                    file, version, k_setting_version);
-      continue;
-    }
+  for (const auto& [line_no, line] : KCACHE_TRY(util::versioned_text_lines(text, shown_path, rules))) {
     if (line.empty() || line.starts_with('#')) continue;
     if (out.size() == k_max_setting_remotes)
-      return bad(line_no, fmt::format("more than {} remotes", k_max_setting_remotes));
+      return tl::unexpected(util::versioned_text_error(rules, shown_path, line_no,
+                                                       fmt::format("more than {} remotes", k_max_setting_remotes)));
     auto url = parse_remote_url(line);
-    if (!url) return bad(line_no, url.error().message);
+    if (!url) return tl::unexpected(util::versioned_text_error(rules, shown_path, line_no, url.error().message));
     out.push_back({std::string(line), std::move(*url)});
   }
-  if (line_no == 0)
-    return bad(1, fmt::format("the file is empty (it starts with '{} {}')", k_setting_magic, k_setting_version));
   return out;
 }
 

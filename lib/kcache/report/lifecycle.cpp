@@ -31,9 +31,18 @@ json space_json(const store::SpaceInfo& s) {
 }  // namespace
 
 std::string stats_text(const maintain::RunTotals& t, std::size_t rows) {
-  if (t.runs == 0) return "no builds recorded in this store yet (the run log is written by `kcache build`)\n";
-  std::string out =
-      fmt::format("{} runs ({} in the log), {} .. {}\n", t.runs, t.logged, iso_time(t.first), iso_time(t.last));
+  std::string size;
+  if (t.stored_bytes)
+    size = t.limit ? fmt::format("size: {} / {} limit ({:.0f}%, max_size from {})\n", human_bytes(*t.stored_bytes),
+                                 human_bytes(*t.limit), percent(*t.stored_bytes, *t.limit), t.limit_source)
+                   : fmt::format("size: {} (no limit: `kcache config set max_size 10G` sets one)\n",
+                                 human_bytes(*t.stored_bytes));
+  const std::string zeroed = t.zeroed ? fmt::format(" since the counters were zeroed ({})", iso_time(t.zeroed)) : "";
+  if (t.runs == 0)
+    return size + (t.zeroed ? fmt::format("no builds recorded{}\n", zeroed)
+                            : "no builds recorded in this store yet (the run log is written by `kcache build`)\n");
+  std::string out = size + fmt::format("{} runs ({} in the log){}, {} .. {}\n", t.runs, t.logged, zeroed,
+                                       iso_time(t.first), iso_time(t.last));
   out += fmt::format(
       "kernels: {}  hits: {} ({:.1f}%)  misses: {}  compiled: {}  stale replaced: {}  failed: {}  "
       "not stored: {}\n",
@@ -128,6 +137,10 @@ std::string stats_json(const maintain::RunTotals& t) {
               {"hit_rate", t.kernels ? static_cast<double>(t.hits) / static_cast<double>(t.kernels) : 0.0},
               {"phases", std::move(phases)},
               {"recent", std::move(runs)}};
+  // Fields appended: the store's size against its limit, the zeroing time.
+  out["stored_bytes"] = t.stored_bytes ? json(*t.stored_bytes) : json(nullptr);
+  out["max_size"] = t.limit ? json(*t.limit) : json(nullptr);
+  out["zeroed"] = t.zeroed ? json(iso_time(t.zeroed)) : json(nullptr);
   return internal::json_text(out);
 }
 
@@ -172,7 +185,7 @@ std::string gc_text(const GcReport& r) {
   if (r.removed && r.removed->changed)
     out += fmt::format("kept {} entries rewritten by another process since the scan\n", r.removed->changed);
   if (r.max_size && !r.plan.max_size_reached)
-    out += fmt::format("warning: could not get under --max-size {} without removing fresh entries\n",
+    out += fmt::format("kcache: warning: could not get under --max-size {} without removing fresh entries\n",
                        human_bytes(*r.max_size));
   out += space_verdict(r);
   return terminal_text(out);
@@ -211,6 +224,21 @@ std::string gc_json(const GcReport& r) {
     out["compact_suggested"] = r.space_after->file_bytes >= r.space_before.file_bytes && r.space_after->pages_free > 0;
   }
   return internal::json_text(out);
+}
+
+std::string eviction_text(const maintain::Eviction& e, std::string_view source) {
+  const std::uint64_t after = e.plan.scope_bytes_before - std::min(e.plan.scope_bytes_before, e.removed.record_bytes);
+  std::string out;
+  if (e.removed.removed)
+    out = fmt::format(
+        "kcache: store over its max_size {} ({} setting): evicted {} least recently used entries, {} -> {}\n",
+        human_bytes(e.limit), source, e.removed.removed, human_bytes(e.plan.scope_bytes_before), human_bytes(after));
+  if (!e.plan.max_size_reached)
+    out += fmt::format(
+        "kcache: warning: store still over its max_size {} ({} setting) with {}: the rest is what this build's "
+        "manifest uses; raise max_size (`kcache config set max_size SIZE`)\n",
+        human_bytes(e.limit), source, human_bytes(after));
+  return terminal_text(out);
 }
 
 std::string compact_text(const store::CompactResult& result) {

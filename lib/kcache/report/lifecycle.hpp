@@ -6,6 +6,7 @@
 // which reads the store in one snapshot.
 #pragma once
 
+#include "kcache/maintain/gc.hpp"
 #include "kcache/maintain/stats.hpp"
 
 #include "kcache/store/gc.hpp"
@@ -13,11 +14,13 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kcache::report {
 
-/// Text: hit rate, counts, time per phase, then the newest runs one a line.
+/// Text: the store's size against its limit (when known), hit rate, counts,
+/// time per phase, then the newest runs one a line.
 std::string stats_text(const maintain::RunTotals& totals, std::size_t rows = 10);
 /// JSON, schema "kcache.stats/1".
 std::string stats_json(const maintain::RunTotals& totals);
@@ -39,6 +42,12 @@ struct GcReport {
 std::string gc_text(const GcReport& report);
 /// JSON, schema "kcache.gc/1".
 std::string gc_json(const GcReport& report);
+
+/// What an automatic eviction after a build did (the max_size setting, from
+/// `source`: "store", "user", "environment"): a line saying how many entries
+/// went and the store's entries before and after, when any went; a warning
+/// when it could not get under the limit (the rest is what the manifest uses).
+std::string eviction_text(const maintain::Eviction& eviction, std::string_view source);
 
 /// Text for `kcache compact`.
 std::string compact_text(const store::CompactResult& result);

@@ -84,33 +84,86 @@ std::string terminal_text(std::string_view text) {
   }
 }
 
+namespace {
+
+/// Failed kernels that share one error (the same problem in every variant of
+/// a kernel): reported once, naming them all.
+struct FailureGroup {
+  std::vector<const build::Receipt*> receipts;
+};
+
+/// Failed receipts grouped by what would be printed for them, in first-seen
+/// order.
+std::vector<FailureGroup> failure_groups(const build::BuildResult& result) {
+  std::vector<FailureGroup> groups;
+  auto same = [](const build::Receipt& a, const build::Receipt& b) {
+    return a.remembered == b.remembered && a.kept_stale == b.kept_stale && a.failed_phase == b.failed_phase &&
+           a.failed_at == b.failed_at && a.error.has_value() == b.error.has_value() &&
+           (!a.error || (a.error->category == b.error->category && a.error->message == b.error->message));
+  };
+  for (const auto& r : result.receipts) {
+    if (r.outcome != build::Outcome::failed) continue;
+    auto it =
+        std::find_if(groups.begin(), groups.end(), [&](const FailureGroup& g) { return same(*g.receipts[0], r); });
+    if (it == groups.end()) groups.push_back({{&r}});
+    else it->receipts.push_back(&r);
+  }
+  return groups;
+}
+
+/// "FAILED K (...)" and the error, its lines as the compiler wrote them
+/// (FILE:LINE: error: TEXT) so that editors and CI problem matchers find
+/// them; several kernels with the same error are named on the first line.
+std::string failure_text(const FailureGroup& g) {
+  const build::Receipt& r = *g.receipts[0];
+  constexpr std::size_t k_named = 8;
+  std::string names;
+  for (std::size_t i = 1; i < g.receipts.size() && i <= k_named; ++i)
+    names += fmt::format("{}{}", i == 1 ? "" : ", ", g.receipts[i]->kernel);
+  if (g.receipts.size() > k_named + 1) names += fmt::format(", and {} more", g.receipts.size() - k_named - 1);
+  std::string out = fmt::format(
+      "FAILED {}{}{}{}{}\n", r.kernel,
+      r.remembered ? fmt::format(" (remembered from {}; --retry-failed to compile again)", util::iso_time(r.failed_at))
+                   : "",
+      r.kept_stale ? " (previous entry kept, stale)" : "",
+      r.error ? fmt::format(" ({}{})", category_name(r.error->category),
+                            r.failed_phase.empty() ? "" : " in " + r.failed_phase)
+              : "",
+      g.receipts.size() > 1 ? fmt::format("; the same error in {} more: {}", g.receipts.size() - 1, names) : "");
+  if (r.error) out += r.error->message + "\n";
+  return out;
+}
+
+}  // namespace
+
 std::string build_summary(const build::BuildResult& result, bool explain) {
   using build::Outcome;
   std::string out;
   std::size_t failed = result.count(Outcome::failed);
+  for (const auto& g : failure_groups(result)) out += failure_text(g);
   for (const auto& r : result.receipts) {
-    if (r.outcome == Outcome::failed) {
-      out += fmt::format("FAILED {}{}{}\n", r.kernel,
-                         r.remembered ? fmt::format(" (remembered from {}; --retry-failed to compile again)",
-                                                    util::iso_time(r.failed_at))
-                                      : "",
-                         r.kept_stale ? " (previous entry kept, stale)" : "");
-      if (r.error)
-        out += fmt::format("  {}{}: {}\n", category_name(r.error->category),
-                           r.failed_phase.empty() ? "" : " in " + r.failed_phase, r.error->message);
-    } else if (r.outcome == Outcome::refused_write) {
-      out += fmt::format("warning: {}: compiled but not stored: {}\n", r.kernel, r.error ? r.error->message : "");
+    if (r.outcome == Outcome::refused_write) {
+      out +=
+          fmt::format("kcache: warning: {}: compiled but not stored: {}\n", r.kernel, r.error ? r.error->message : "");
     }
     if (explain && r.outcome != Outcome::hit && !r.reason.empty() && !r.remembered)
       out +=
           fmt::format("{} {}: {}\n", r.outcome == Outcome::failed ? "tried to rebuild" : "rebuilt", r.kernel, r.reason);
   }
   const std::size_t remembered = result.remembered();
-  out += fmt::format("{} kernels: {} hit, {} compiled, {} stale replaced, {} failed{}, {} not stored\n",
-                     result.receipts.size(), result.count(Outcome::hit), result.count(Outcome::compiled),
-                     result.count(Outcome::stale_replaced), failed,
-                     remembered ? fmt::format(" ({} remembered, not compiled)", remembered) : "",
-                     result.count(Outcome::refused_write));
+  // A vulkan build's receipts are its kernels and their pipelines (device
+  // namespaces): both are named, not summed into one count of "kernels".
+  const std::size_t pipelines =
+      static_cast<std::size_t>(std::count_if(result.receipts.begin(), result.receipts.end(),
+                                             [](const build::Receipt& r) { return r.ns.starts_with("vulkan/"); }));
+  const std::size_t remote = result.count(Outcome::remote_hit);
+  out += fmt::format(
+      "{}: {} hit, {} compiled, {} stale replaced, {} failed{}, {} not stored{}\n",
+      pipelines ? fmt::format("{} kernels and {} pipelines", result.receipts.size() - pipelines, pipelines)
+                : fmt::format("{} kernels", result.receipts.size()),
+      result.count(Outcome::hit), result.count(Outcome::compiled), result.count(Outcome::stale_replaced), failed,
+      remembered ? fmt::format(" ({} remembered, not compiled)", remembered) : "", result.count(Outcome::refused_write),
+      remote || !result.secondary.empty() ? fmt::format(", {} from remotes", remote) : "");
   std::string phases;
   for (std::size_t i = 0; i < k_phase_count; ++i) {
     const auto& t = result.totals.times[i];
@@ -119,7 +172,7 @@ std::string build_summary(const build::BuildResult& result, bool explain) {
   }
   out += fmt::format("time: {:.2f} s wall; cpu by phase: {}\n", result.wall_ms / 1000, phases.empty() ? "-" : phases);
   out += fmt::format("written: {}\n", human_bytes(result.bytes_written));
-  if (std::size_t remote = result.count(Outcome::remote_hit); remote || !result.secondary.empty())
+  if (remote || !result.secondary.empty())
     out += fmt::format("from remotes: {} kernels (checked and stored)\n", remote);
   out += remotes_text(result.secondary);
   return terminal_text(out);

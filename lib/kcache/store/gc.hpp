@@ -19,15 +19,6 @@
 
 namespace kcache::store {
 
-/// "90s", "90m", "12h", "30d", "2w" (one number, one unit) → seconds.
-/// invalid_argument naming the text and the accepted units otherwise.
-Result<std::uint64_t> parse_duration(std::string_view text);
-
-/// "4096", "100K", "500M", "2G", "1T" → bytes. Units are binary (K = 1024);
-/// "KiB"/"MiB"/... and a trailing "B" ("500MB") mean the same. Fractions
-/// ("1.5G") are accepted. invalid_argument otherwise.
-Result<std::uint64_t> parse_size(std::string_view text);
-
 /// One stored entry as gc sees it.
 struct GcCandidate {
   std::string ns;

@@ -4,8 +4,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 
 #include <ctime>
+#include <optional>
 #include <vector>
 
 namespace kcache::util {
@@ -118,6 +123,113 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     }
   }
   return row[b.size()];
+}
+
+namespace {
+
+/// Splits "12h" into 12 and "h"; nullopt without a leading number.
+std::optional<std::pair<double, std::string>> split_number(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  if (i == 0) return std::nullopt;
+  std::string number(text.substr(0, i));
+  char* end = nullptr;
+  double value = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size() || !std::isfinite(value) || value < 0) return std::nullopt;
+  std::string unit(text.substr(i));
+  for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::pair{value, unit};
+}
+
+}  // namespace
+
+Result<std::uint64_t> parse_duration(std::string_view text) {
+  auto bad = [&] {
+    return fail(Category::invalid_argument,
+                "'{}' is not a duration: write a whole number and a unit, s (seconds), m (minutes), h (hours), "
+                "d (days) or w (weeks), e.g. 90m, 12h, 30d",
+                text);
+  };
+  auto parts = split_number(text);
+  if (!parts || parts->first != std::floor(parts->first)) return bad();
+  static const std::pair<std::string_view, std::uint64_t> units[] = {
+      {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {"w", 7 * 86400}};
+  for (auto [unit, seconds] : units)
+    if (parts->second == unit) {
+      if (parts->first > 1e15 / static_cast<double>(seconds)) return bad();
+      return static_cast<std::uint64_t>(parts->first) * seconds;
+    }
+  return bad();
+}
+
+Result<std::uint64_t> parse_size(std::string_view text) {
+  auto bad = [&] {
+    return fail(Category::invalid_argument,
+                "'{}' is not a size: write a number and optionally K, M, G or T (powers of 1024), e.g. 500M, 2G", text);
+  };
+  auto parts = split_number(text);
+  if (!parts) return bad();
+  std::string unit = parts->second;
+  if (unit.ends_with("ib")) unit.resize(unit.size() - 2);
+  else if (unit.size() > 1 && unit.ends_with("b")) unit.pop_back();
+  else if (unit == "b") unit.clear();
+  static const std::pair<std::string_view, double> units[] = {
+      {"", 1}, {"k", 1024.0}, {"m", 1024.0 * 1024}, {"g", 1024.0 * 1024 * 1024}, {"t", 1024.0 * 1024 * 1024 * 1024}};
+  for (auto [name, factor] : units)
+    if (unit == name) {
+      double bytes = parts->first * factor;
+      if (bytes > 1e18) return bad();
+      return static_cast<std::uint64_t>(std::llround(bytes));
+    }
+  return bad();
+}
+
+Error versioned_text_error(const VersionedText& rules, std::string_view shown_path, std::size_t line,
+                           std::string_view what) {
+  return {Category::corruption,
+          fmt::format("{} {}:{}: {}; {}", rules.label, escape_untrusted(shown_path), line, what, rules.fix)};
+}
+
+Result<std::vector<std::pair<std::size_t, std::string_view>>> versioned_text_lines(std::string_view text,
+                                                                                   std::string_view shown_path,
+                                                                                   const VersionedText& rules) {
+  auto bad = [&](std::size_t line, std::string_view what) {
+    return tl::unexpected(versioned_text_error(rules, shown_path, line, what));
+  };
+  if (text.size() > rules.max_bytes)
+    return fail(Category::corruption, "{} {}: over {} bytes; {}", rules.label, escape_untrusted(shown_path),
+                rules.max_bytes, rules.fix);
+  std::vector<std::pair<std::size_t, std::string_view>> out;
+  std::size_t line_no = 0, start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_no;
+    for (char c : line)
+      if ((static_cast<unsigned char>(c) < 0x20 && !(c == '\t' && rules.allow_tab)) || c == 0x7f)
+        return bad(line_no, fmt::format("a control byte 0x{:02x}", static_cast<unsigned char>(c)));
+    if (line_no > 1) {
+      out.emplace_back(line_no, line);
+      continue;
+    }
+    // "MAGIC VERSION"
+    if (!line.starts_with(rules.magic) || line.size() < rules.magic.size() + 2 || line[rules.magic.size()] != ' ')
+      return bad(1, fmt::format("the first line is '{}', not '{} {}' (not a kcache {})", shown_untrusted(line, 60),
+                                rules.magic, rules.version, rules.label));
+    const auto digits = line.substr(rules.magic.size() + 1);
+    unsigned version = 0;
+    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), version);
+    if (ec != std::errc{} || p != digits.data() + digits.size() || digits.size() > 5 || version == 0)
+      return bad(1, fmt::format("the version '{}' is not a number", shown_untrusted(digits, 20)));
+    if (version > rules.version)
+      return fail(Category::version_mismatch, "{} {}:1: version {} is newer than this kcache reads ({}); {}",
+                  rules.label, escape_untrusted(shown_path), version, rules.version, rules.newer_fix);
+  }
+  if (line_no == 0)
+    return bad(1, fmt::format("the file is empty (it starts with '{} {}')", rules.magic, rules.version));
+  return out;
 }
 
 }  // namespace kcache::util

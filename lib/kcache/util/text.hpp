@@ -2,10 +2,14 @@
 // times. Thread-safety: pure functions.
 #pragma once
 
+#include "kcache/util/error.hpp"
+
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace kcache::util {
 
@@ -20,6 +24,42 @@ std::string to_hex(std::span<const std::uint8_t> bytes);
 /// substitutions of bytes): how far a mistyped name is from a known one.
 /// O(|a|·|b|) time: for short names.
 std::size_t edit_distance(std::string_view a, std::string_view b);
+
+/// "90s", "90m", "12h", "30d", "2w" (one number, one unit) → seconds.
+/// invalid_argument naming the text and the accepted units otherwise.
+Result<std::uint64_t> parse_duration(std::string_view text);
+
+/// The one parser of sizes (gc --max-size, the max_size and map_size
+/// settings, $KCACHE_MAP_SIZE): "4096", "100K", "500M", "2G", "1T" → bytes. Units are binary (K = 1024);
+/// "KiB"/"MiB"/... and a trailing "B" ("500MB") mean the same. Fractions
+/// ("1.5G") are accepted. invalid_argument otherwise.
+Result<std::uint64_t> parse_size(std::string_view text);
+
+/// How a small versioned text file of the store or the user is read (the
+/// store's remote setting, the settings files): a first line "MAGIC VERSION",
+/// then one item a line.
+struct VersionedText {
+  std::string_view label;      ///< "remote setting": starts every message
+  std::string_view magic;      ///< "kcache-remotes"
+  std::uint16_t version = 1;   ///< the newest version this kcache reads
+  std::size_t max_bytes = 0;   ///< a larger file is refused unread
+  bool allow_tab = false;      ///< whether '\t' is allowed (every other control byte is refused)
+  std::string_view fix;        ///< what to do about a damaged line, after what is wrong
+  std::string_view newer_fix;  ///< what to do about a newer version
+};
+
+/// A damaged line of such a file: corruption "LABEL FILE:LINE: WHAT; FIX".
+Error versioned_text_error(const VersionedText& rules, std::string_view shown_path, std::size_t line,
+                           std::string_view what);
+
+/// The lines after the first of `text` with their 1-based numbers, checked
+/// by `rules`: at most max_bytes, no control byte (but '\t' when allowed),
+/// a first line "MAGIC VERSION" of a version from 1 to rules.version.
+/// corruption (versioned_text_error) otherwise; version_mismatch for a newer
+/// version; `shown_path` is escaped for the messages.
+Result<std::vector<std::pair<std::size_t, std::string_view>>> versioned_text_lines(std::string_view text,
+                                                                                   std::string_view shown_path,
+                                                                                   const VersionedText& rules);
 
 /// "2025-01-31T12:00:00Z": unix seconds as ISO 8601 UTC.
 std::string iso_time(std::uint64_t unix_seconds);

@@ -1,0 +1,141 @@
+// Settings (docs/design.md "Settings"): what a user would otherwise pass on
+// every call (a store's size limit, -j, remotes and their trust, the default
+// namespace, ...), kept per store and per user and managed by `kcache config`.
+// The library reads no environment: the CLI gathers the layers (flag,
+// environment variable, store file, user file) and resolve_setting applies
+// the one precedence:
+//
+//   flag > environment > store setting > user setting > default
+//
+// Format, version 1 (the store's `STORE/config` and the user's
+// `$XDG_CONFIG_HOME/kcache/config`, else `~/.config/kcache/config`; UTF-8
+// text, '\n' line ends, docs/formats.md; golden file
+// tests/data/settings/config-v1.txt):
+//
+//   kcache-config 1           first line: the magic word and the version
+//   # a comment               lines starting with '#' and empty lines are ignored
+//   max_size = 10G            every other line: KEY = VALUE, one per key, KEY
+//   jobs = 8                  one of setting_keys(); spaces around '=' and at
+//                             the ends are ignored; VALUE is what check_setting
+//                             accepts for KEY
+//
+// A key this version does not know is refused by name (a typo must not be
+// ignored silently); a later version may only add keys. At most
+// k_max_settings_bytes; no control byte but '\n'. The store's remotes are
+// not in this file: they stay in STORE/remotes (remote/setting.hpp), which
+// `kcache config` reads and writes as the store's `remote` setting. Files
+// are written with util::write_file_atomic, mode 0600 (a remote URL may hold
+// a password).
+//
+// Every file is untrusted (anyone who can write the folder can write it):
+// bounded, every value checked, an error names the file and line. Fuzzed by
+// tests/fuzz/fuzz_settings.cpp.
+//
+// Thread-safety: pure functions, and file functions that do one read or one
+// atomic write each.
+#pragma once
+
+#include "kcache/util/error.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kcache::settings {
+
+inline constexpr std::uint16_t k_settings_version = 1;
+/// The file's name, in the store folder and in the user's config folder.
+inline constexpr std::string_view k_settings_file = "config";
+/// The largest settings file read.
+inline constexpr std::size_t k_max_settings_bytes = 64 * 1024;
+
+/// Where a setting may be kept.
+enum class Scope { store, user };
+
+/// One known setting.
+struct KeyInfo {
+  std::string_view name;           ///< "max_size"
+  std::string_view env;            ///< the environment variable above the files, or ""
+  std::string_view flag;           ///< the command-line option above everything, or ""
+  bool store = true;               ///< may be kept per store
+  bool user = true;                ///< may be kept per user
+  bool internal = false;           ///< written by kcache itself (stats --zero), not by `config set`
+  std::string_view help;           ///< one line: what it does, its values
+  std::string_view fallback = "";  ///< what applies when no layer sets it, in words
+};
+
+/// Every key, in the order `kcache config list` shows them.
+std::span<const KeyInfo> setting_keys();
+/// The key named `name`, or nullptr.
+const KeyInfo* find_key(std::string_view name);
+
+/// Checks `value` for `key`: invalid_argument saying what the key takes
+/// (sizes by util::parse_size, jobs 1 to 4096, remotes by the URL parser,
+/// ...); not_found naming the nearest key for an unknown one.
+Result<void> check_setting(std::string_view key, std::string_view value);
+
+/// One KEY = VALUE line.
+struct Setting {
+  std::string key;
+  std::string value;
+  bool operator==(const Setting&) const = default;
+};
+/// A file's settings, in file order, each key once.
+using Settings = std::vector<Setting>;
+
+/// The value of `key` in `settings`, or nullopt.
+std::optional<std::string> find_setting(const Settings& settings, std::string_view key);
+/// Sets `key` to `value` (in place when present, else appended).
+void set_setting(Settings& settings, std::string_view key, std::string_view value);
+/// Removes `key`; whether it was there.
+bool unset_setting(Settings& settings, std::string_view key);
+
+/// Parses a file's bytes; `shown_path` names the file in errors. corruption
+/// "FILE:LINE: what is wrong; what to do" for a bad first line, a control
+/// byte, a line without '=', an unknown or repeated key, a key not allowed
+/// in `scope`, a value check_setting refuses, too many bytes;
+/// version_mismatch for a newer version.
+Result<Settings> parse_settings(std::string_view text, std::string_view shown_path, Scope scope);
+
+/// The file's text for `settings` (header line, then KEY = VALUE lines).
+std::string format_settings(const Settings& settings);
+
+/// The settings file of a store folder.
+std::filesystem::path store_settings_path(const std::filesystem::path& store_dir);
+/// The user's settings file: XDG_CONFIG_HOME/kcache/config when that is an
+/// absolute path, else HOME/.config/kcache/config; nullopt when neither is
+/// usable (no user settings then). The caller passes the variables.
+std::optional<std::filesystem::path> user_settings_path(std::string_view xdg_config_home, std::string_view home);
+
+/// Reads a settings file: empty when it does not exist; corruption /
+/// version_mismatch as parse_settings; corruption when it is a symbolic link
+/// or not a regular file (never followed); io_error when it cannot be read.
+Result<Settings> read_settings(const std::filesystem::path& path, Scope scope);
+
+/// Writes `settings` to `path` atomically, mode 0600 (creating its folder);
+/// removes the file when `settings` is empty. io_error.
+Result<void> write_settings(const std::filesystem::path& path, const Settings& settings);
+
+/// Where a resolved value came from.
+enum class Source { flag, env, store, user, none };
+std::string_view source_name(Source s);
+
+/// One setting's layers, highest first; empty = not given at that layer.
+struct Layers {
+  std::string flag, env, store, user;
+};
+
+/// The value that applies and where it came from: the first non-empty layer
+/// by the precedence above; Source::none (empty value) when no layer has one
+/// and the caller's default applies.
+struct Resolved {
+  std::string value;
+  Source source = Source::none;
+};
+Resolved resolve_setting(const Layers& layers);
+
+}  // namespace kcache::settings

@@ -1,0 +1,130 @@
+// Settings files and their precedence (lib/kcache/settings/settings.hpp):
+// the version-1 golden file, round trips, every way a damaged file is
+// refused naming the file and line, and flag > environment > store > user.
+#include "kcache/settings/settings.hpp"
+
+#include "kcache/util/file.hpp"
+#include "test_support.hpp"
+
+#include <sys/stat.h>
+
+using namespace kcache;
+using namespace kcache::settings;
+
+namespace {
+
+std::string refused(std::string_view text, Scope scope = Scope::store, Category want = Category::corruption) {
+  auto r = parse_settings(text, "STORE/config", scope);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().category == want);
+  return r.error().message;
+}
+
+bool has(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+// The golden file of version 1: what `kcache config set` writes, with a
+// comment, an empty line and the spaces a person may add. Never regenerated.
+TEST_CASE("golden: settings version 1 are read in order") {
+  auto path = std::filesystem::path(KCACHE_SOURCE_DIR) / "tests/data/settings/config-v1.txt";
+  auto text = util::read_file(path);
+  REQUIRE(text);
+  auto r = parse_settings(*text, path.string(), Scope::store);
+  REQUIRE(r);
+  REQUIRE(r->size() == 8);
+  CHECK((*r)[0] == Setting{"max_size", "10G"});
+  CHECK((*r)[1] == Setting{"jobs", "8"});
+  CHECK((*r)[2] == Setting{"trust", "/etc/kcache/ci.pub"});
+  CHECK(find_setting(*r, "pipeline_timeout") == "60.5");
+  CHECK(find_setting(*r, "stats_zeroed") == "1764892800");
+  // Written again, the settings come back as they were (comments are not kept).
+  auto again = parse_settings(format_settings(*r), "x", Scope::store);
+  REQUIRE(again);
+  CHECK(*again == *r);
+  // A user's file may not hold a store's own key.
+  CHECK(has(refused(*text, Scope::user), "'stats_zeroed' is a store's setting"));
+}
+
+TEST_CASE("a damaged settings file names the file and line and what to do") {
+  auto m = refused("");
+  CHECK(has(m, "STORE/config:1"));
+  m = refused("kcache-configs 1\n");
+  CHECK(has(m, "STORE/config:1: the first line is"));
+  CHECK(has(m, "kcache config set"));
+  refused("kcache-config x\n");
+  m = refused("kcache-config 2\njobs = 1\n", Scope::store, Category::version_mismatch);
+  CHECK(has(m, "version 2 is newer"));
+  CHECK(has(refused("kcache-config 1\njobs 8\n"), "STORE/config:2: 'jobs 8' is not KEY = VALUE"));
+  CHECK(has(refused("kcache-config 1\n\njobz = 8\n"),
+            "STORE/config:3: 'jobz' is not a kcache setting — did you mean 'jobs'?"));
+  CHECK(has(refused("kcache-config 1\njobs = 0\n"), "not a number of threads from 1 to 4096"));
+  CHECK(has(refused("kcache-config 1\njobs = 99999\n"), "STORE/config:2"));
+  CHECK(has(refused("kcache-config 1\nmax_size = 5X\n"), "is not a size"));
+  CHECK(has(refused("kcache-config 1\njobs = 2\njobs = 3\n"), "STORE/config:3: 'jobs' is set twice"));
+  CHECK(has(refused("kcache-config 1\njobs = 2\x01\n"), "a control byte 0x01"));
+  CHECK(has(refused("kcache-config 1\nstore = /x\n"), "'store' is a user setting"));
+  CHECK(has(refused("kcache-config 1\nremote = redis://h/0\n"), "kept in its file 'remotes'"));
+  // A bad remote URL's password is not repeated in the message.
+  m = refused("kcache-config 1\nremote = ftp://u:hunter2@h/\n", Scope::user);
+  CHECK_FALSE(has(m, "hunter2"));
+  CHECK(has(refused(std::string("kcache-config 1\n") + std::string(k_max_settings_bytes, '#')), "over"));
+}
+
+TEST_CASE("values: sizes by the one parser, remotes by the URL parser") {
+  CHECK(check_setting("max_size", "500M"));
+  CHECK(check_setting("max_size", "1.5G"));
+  CHECK_FALSE(check_setting("max_size", "0"));
+  CHECK_FALSE(check_setting("max_size", " 5G"));
+  CHECK(check_setting("map_size", "8M"));
+  CHECK_FALSE(check_setting("map_size", "2048T"));
+  CHECK(check_setting("remote", "redis://h/0 http://c/kc/?read-only"));
+  CHECK_FALSE(check_setting("remote", "redis://h/0 gopher://x"));
+  CHECK_FALSE(check_setting("namespace", "spirv/vulkan1.2 spirv/vulkan1.3"));
+  CHECK_FALSE(check_setting("pipeline_timeout", "-1"));
+  auto unknown = check_setting("max-size", "1G");
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().category == Category::not_found);
+  CHECK(has(unknown.error().message, "did you mean 'max_size'?"));
+}
+
+TEST_CASE("precedence: flag > environment > store > user > default") {
+  CHECK(resolve_setting({"1", "2", "3", "4"}).value == "1");
+  CHECK(resolve_setting({"1", "2", "3", "4"}).source == Source::flag);
+  CHECK(resolve_setting({"", "2", "3", "4"}).source == Source::env);
+  CHECK(resolve_setting({"", "", "3", "4"}).value == "3");
+  CHECK(resolve_setting({"", "", "3", "4"}).source == Source::store);
+  CHECK(resolve_setting({"", "", "", "4"}).source == Source::user);
+  auto none = resolve_setting({});
+  CHECK(none.source == Source::none);
+  CHECK(none.value.empty());
+}
+
+TEST_CASE("files: written mode 0600, removed when empty, a link refused; the user's path by XDG rules") {
+  test::TempDir temp;
+  const auto& dir = temp.path();
+  auto path = dir / "sub" / "config";
+  Settings s;
+  set_setting(s, "max_size", "1G");
+  set_setting(s, "jobs", "4");
+  set_setting(s, "max_size", "2G");  // in place
+  REQUIRE(write_settings(path, s));
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  auto back = read_settings(path, Scope::store);
+  REQUIRE(back);
+  CHECK(*back == Settings{{"max_size", "2G"}, {"jobs", "4"}});
+  CHECK(unset_setting(s, "max_size"));
+  CHECK_FALSE(unset_setting(s, "max_size"));
+  CHECK(read_settings(dir / "none", Scope::store)->empty());
+  std::filesystem::create_symlink(path, dir / "link");
+  auto link = read_settings(dir / "link", Scope::store);
+  REQUIRE_FALSE(link);
+  CHECK(link.error().category == Category::corruption);
+  REQUIRE(write_settings(path, {}));
+  CHECK_FALSE(std::filesystem::exists(path));
+  CHECK(user_settings_path("/x/cfg", "/home/u") == std::filesystem::path("/x/cfg/kcache/config"));
+  CHECK(user_settings_path("relative", "/home/u") == std::filesystem::path("/home/u/.config/kcache/config"));
+  CHECK_FALSE(user_settings_path("", ""));
+}
