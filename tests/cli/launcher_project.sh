@@ -96,11 +96,19 @@ note "kcache glslc, without a link, serves the same"
 expect_exit 0 "$KCACHE" glslc -O -Ione/src/include --target-env=vulkan1.2 -DTYPE=uint -DBLOCK=256 -c one/src/shaders/scale.comp -o direct.spv
 cmp direct.spv one/build/scale_uint_256.spv || fail "kcache glslc wrote another module"
 
+note "the store's max_size holds after a launcher command too, never evicting what it served"
+expect_exit 0 "$KCACHE" config set max_size 1K
+expect_exit 0 env PATH="$WORK/bin:$PATH" glslc -O -Ione/src/include --target-env=vulkan1.2 -DTYPE=uint -DBLOCK=256 -c one/src/shaders/scale.comp -o evict.spv
+expect_in "$WORK/err" "evicted"
+expect_exit 0 "$KCACHE" inspect --json
+[[ $(json_get "$WORK/out" 'len(j["entries"])') == 1 ]] || fail "eviction kept more than the served entry"
+expect_exit 0 "$KCACHE" config unset max_size
+
 note "from-commands --from-store: a manifest that builds the same modules"
 expect_exit 0 "$KCACHE" manifest from-commands --from-store -o one/src/kcache.toml
-expect_in "$WORK/out" "12 commands"  # the generator's 11 and kcache glslc's; not -S, not the failed one
+expect_in "$WORK/out" "13 commands"  # the generator's 11, kcache glslc's and evict.spv; not -S, not the failed one
 expect_exit 0 "$KCACHE" build --store "$WORK/store3" --json one/src/kcache.toml
-[[ $(counts "$WORK/out") == "0 12 0 0" ]] || fail "the migrated manifest did not build 12 kernels: $(cat "$WORK/out")"
+[[ $(counts "$WORK/out") == "0 13 0 0" ]] || fail "the migrated manifest did not build 13 kernels: $(cat "$WORK/out")"
 python3 - "$WORK/out" <<'PY' >"$WORK/kernels"
 import json, sys
 print("\n".join(r["kernel"] for r in json.load(open(sys.argv[1]))["kernels"]))

@@ -5,6 +5,7 @@
 
 #include "kcache/compile/compiler.hpp"
 #include "kcache/cuda_device/cuda_device.hpp"
+#include "kcache/manifest/manifest.hpp"
 #include "kcache/settings/settings.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/util/clock.hpp"
@@ -171,6 +172,12 @@ void register_pipeline_worker(CLI::App& app, Action& action);
 /// The CUDA driver library to load: $KCACHE_CUDA_DRIVER when set and not
 /// empty, else libcuda.so.1 (cuda_device::k_default_library).
 std::string cuda_driver_library();
+
+/// The `max_size` setting after a build (maintain::evict_to_limit): a
+/// store left over it loses its least recently used entries, never one
+/// `manifest` uses fresh. Says what it evicted on stderr (stdout may be
+/// --json or a module). Errors: the setting, the store's.
+Result<void> evict_over_max_size(const std::string& store_dir, const manifest::Manifest& manifest, store::Store& store);
 
 /// What built entries record as their origin: "built by kcache VERSION on HOST".
 std::string build_origin();

@@ -114,19 +114,11 @@ int run_check_reproducible(const BuildArgs& args, const manifest::Manifest& mani
   return result->all_reproducible() ? k_exit_ok : k_exit_failed;
 }
 
-/// The `max_size` setting after a build (maintain::evict_to_limit): a
-/// store left over it loses its least recently used entries, never one this
-/// build's manifest uses fresh. Says what went on stderr (stdout may be
-/// --json). An eviction that fails is a store error (exit 4): the build's
-/// entries are stored all the same.
+/// An eviction that fails is a store error (exit 4): the build's entries
+/// are stored all the same.
 int evict_to_limit(const BuildArgs& args, const manifest::Manifest& manifest, store::Store& store) {
-  auto limit = setting("max_size", "", args.store.path());
-  if (!limit) return report_error(limit.error());
-  if (limit->source == settings::Source::none) return k_exit_ok;
-  auto evicted = maintain::evict_to_limit(store, manifest, toolchain(), *util::parse_size(limit->value), clock().now());
-  if (!evicted) return report_error(std::move(evicted).error().context("evicting down to max_size"));
-  if (*evicted) fmt::print(stderr, "{}", report::eviction_text(**evicted, settings::source_name(limit->source)));
-  return k_exit_ok;
+  auto evicted = evict_over_max_size(args.store.path(), manifest, store);
+  return evicted ? k_exit_ok : report_error(evicted.error());
 }
 
 /// Ctrl-C (SIGINT) or SIGTERM during a build: the progress line is
@@ -248,6 +240,16 @@ int run_build(const BuildArgs& args) {
 }
 
 }  // namespace
+
+Result<void> evict_over_max_size(const std::string& store_dir, const manifest::Manifest& manifest,
+                                 store::Store& store) {
+  auto limit = KCACHE_TRY(setting("max_size", "", store_dir));
+  if (limit.source == settings::Source::none) return {};
+  auto evicted = maintain::evict_to_limit(store, manifest, toolchain(), *util::parse_size(limit.value), clock().now());
+  if (!evicted) return tl::unexpected(std::move(evicted).error().context("evicting down to max_size"));
+  if (*evicted) fmt::print(stderr, "{}", report::eviction_text(**evicted, settings::source_name(limit.source)));
+  return {};
+}
 
 std::string build_origin() { return fmt::format("built by kcache {} on {}", KCACHE_VERSION, host_name()); }
 

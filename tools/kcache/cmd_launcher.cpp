@@ -148,6 +148,10 @@ int run_launcher(const std::string& tool, const std::vector<std::string>& args) 
     const std::string text = launcher::format_module(served->module, plan.command.format);
     std::fwrite(text.data(), 1, text.size(), stdout);
   }
+  // The store's max_size, as after `kcache build`; the module is written
+  // whatever happens here, so a failure is a warning.
+  if (auto evicted = evict_over_max_size(store_options.path(), served->manifest, **store); !evicted)
+    fmt::print(stderr, "kcache: warning: {}\n", evicted.error().message);
   return k_exit_ok;
 }
 

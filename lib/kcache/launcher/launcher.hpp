@@ -25,6 +25,7 @@
 #pragma once
 
 #include "kcache/build/build.hpp"
+#include "kcache/manifest/manifest.hpp"
 #include "kcache/migrate/migrate.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/util/error.hpp"
@@ -90,6 +91,9 @@ struct Served {
   build::Receipt receipt;  ///< hit, compiled, remote_hit, ... or failed (the caller runs the real program)
   std::string kernel;      ///< the entry's name
   std::filesystem::path root;
+  /// The one-kernel manifest the command became (what an eviction after it
+  /// must keep: maintain::evict_to_limit).
+  manifest::Manifest manifest;
   std::vector<std::uint8_t> module;     ///< the SPIR-V written (empty when failed)
   std::optional<Error> record_warning;  ///< the run record could not be written
 };

@@ -4,7 +4,6 @@
 
 #include "kcache/build/run.hpp"
 #include "kcache/core/namespace.hpp"
-#include "kcache/manifest/manifest.hpp"
 #include "kcache/util/file.hpp"
 
 #include <fmt/format.h>
@@ -70,7 +69,7 @@ Result<Served> serve(const Plan& plan, store::Store& store, const ServeOptions& 
   Served out;
   out.root = keys_root(plan, options.base_dir);
   out.kernel = kernel_name(plan, out.root);
-  manifest::Manifest manifest;
+  manifest::Manifest& manifest = out.manifest;
   manifest.root = out.root;
   manifest.path = out.root / ("(" + invocation.tool + " command)");
   manifest.kernels.push_back(spec_of(plan, out.root, out.kernel));
