@@ -11,13 +11,14 @@ for i in 2 3 4; do
   sed -n '/^\[\[kernel\]\]/,$p' p/kcache.toml | sed "s/^name = \"\\([^\"]*\\)\"/name = \"\\1_$i\"\npreamble = \"#define KCACHE_COPY $i\"/"
 done > p/more.toml
 cat p/more.toml >> p/kcache.toml
-interrupt() { # SIGNAL WANT_EXIT: builds, sends SIGNAL once entries are stored
+interrupt() { # SIGNAL WANT_EXIT: builds, sends SIGNAL once entries are stored (a few dozen: so that
+  # on a loaded machine the build is still far from done when the signal comes, the second time too)
   local sig=$1 want=$2 rc=0 size=0
   [[ ! -f $KCACHE_STORE/data.mdb ]] || size=$(stat -c %s "$KCACHE_STORE/data.mdb")
   "$KCACHE" build p/kcache.toml -j1 >out 2>err &
   local pid=$! i
   for ((i = 0; i < 200; i++)); do
-    [[ -f $KCACHE_STORE/data.mdb ]] && (($(stat -c %s "$KCACHE_STORE/data.mdb") > size + 200000)) && break
+    [[ -f $KCACHE_STORE/data.mdb ]] && (($(stat -c %s "$KCACHE_STORE/data.mdb") > size + 40000)) && break
     sleep 0.05
   done
   kill -s "$sig" $pid
