@@ -265,6 +265,10 @@ struct ReadLimits {
   unsigned threads = 0;
 };
 
+/// Bytes for a reader from elsewhere (a section of a release, bundle/release.hpp):
+/// up to `n` bytes into `buf`, 0 only at the end of the input.
+using ByteSource = std::function<Result<std::size_t>(std::uint8_t* buf, std::size_t n)>;
+
 /// Reads a bundle as a stream. open() reads and checks the whole head
 /// (preamble, header, index, signature, head digest; check_foreign_namespace
 /// for backend, target and fingerprint record; check_kernel_name for every
@@ -287,6 +291,8 @@ class BundleReader {
   static Result<BundleReader> open(std::istream& in, const ReadLimits& limits = {});
   /// Reads from bytes already in memory (borrowed; must outlive the reader).
   static Result<BundleReader> open(std::span<const std::uint8_t> bytes, const ReadLimits& limits = {});
+  /// Reads from `source`, which the reader owns; its errors pass through.
+  static Result<BundleReader> open(ByteSource source, const ReadLimits& limits = {});
   /// Opens and owns `path`; not_found when missing, io_error otherwise.
   static Result<BundleReader> open_file(const std::filesystem::path& path, const ReadLimits& limits = {});
 

@@ -72,6 +72,15 @@ class StreamSource : public Source {
   std::istream& m_in;
 };
 
+class FunctionSource : public Source {
+ public:
+  explicit FunctionSource(ByteSource read) : m_read(std::move(read)) {}
+  Result<std::size_t> read(std::uint8_t* buf, std::size_t n) override { return m_read(buf, n); }
+
+ private:
+  ByteSource m_read;
+};
+
 class MemorySource : public Source {
  public:
   explicit MemorySource(std::span<const std::uint8_t> bytes) : m_bytes(bytes) {}
@@ -767,6 +776,13 @@ Result<BundleReader> BundleReader::open(std::istream& in, const ReadLimits& limi
 Result<BundleReader> BundleReader::open(std::span<const std::uint8_t> bytes, const ReadLimits& limits) {
   auto impl = std::make_unique<Impl>();
   impl->source = std::make_unique<MemorySource>(bytes);
+  impl->limits = limits;
+  return start(std::move(impl));
+}
+
+Result<BundleReader> BundleReader::open(ByteSource source, const ReadLimits& limits) {
+  auto impl = std::make_unique<Impl>();
+  impl->source = std::make_unique<FunctionSource>(std::move(source));
   impl->limits = limits;
   return start(std::move(impl));
 }

@@ -33,7 +33,9 @@ std::string export_text(const transfer::ExportResult& result, std::string_view o
   return terminal_text(out);
 }
 
-std::string export_json(const transfer::ExportResult& result, std::string_view output) {
+namespace {
+
+json export_object(const transfer::ExportResult& result, std::string_view output) {
   json j = {{"namespace", result.ns.name()},
             {"entries", result.entries},
             {"record_bytes", result.record_bytes},
@@ -48,7 +50,13 @@ std::string export_json(const transfer::ExportResult& result, std::string_view o
                             {"kernel", d.kernel},
                             {"category", category_name(d.error.category)},
                             {"message", d.error.message}});
-  return internal::json_text(j);
+  return j;
+}
+
+}  // namespace
+
+std::string export_json(const transfer::ExportResult& result, std::string_view output) {
+  return internal::json_text(export_object(result, output));
 }
 
 std::string export_damaged_text(const transfer::ExportResult& result) {
@@ -60,16 +68,34 @@ std::string export_damaged_text(const transfer::ExportResult& result) {
                   result.damaged.size(), names));
 }
 
+std::string release_export_text(const transfer::ReleaseExportResult& result, std::string_view output_label) {
+  std::string out;
+  for (auto section : result.sections) {
+    section.bundle_bytes = 0;
+    out += export_text(section, output_label);
+  }
+  out += fmt::format("release of {} namespaces", result.sections.size());
+  if (result.bundle_bytes) out += ": " + human_bytes(result.bundle_bytes);
+  return out + "\n";
+}
+
+std::string release_export_json(const transfer::ReleaseExportResult& result, std::string_view output) {
+  json j = {{"output", std::string(output)}, {"bundle_bytes", result.bundle_bytes}, {"sections", json::array()}};
+  for (const auto& section : result.sections) j["sections"].push_back(export_object(section, output));
+  return internal::json_text(j);
+}
+
 std::string import_text(const transfer::ImportResult& result, std::string_view bundle_label) {
   const auto& r = result;
-  const auto& h = r.header;
-  std::string out = fmt::format(
-      "{} {}: {} entries of {}, {}; fingerprint matches {}\n", r.dry_run ? "checked" : "imported", bundle_label,
-      h.index.size(), h.ns.name(),
-      r.signer      ? "signed by trusted key " + r.signer->hex()
-      : h.signature ? "signed by key " + h.signature->key_id.hex() + " (no --trust given: not checked against any)"
-                    : std::string("unsigned"),
-      r.target);
+  std::string out;
+  for (const auto& s : r.sections)
+    out += fmt::format(
+        "{} {}: {} entries of {}, {}; fingerprint matches {}\n", r.dry_run ? "checked" : "imported", bundle_label,
+        s.entries, s.ns.name(),
+        s.signer      ? "signed by trusted key " + s.signer->hex()
+        : s.signed_by ? "signed by key " + s.signed_by->hex() + " (no --trust given: not checked against any)"
+                      : std::string("unsigned"),
+        s.target);
   out += fmt::format("{}imported {}, already present {}, replaced (stale) {}, refused {}{}\n",
                      r.dry_run ? "dry run, would have: " : "", r.imported, r.already_present, r.replaced,
                      r.refused.size(), r.dry_run ? " — nothing written" : "");
@@ -81,7 +107,7 @@ std::string import_json(const transfer::ImportResult& result, std::string_view b
   const auto& h = r.header;
   json j = {{"bundle", std::string(bundle)},
             {"namespace", h.ns.name()},
-            {"entries", h.index.size()},
+            {"entries", r.total_entries()},
             {"target", r.target},
             {"signed", h.signature.has_value()},
             {"signer", key_or_null(r.signer)},
@@ -96,6 +122,13 @@ std::string import_json(const transfer::ImportResult& result, std::string_view b
   for (const auto& x : r.refused)
     j["refused"].push_back(
         {{"kernel", x.kernel}, {"category", category_name(x.error.category)}, {"message", x.error.message}});
+  j["sections"] = json::array();
+  for (const auto& s : r.sections)
+    j["sections"].push_back({{"namespace", s.ns.name()},
+                             {"entries", s.entries},
+                             {"target", s.target},
+                             {"signed", s.signed_by.has_value()},
+                             {"signer", key_or_null(s.signer)}});
   return internal::json_text(j);
 }
 

@@ -27,9 +27,17 @@ std::string export_json(const transfer::ExportResult& result, std::string_view o
 /// kcache verify; rebuild them)"; empty when none was damaged.
 std::string export_damaged_text(const transfer::ExportResult& result);
 
+/// What a release export wrote: one export_text line per section (no
+/// bundle size), then the release's size and how many sections.
+std::string release_export_text(const transfer::ReleaseExportResult& result, std::string_view output_label);
+/// The same as JSON: `output`, `bundle_bytes`, `sections`: export_json's
+/// object per section.
+std::string release_export_json(const transfer::ReleaseExportResult& result, std::string_view output);
+
 /// Two lines on an import (or a dry run): what was checked against which
-/// target and how it is signed, then the counts per action. `bundle_label`
-/// names the input (bundle::BundleStream::label()).
+/// target and how it is signed (one line per section of a release), then
+/// the counts per action. `bundle_label` names the input
+/// (bundle::BundleStream::label()).
 std::string import_text(const transfer::ImportResult& result, std::string_view bundle_label);
 /// The same as JSON: `bundle` (the argument as given, "-" for stdin), the
 /// head's facts, the counts and every refused entry with its category.

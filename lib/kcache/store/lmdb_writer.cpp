@@ -16,33 +16,49 @@ Result<PutSummary> LmdbStore::put(const Namespace& ns, std::span<const Entry> en
   auto prepared = internal::prepare_put(ns, entries);
   if (!prepared) return tl::unexpected(std::move(prepared).error().context(store_name()));
   std::size_t i = 0;
-  return write_prepared(ns, [&]() -> Result<std::optional<internal::PreparedEntry>> {
+  return write_prepared({&ns, 1}, [&]() -> Result<std::optional<internal::PreparedEntry>> {
     if (i == prepared->size()) return std::nullopt;
     return std::move((*prepared)[i++]);
   });
 }
 
 Result<PutSummary> LmdbStore::put_stream(const Namespace& ns, const EntryStream& next) {
-  if (m_read_only) return refuse_write(fmt::format("write entries into '{}'", ns.name()));
-  KCACHE_CHECK(internal::prepare_put(ns, {}));  // checks the namespace name before locking
-  return write_prepared(ns, [&]() -> Result<std::optional<internal::PreparedEntry>> {
+  return put_streams({&ns, 1}, [&]() -> Result<std::optional<NamespacedEntry>> {
     auto item = KCACHE_TRY(next());
     if (!item) return std::nullopt;
-    auto prepared = internal::prepare_put(ns, std::span<const Entry>(&*item, 1));
+    return NamespacedEntry{0, std::move(*item)};
+  });
+}
+
+Result<PutSummary> LmdbStore::put_streams(std::span<const Namespace> namespaces, const NamespacedStream& next) {
+  if (m_read_only)
+    return refuse_write(fmt::format("write entries into '{}'{}", namespaces.empty() ? "" : namespaces[0].name(),
+                                    namespaces.size() > 1 ? " and other namespaces" : ""));
+  for (const auto& ns : namespaces)
+    KCACHE_CHECK(internal::prepare_put(ns, {}));  // checks the namespace name before locking
+  return write_prepared(namespaces, [&]() -> Result<std::optional<internal::PreparedEntry>> {
+    auto item = KCACHE_TRY(next());
+    if (!item) return std::nullopt;
+    if (item->ns >= namespaces.size())
+      return fail(Category::invalid_argument, "an entry for namespace {} of {}", item->ns, namespaces.size());
+    auto prepared = internal::prepare_put(namespaces[item->ns], std::span<const Entry>(&item->entry, 1));
     if (!prepared) return tl::unexpected(std::move(prepared).error().context(store_name()));
     return std::move(prepared->front());
   });
 }
 
 Result<PutSummary> LmdbStore::write_prepared(
-    const Namespace& ns, const std::function<Result<std::optional<internal::PreparedEntry>>()>& next) {
+    std::span<const Namespace> namespaces,
+    const std::function<Result<std::optional<internal::PreparedEntry>>()>& next) {
   Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
   bool changed = false;
-  std::string ns_name = ns.name();
-  if (!KCACHE_TRY(txn.get(m_env->namespaces(), ns_name, "a namespace record"))) {
-    KCACHE_CHECK(txn.put(m_env->namespaces(), ns_name, internal::encode_namespace_record(ns),
-                         fmt::format("the record of namespace '{}'", ns_name)));
-    changed = true;
+  for (const auto& ns : namespaces) {
+    std::string ns_name = ns.name();
+    if (!KCACHE_TRY(txn.get(m_env->namespaces(), ns_name, "a namespace record"))) {
+      KCACHE_CHECK(txn.put(m_env->namespaces(), ns_name, internal::encode_namespace_record(ns),
+                           fmt::format("the record of namespace '{}'", ns_name)));
+      changed = true;
+    }
   }
   PutSummary summary;
   std::uint64_t written_bytes = 0;

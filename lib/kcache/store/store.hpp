@@ -235,6 +235,21 @@ class Store {
   /// held while `next` runs, so `next` should be quick.
   virtual Result<PutSummary> put_stream(const Namespace& ns, const EntryStream& next) = 0;
 
+  /// An entry of a put across namespaces, with the index of its namespace
+  /// in the put's list.
+  struct NamespacedEntry {
+    std::size_t ns = 0;
+    Entry entry;
+  };
+  /// Yields a put_streams's entries as EntryStream does.
+  using NamespacedStream = std::function<Result<std::optional<NamespacedEntry>>()>;
+
+  /// As put_stream, into several namespaces in one transaction (a release
+  /// bundle's import: all of its namespaces or none). Records each listed
+  /// namespace's fingerprint record if new; invalid_argument for an entry
+  /// whose index is outside `namespaces`.
+  virtual Result<PutSummary> put_streams(std::span<const Namespace> namespaces, const NamespacedStream& next) = 0;
+
   /// Records `failures` in `ns` in one transaction, replacing the failure
   /// record of the same kernel, and `ns`'s namespace record if new. Never
   /// touches entries; put of an entry deletes its kernel's failure record.
