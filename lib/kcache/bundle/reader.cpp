@@ -11,6 +11,7 @@
 // exactly what was parsed.
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_getFrameHeader, ZSTD_FRAMEHEADERSIZE_MAX (exported by libzstd.so)
 #include "kcache/bundle/bundle_internal.hpp"
+#include "kcache/bundle/release.hpp"
 #include "kcache/util/ordered_parallel_map.hpp"
 #include "kcache/util/text.hpp"
 #include "kcache/util/worker_pool.hpp"
@@ -322,6 +323,11 @@ Result<void> BundleReader::Impl::read_head() {
     return corrupt("not a kcache bundle: bad magic (expected \"KCB\\x1a\")");
   if (got >= 6) {
     auto version = le16(head.data() + 4);
+    if (version == k_release_format_version)
+      return fail(Category::version_mismatch,
+                  "bundle is a release of several namespaces (format version 4): `kcache import` and `kcache "
+                  "inspect` read it; this reads one namespace (versions {}..{})",
+                  k_min_format_version, k_max_format_version);
     if (version < k_min_format_version || version > k_max_format_version)
       return fail(Category::version_mismatch,
                   "bundle format version {} is not supported: this kcache reads versions {}..{}{}", version,

@@ -214,7 +214,9 @@ std::string bundle_text(const bundle::BundleSummary& summary, std::string_view b
   return terminal_text(text);
 }
 
-std::string bundle_json(const bundle::BundleSummary& summary, std::string_view bundle) {
+namespace {
+
+json bundle_object(const bundle::BundleSummary& summary, std::string_view bundle) {
   const auto& h = summary.header;
   json j = {{"bundle", std::string(bundle)},
             {"format_version", h.format_version},
@@ -248,6 +250,49 @@ std::string bundle_json(const bundle::BundleSummary& summary, std::string_view b
                             {"bytes", e.payload_size},
                             {"record_bytes", e.record_size},
                             {"digest", e.digest.hex()}});
+  if (summary.error) j["error"] = summary.error->message;
+  return j;
+}
+
+}  // namespace
+
+std::string bundle_json(const bundle::BundleSummary& summary, std::string_view bundle) {
+  return internal::json_text(bundle_object(summary, bundle));
+}
+
+std::string release_text(const bundle::ReleaseSummary& summary, std::string_view bundle_label) {
+  if (!summary.release) return summary.sections.empty() ? std::string() : bundle_text(summary.sections[0], bundle_label);
+  const auto& r = *summary.release;
+  std::string text = terminal_text(fmt::format("{}: release bundle (format version {}), created {}, {} sections:\n",
+                                               bundle_label, bundle::k_release_format_version,
+                                               util::iso_time(r.created), r.sections.size()));
+  for (std::size_t i = 0; i < r.sections.size(); ++i) {
+    const auto& s = r.sections[i];
+    text += terminal_text(fmt::format("  section {}: {} ({} entries, {}, BLAKE2b {})\n", i + 1, s.ns.name(),
+                                      s.entries, human_bytes(s.size), s.digest.hex().substr(0, 16)));
+  }
+  for (std::size_t i = 0; i < summary.sections.size(); ++i)
+    text += bundle_text(summary.sections[i], fmt::format("{}, section {} of {}", bundle_label, i + 1,
+                                                         r.sections.size()));
+  return text;
+}
+
+std::string release_json(const bundle::ReleaseSummary& summary, std::string_view bundle) {
+  if (!summary.release) return summary.sections.empty() ? std::string() : bundle_json(summary.sections[0], bundle);
+  const auto& r = *summary.release;
+  bool ok = !summary.error && summary.sections.size() == r.sections.size();
+  json j = {{"bundle", std::string(bundle)},
+            {"format_version", bundle::k_release_format_version},
+            {"created", r.created},
+            {"sections", json::array()}};
+  for (std::size_t i = 0; i < r.sections.size(); ++i) {
+    json s = i < summary.sections.size() ? bundle_object(summary.sections[i], bundle) : json::object();
+    s["section_bytes"] = r.sections[i].size;
+    s["section_digest"] = r.sections[i].digest.hex();
+    if (i < summary.sections.size() && summary.sections[i].error) ok = false;
+    j["sections"].push_back(std::move(s));
+  }
+  j["ok"] = ok;
   if (summary.error) j["error"] = summary.error->message;
   return internal::json_text(j);
 }

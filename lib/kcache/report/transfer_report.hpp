@@ -69,4 +69,13 @@ std::string bundle_text(const bundle::BundleSummary& summary, std::string_view b
 /// is the path argument as given.
 std::string bundle_json(const bundle::BundleSummary& summary, std::string_view bundle);
 
+/// A release: its head (created, each section's namespace, entries, size and
+/// digest), then bundle_text of each section read. A plain bundle: its
+/// bundle_text.
+std::string release_text(const bundle::ReleaseSummary& summary, std::string_view bundle_label);
+/// The same as JSON: `format_version` 4, `created`, `sections` (bundle_json's
+/// object of each, with `section_bytes` and `section_digest`), `ok`, and
+/// `error` for a failure of the release itself. A plain bundle: bundle_json.
+std::string release_json(const bundle::ReleaseSummary& summary, std::string_view bundle);
+
 }  // namespace kcache::report
