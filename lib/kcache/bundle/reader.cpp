@@ -330,8 +330,9 @@ Result<void> BundleReader::Impl::read_head() {
                   k_min_format_version, k_max_format_version);
     if (version < k_min_format_version || version > k_max_format_version)
       return fail(Category::version_mismatch,
-                  "bundle format version {} is not supported: this kcache reads versions {}..{}{}", version,
-                  k_min_format_version, k_max_format_version,
+                  "bundle format version {} is not supported: this kcache reads versions {}..{} and {} (a "
+                  "release){}",
+                  version, k_min_format_version, k_max_format_version, k_release_format_version,
                   version > k_max_format_version ? " (the bundle was written by a newer kcache)" : "");
   }
   if (got < internal::k_preamble_size)
