@@ -9,9 +9,21 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kcache::bundle {
+
+/// What differs between two records of one kernel, named field by field and
+/// never the same value twice: each id field (e.g. "id field source is
+/// 'a.comp' in A but 'b.comp' in B", "id field x only in A"), then ir fields,
+/// recorded inputs and the payload bytes (by digest), at most `max_items` (then "and N
+/// more differences"); "; "-separated. When the records agree on all of
+/// that, the key halves that differ. Empty only for two records of the same
+/// key, fields, inputs and payload. Values are escaped and cut
+/// (util::shown_untrusted); `a_name`, `b_name` are the labels used.
+std::string record_difference(const Entry& a, const Entry& b, std::string_view a_name, std::string_view b_name,
+                              std::size_t max_items = 3);
 
 /// One kernel that two merged bundles disagree on.
 struct MergeConflict {
@@ -19,6 +31,8 @@ struct MergeConflict {
   std::string first_bundle, second_bundle;  ///< labels
   Key first_key, second_key;
   bool same_key = false;  ///< same key, different payload: a non-reproducible build
+  /// record_difference(first, second): the fields that differ.
+  std::string difference;
 };
 
 struct MergeResult {

@@ -160,7 +160,8 @@ std::string merge_json(const bundle::MergeResult& result, std::string_view outpu
                               {"second", c.second_bundle},
                               {"first_key", c.first_key.id.hex() + "/" + c.first_key.ir.hex()},
                               {"second_key", c.second_key.id.hex() + "/" + c.second_key.ir.hex()},
-                              {"same_key", c.same_key}});
+                              {"same_key", c.same_key},
+                              {"difference", c.difference}});
   return internal::json_text(j);
 }
 
@@ -170,16 +171,12 @@ std::string merge_conflicts_text(const bundle::MergeResult& result) {
   for (const auto& c : result.conflicts) {
     if (c.same_key)
       out += fmt::format(
-          "kcache: conflict: kernel '{}' has the same key (id {}, ir {}) in both {} and {} but different "
-          "module bytes (a non-reproducible build? `kcache build --check-reproducible` names such kernels)\n",
+          "kcache: conflict: kernel '{}' has the same key (id {}, ir {}) in both {} and {}, but {} (a "
+          "non-reproducible build? `kcache build --check-reproducible` names such kernels)\n",
           c.kernel, c.first_key.id.hex().substr(0, 16), c.first_key.ir.hex().substr(0, 16), c.first_bundle,
-          c.second_bundle);
+          c.second_bundle, c.difference);
     else
-      out += fmt::format(
-          "kcache: conflict: kernel '{}' is ir {} in {} but ir {} in {} (built from different "
-          "sources or toolchains)\n",
-          c.kernel, c.first_key.ir.hex().substr(0, 16), c.first_bundle, c.second_key.ir.hex().substr(0, 16),
-          c.second_bundle);
+      out += fmt::format("kcache: conflict: kernel '{}' was built differently: {}\n", c.kernel, c.difference);
   }
   out += fmt::format(
       "kcache: error: {} conflicting kernels; nothing written. Rebuild them from one source, or leave "

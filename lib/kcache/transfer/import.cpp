@@ -2,6 +2,7 @@
 
 #include "kcache/core/key_binding.hpp"
 
+#include "kcache/bundle/merge.hpp"
 #include "kcache/bundle/release.hpp"
 #include "kcache/compile/compiler.hpp"
 #include "kcache/core/cuda.hpp"
@@ -238,6 +239,7 @@ std::optional<ImportConflict> find_conflict(const Entry& incoming, const StoredF
     if ((difference = product_difference(stored, incoming))) kind = ConflictKind::same_key_other_bytes;
   } else if (incoming.created < stored.created) {
     kind = ConflictKind::older;
+    difference = bundle::record_difference(stored, incoming, "the store", "the bundle");
   }
   if (!kind) return std::nullopt;
   return ImportConflict{incoming.kernel,
@@ -260,10 +262,10 @@ Error conflict_error(const ImportConflict& c) {
                         "rebuild it, or pass --replace to take the bundle's entry",
                         c.bundle_key.ir.hex().substr(0, 16), c.difference)};
   return {Category::validation_failed,
-          fmt::format("the bundle's entry was built {} ({}), before the stored one built {} ({}): importing it "
-                      "would roll the kernel back to an older build; pass --replace to take the older entry",
-                      util::iso_time(c.bundle_created), c.bundle_key.ir.hex().substr(0, 16),
-                      util::iso_time(c.stored_created), c.stored_key.ir.hex().substr(0, 16))};
+          fmt::format("the bundle's entry was built {}, before the stored one built {}, and differs from it ({}): "
+                      "importing it would roll the kernel back to an older build; pass --replace to take the "
+                      "older entry",
+                      util::iso_time(c.bundle_created), util::iso_time(c.stored_created), c.difference)};
 }
 
 ImportAction classify(const Entry& incoming, const StoredEntries& stored) {

@@ -158,7 +158,9 @@ struct ImportConflict {
   Key stored_key, bundle_key;
   util::Hash128 stored_payload, bundle_payload;          ///< payload digests
   std::uint64_t stored_created = 0, bundle_created = 0;  ///< unix seconds, from the entries
-  /// same_key_other_bytes: the first difference, "payload 1a2b… ≠ 3c4d…".
+  /// same_key_other_bytes: the first difference, "payload 1a2b… ≠ 3c4d…";
+  /// older: what differs between the records (bundle::record_difference,
+  /// "id field source is 'a.comp' in the store but 'b.comp' in the bundle").
   std::string difference;
 };
 
