@@ -27,29 +27,6 @@ struct ExportArgs {
   bool json = false;
 };
 
-/// A scratch folder under TMPDIR, removed with this object.
-class ScratchDir {
- public:
-  static Result<ScratchDir> make() {
-    std::error_code ec;
-    std::string tmpl = (std::filesystem::temp_directory_path(ec) / "kcache-export-XXXXXX").string();
-    if (ec || !::mkdtemp(tmpl.data()))
-      return fail(Category::io_error, "cannot make a temporary folder for the bundle (TMPDIR)");
-    return ScratchDir(tmpl);
-  }
-  ScratchDir(ScratchDir&& o) noexcept : m_path(std::exchange(o.m_path, {})) {}
-  ScratchDir& operator=(ScratchDir&&) = delete;
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!m_path.empty()) std::filesystem::remove_all(m_path, ec);
-  }
-  const std::filesystem::path& path() const { return m_path; }
-
- private:
-  explicit ScratchDir(std::filesystem::path p) : m_path(std::move(p)) {}
-  std::filesystem::path m_path;
-};
-
 /// Several namespaces (--namespace repeated, --for-device) make a release.
 bool is_release(const ExportArgs& args) { return args.namespaces.size() > 1 || !args.for_device.empty(); }
 

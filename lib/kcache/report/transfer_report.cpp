@@ -85,6 +85,27 @@ std::string release_export_json(const transfer::ReleaseExportResult& result, std
   return internal::json_text(j);
 }
 
+std::string oci_push_text(const remote::OciPushResult& r, std::string_view file, std::string_view ref) {
+  return terminal_text(fmt::format("pushed {} to {}: {} layers ({} blobs sent, {} already there), {} sent\nmanifest {}\n",
+                                   file, ref, r.layers, r.uploaded, r.present, human_bytes(r.bytes_sent),
+                                   r.manifest_digest));
+}
+
+std::string oci_push_json(const remote::OciPushResult& r, std::string_view file, std::string_view ref) {
+  return internal::json_text(json{{"reference", std::string(ref)},
+                                  {"file", std::string(file)},
+                                  {"manifest_digest", r.manifest_digest},
+                                  {"layers", r.layers},
+                                  {"uploaded", r.uploaded},
+                                  {"present", r.present},
+                                  {"bytes_sent", r.bytes_sent}});
+}
+
+std::string oci_pull_text(const remote::OciPullResult& r, std::string_view ref, std::string_view file) {
+  return terminal_text(fmt::format("pulled {} to {}: {} layers, {}; manifest {}\n", ref, file, r.layers,
+                                   human_bytes(r.bytes), r.manifest_digest));
+}
+
 std::string import_text(const transfer::ImportResult& result, std::string_view bundle_label) {
   const auto& r = result;
   std::string out;

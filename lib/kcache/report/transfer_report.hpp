@@ -8,6 +8,7 @@
 
 #include "kcache/bundle/inspect.hpp"
 #include "kcache/bundle/merge.hpp"
+#include "kcache/remote/oci.hpp"
 #include "kcache/transfer/transfer.hpp"
 
 #include <string>
@@ -33,6 +34,15 @@ std::string release_export_text(const transfer::ReleaseExportResult& result, std
 /// The same as JSON: `output`, `bundle_bytes`, `sections`: export_json's
 /// object per section.
 std::string release_export_json(const transfer::ReleaseExportResult& result, std::string_view output);
+
+/// What a push did: the reference, layers (sent, already in the registry),
+/// bytes sent, the manifest digest (what `oci://HOST/REPO@DIGEST` pins).
+std::string oci_push_text(const remote::OciPushResult& result, std::string_view file, std::string_view ref);
+/// The same as JSON: `reference`, `file`, `manifest_digest`, `layers`,
+/// `uploaded`, `present`, `bytes_sent`.
+std::string oci_push_json(const remote::OciPushResult& result, std::string_view file, std::string_view ref);
+/// What a pull fetched: layers, bytes written, the manifest digest.
+std::string oci_pull_text(const remote::OciPullResult& result, std::string_view ref, std::string_view file);
 
 /// Two lines on an import (or a dry run): what was checked against which
 /// target and how it is signed (one line per section of a release), then
