@@ -7,6 +7,10 @@
 #   start_redis NAME   → ${NAME}_PORT, ${NAME}_PID, ${NAME}_URL=redis://127.0.0.1:PORT/0
 #   start_nginx NAME   → ${NAME}_PORT, ${NAME}_PID, ${NAME}_URL=http://127.0.0.1:PORT/cache/,
 #                        ${NAME}_ROOT (the folder nginx serves; values lie under ROOT/cache/)
+#   start_registry NAME [HTPASSWD]
+#                      → the CNCF distribution registry (Debian's docker-registry), ${NAME}_PORT,
+#                        ${NAME}_PID, ${NAME}_HOST=127.0.0.1:PORT, ${NAME}_ROOT (its storage);
+#                        with HTPASSWD (a bcrypt htpasswd file) it asks for basic auth
 #   stop_server NAME   kills it (SIGKILL: a crash, not a shutdown) and waits
 #   redis NAME ARGS... redis-cli against it
 #   free_port          prints a port no one listens on now
@@ -99,6 +103,29 @@ CONF
   printf -v "${name}_PID" '%s' "$pid"
   printf -v "${name}_URL" '%s' "http://127.0.0.1:$port/cache/"
   printf -v "${name}_ROOT" '%s' "$dir/root"
+}
+
+start_registry() {
+  local name=$1 htpasswd=${2:-} port dir
+  command -v docker-registry >/dev/null \
+    || fail "docker-registry is not installed (scripts/setup installs it; these tests need the real registry)"
+  port=$(free_port)
+  dir="$WORK/$name"
+  mkdir -p "$dir/data"
+  {
+    printf 'version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n'
+    printf 'storage:\n  filesystem:\n    rootdirectory: %s\n' "$dir/data"
+    printf 'http:\n  addr: 127.0.0.1:%s\n' "$port"
+    [[ -z $htpasswd ]] || printf 'auth:\n  htpasswd:\n    realm: kcache-test\n    path: %s\n' "$htpasswd"
+  } >"$dir/config.yml"
+  docker-registry serve "$dir/config.yml" >"$dir/registry.log" 2>&1 &
+  local pid=$!
+  SERVER_PIDS+=("$pid")
+  wait_port "$port"
+  printf -v "${name}_PORT" '%s' "$port"
+  printf -v "${name}_PID" '%s' "$pid"
+  printf -v "${name}_HOST" '%s' "127.0.0.1:$port"
+  printf -v "${name}_ROOT" '%s' "$dir/data"
 }
 
 stop_server() {

@@ -81,10 +81,15 @@ Result<ExportResult> export_from(store::Reader& reader, const ExportSelection& s
   // Pass 1 indexes (one entry decoded at a time); pass 2 fetches each entry
   // again as the writer asks for it. Both run in this one snapshot, so a
   // concurrent build cannot change an entry between the passes.
+  std::uint64_t newest = 0;
   KCACHE_CHECK(reader.scan(ns_name, [&](Entry&& e) {
-    if (selected(selection, e.kernel)) header.index.push_back(bundle::index_entry(e));
+    if (selected(selection, e.kernel)) {
+      header.index.push_back(bundle::index_entry(e));
+      newest = std::max(newest, e.created);
+    }
     return true;
   }));
+  if (options.created == 0) header.created = newest;
   for (const auto& d : reader.damaged())
     if (d.ns == ns_name && selected(selection, d.kernel)) result.damaged.push_back(d);
   if (header.index.empty() && !selection.kernel_globs.empty())
@@ -187,12 +192,17 @@ Result<ReleaseExportResult> export_release(store::Store& store, const ReleaseSel
     return fail(Category::invalid_argument, "a release is assembled in a scratch folder; none was given");
   ReleaseExportResult result;
   std::vector<std::filesystem::path> files;
+  // A section's creation time is its newest entry's, so that a namespace
+  // that did not change exports to the same bytes in the next release: a
+  // registry then already has its layer (remote/OCI.md).
+  ExportOptions section_options = options;
+  section_options.created = 0;
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
     auto sections = KCACHE_TRY(release_sections(reader, selection));
     for (std::size_t i = 0; i < sections.size(); ++i) {
       BundleStream part;
       part.path = selection.scratch / fmt::format("section-{}.kcb", i);
-      result.sections.push_back(KCACHE_TRY(export_from(reader, sections[i], part, options)));
+      result.sections.push_back(KCACHE_TRY(export_from(reader, sections[i], part, section_options)));
       files.push_back(part.path);
     }
     return {};

@@ -61,7 +61,10 @@ std::vector<Field> bundle_tool_versions();
 
 struct ExportOptions {
   bundle::WriteOptions write;
-  std::uint64_t created = 0;  ///< unix seconds recorded as the bundle's creation time
+  /// Unix seconds recorded as the bundle's creation time; 0: its newest
+  /// entry's (so the same entries export to the same bytes; a release's
+  /// sections are written so).
+  std::uint64_t created = 0;
 };
 
 /// Writes the selected entries of `store` as a bundle to `out` (a path is
