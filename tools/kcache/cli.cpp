@@ -151,6 +151,8 @@ std::string top_level_footer() {
          "                        are only ever shown on a terminal)\n"
          "  KCACHE_VULKAN_LOADER  the Vulkan loader library to load instead of libvulkan.so.1\n"
          "  KCACHE_CUDA_DRIVER    the CUDA driver library to load instead of libcuda.so.1\n"
+         "  DOCKER_CONFIG         folder of the docker config.json whose registry credentials push, pull and\n"
+         "                        import oci:// use when a registry asks (default ~/.docker)\n"
          "\n"
          "Exit status:\n"
          "  0   success\n"
