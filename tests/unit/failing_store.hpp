@@ -73,8 +73,7 @@ class FailingStore final : public store::Store {
     if (auto e = injected(Op::put_stream)) return tl::unexpected(std::move(*e));
     return m_inner->put_stream(ns, next);
   }
-  Result<store::PutSummary> put_streams(std::span<const Namespace> namespaces,
-                                        const NamespacedStream& next) override {
+  Result<store::PutSummary> put_streams(std::span<const Namespace> namespaces, const NamespacedStream& next) override {
     if (auto e = injected(Op::put_stream)) return tl::unexpected(std::move(*e));
     return m_inner->put_streams(namespaces, next);
   }

@@ -14,7 +14,8 @@ TEST_CASE("record_difference names the field that differs with both values") {
     b.id_fields.emplace_back("source", "src/x.comp");
     Entry a2 = a;
     a2.id_fields.emplace_back("source", "shaders/x.comp");
-    CHECK(bundle::record_difference(a2, b, "A", "B") == "id field source is 'shaders/x.comp' in A but 'src/x.comp' in B");
+    CHECK(bundle::record_difference(a2, b, "A", "B") ==
+          "id field source is 'shaders/x.comp' in A but 'src/x.comp' in B");
   }
   SUBCASE("a field only on one side, and an ir field") {
     b.id_fields.emplace_back("define:N", "4");
@@ -31,8 +32,8 @@ TEST_CASE("record_difference names the field that differs with both values") {
   }
   SUBCASE("only the key: the half that differs") {
     b.key.id.bytes[0] ^= 1;
-    CHECK(bundle::record_difference(a, b, "A", "B") == "key id " + a.key.id.hex().substr(0, 16) + " in A but " +
-                                                           b.key.id.hex().substr(0, 16) + " in B");
+    CHECK(bundle::record_difference(a, b, "A", "B") ==
+          "key id " + a.key.id.hex().substr(0, 16) + " in A but " + b.key.id.hex().substr(0, 16) + " in B");
   }
   SUBCASE("many differences are cut") {
     for (int i = 0; i < 5; ++i) b.id_fields.emplace_back("d" + std::to_string(i), "x");

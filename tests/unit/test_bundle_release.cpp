@@ -176,8 +176,9 @@ TEST_CASE("a release that lies is refused, naming the section") {
   SUBCASE("a section's namespace") {
     auto h = head;
     h.sections[0].ns = spirv_namespace("vulkan1.3");
-    refused(with_head(h), "the section holds spirv/vulkan1.2 with 5 entries where the release head lists "
-                          "spirv/vulkan1.3");
+    refused(with_head(h),
+            "the section holds spirv/vulkan1.2 with 5 entries where the release head lists "
+            "spirv/vulkan1.3");
   }
   SUBCASE("a section's size") {
     auto h = head;
@@ -205,9 +206,7 @@ TEST_CASE("a release that lies is refused, naming the section") {
     b.push_back(0);
     refused(b, "trailing bytes after its last section");
   }
-  SUBCASE("truncated in the last section") {
-    refused(Bytes(good.begin(), good.end() - 5), "truncated");
-  }
+  SUBCASE("truncated in the last section") { refused(Bytes(good.begin(), good.end() - 5), "truncated"); }
   fs::remove_all(dir);
 }
 

@@ -54,7 +54,8 @@ Result<remote::OciOptions> oci_options(const remote::OciRef& ref, unsigned timeo
   if (timeout_ms != 0) options.timeout_ms = timeout_ms;
   std::filesystem::path config;
   if (const char* dir = std::getenv("DOCKER_CONFIG"); dir && *dir) config = std::filesystem::path(dir) / "config.json";
-  else if (const char* home = std::getenv("HOME"); home && *home) config = std::filesystem::path(home) / ".docker/config.json";
+  else if (const char* home = std::getenv("HOME"); home && *home)
+    config = std::filesystem::path(home) / ".docker/config.json";
   if (!config.empty()) options.credentials = KCACHE_TRY(remote::docker_credentials(config, ref.host));
   return options;
 }

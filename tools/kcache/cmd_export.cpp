@@ -39,8 +39,8 @@ struct ExportReport {
 /// Writes the bundle (or release) to `out` and renders the report for
 /// `shown` (the destination as it may be printed).
 Result<ExportReport> write_export(store::Store& store, const ExportArgs& args, const bundle::BundleStream& out,
-                                 const transfer::ExportOptions& options, const std::string& shown,
-                                 const std::string& json_output) {
+                                  const transfer::ExportOptions& options, const std::string& shown,
+                                  const std::string& json_output) {
   if (is_release(args)) {
     auto scratch = KCACHE_TRY(ScratchDir::make());
     transfer::ReleaseSelection sel;
@@ -49,9 +49,8 @@ Result<ExportReport> write_export(store::Store& store, const ExportArgs& args, c
     sel.kernel_globs = args.selection.kernel_globs;
     sel.scratch = scratch.path();
     auto result = KCACHE_TRY(transfer::export_release(store, sel, out, options));
-    ExportReport r{args.json ? report::release_export_json(result, json_output)
-                             : report::release_export_text(result, shown),
-                   {}};
+    ExportReport r{
+        args.json ? report::release_export_json(result, json_output) : report::release_export_text(result, shown), {}};
     for (const auto& section : result.sections) r.warnings += report::export_damaged_text(section);
     return r;
   }
@@ -90,8 +89,9 @@ int run_export(const ExportArgs& args) {
   auto selection_ok = [&]() -> Result<void> {
     if (args.namespaces.size() == 1) return {};
     if (!args.selection.backend.empty() && is_release(args))
-      return fail(Category::invalid_argument, "--backend/--fingerprint name one namespace; with several "
-                                              "(--namespace repeated, --for-device) use --namespace only");
+      return fail(Category::invalid_argument,
+                  "--backend/--fingerprint name one namespace; with several "
+                  "(--namespace repeated, --for-device) use --namespace only");
     return {};
   }();
   if (!selection_ok) return report_error(selection_ok.error());
@@ -105,8 +105,8 @@ int run_export(const ExportArgs& args) {
   auto store = args.store.open(false);
   if (!store) return report_error(store.error());
   ignore_sigpipe();
-  auto text = write_export(**store, args, *out, {*options, clock().now()}, to_stdout ? "stdout" : args.output,
-                           args.output);
+  auto text =
+      write_export(**store, args, *out, {*options, clock().now()}, to_stdout ? "stdout" : args.output, args.output);
   if (!text) return report_error(text.error());
   // The bundle owns stdout when it goes there; the report then goes to stderr.
   // Damaged entries were left out: a warning, not a failure (the healthy ones were exported).

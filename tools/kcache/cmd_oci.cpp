@@ -44,8 +44,7 @@ int run_pull(const PullArgs& args) {
   return k_exit_ok;
 }
 
-constexpr const char* k_timeout_help =
-    "bound on the whole push or pull in ms, every request included (default 600000)";
+constexpr const char* k_timeout_help = "bound on the whole push or pull in ms, every request included (default 600000)";
 constexpr const char* k_auth_help =
     "Authentication: anonymous unless the registry asks; then the credentials docker's config.json\n"
     "holds for the host ($DOCKER_CONFIG/config.json, else ~/.docker/config.json; `docker login`\n"
@@ -57,11 +56,10 @@ constexpr const char* k_auth_help =
 void register_push(CLI::App& app, Action& action) {
   auto args = std::make_shared<PushArgs>();
   auto* cmd = app.add_subcommand("push", "Push a bundle or release to an OCI registry, one layer per namespace.");
-  cmd->description(std::string(
-                       "Push a bundle (or a release of several namespaces) to an OCI registry as an artifact:\n"
-                       "an OCI image manifest with kcache's artifact and config media types, one layer per\n"
-                       "namespace, the device fingerprints and the signer in its annotations\n"
-                       "(lib/kcache/remote/OCI.md). A layer the repository already has is not sent again.\n") +
+  cmd->description(std::string("Push a bundle (or a release of several namespaces) to an OCI registry as an artifact:\n"
+                               "an OCI image manifest with kcache's artifact and config media types, one layer per\n"
+                               "namespace, the device fingerprints and the signer in its annotations\n"
+                               "(lib/kcache/remote/OCI.md). A layer the repository already has is not sent again.\n") +
                    k_auth_help +
                    "Examples:\n"
                    "  kcache export --for-device 9f3c2a7b1d4e6f80 --sign ci.key -o h200.kcb\n"

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -21,16 +22,16 @@ void field_differences(std::vector<std::string>& out, std::string_view kind, con
   for (const auto& [k, v] : in_a) {
     auto it = in_b.find(k);
     if (it == in_b.end())
-      out.push_back(fmt::format("{} {} only in {} ('{}')", kind, util::shown_untrusted(k), a_name,
-                                util::shown_untrusted(v)));
+      out.push_back(
+          fmt::format("{} {} only in {} ('{}')", kind, util::shown_untrusted(k), a_name, util::shown_untrusted(v)));
     else if (it->second != v)
       out.push_back(fmt::format("{} {} is '{}' in {} but '{}' in {}", kind, util::shown_untrusted(k),
                                 util::shown_untrusted(v), a_name, util::shown_untrusted(it->second), b_name));
   }
   for (const auto& [k, v] : in_b)
     if (!in_a.contains(k))
-      out.push_back(fmt::format("{} {} only in {} ('{}')", kind, util::shown_untrusted(k), b_name,
-                                util::shown_untrusted(v)));
+      out.push_back(
+          fmt::format("{} {} only in {} ('{}')", kind, util::shown_untrusted(k), b_name, util::shown_untrusted(v)));
   // The same fields in another order hash to another key.
   if (out.empty() && a != b) out.push_back(fmt::format("{}s in another order", kind));
 }
@@ -49,14 +50,14 @@ std::string record_difference(const Entry& a, const Entry& b, std::string_view a
     std::size_t before = items.size();
     for (const auto& [path, hash] : in_a) {
       auto it = in_b.find(path);
-      if (it == in_b.end())
-        items.push_back(fmt::format("input {} only in {}", util::shown_untrusted(path), a_name));
+      if (it == in_b.end()) items.push_back(fmt::format("input {} only in {}", util::shown_untrusted(path), a_name));
       else if (it->second != hash)
         items.push_back(fmt::format("input {} has content {} in {} but {} in {}", util::shown_untrusted(path),
                                     hash.hex().substr(0, 16), a_name, it->second.hex().substr(0, 16), b_name));
     }
     for (const auto& [path, hash] : in_b)
-      if (!in_a.contains(path)) items.push_back(fmt::format("input {} only in {}", util::shown_untrusted(path), b_name));
+      if (!in_a.contains(path))
+        items.push_back(fmt::format("input {} only in {}", util::shown_untrusted(path), b_name));
     if (items.size() == before) items.push_back("the recorded inputs in another order");
   }
   if (a.payload_digest != b.payload_digest || a.payload_kind != b.payload_kind)
@@ -153,8 +154,8 @@ Result<MergeResult> merge_bundles(const std::vector<BundleStream>& inputs, const
     KCACHE_CHECK(in_context(reader.finish(), inputs[b].label()));
   }
   auto difference = [&](const Source& a, const Source& b) {
-    return record_difference(records[{a.bundle, a.position}], records[{b.bundle, b.position}],
-                             inputs[a.bundle].label(), inputs[b.bundle].label());
+    return record_difference(records[{a.bundle, a.position}], records[{b.bundle, b.position}], inputs[a.bundle].label(),
+                             inputs[b.bundle].label());
   };
   for (std::size_t k = 0; k < differing.size(); ++k)
     result.conflicts[k].difference = difference(differing[k].first, differing[k].second);
@@ -169,28 +170,44 @@ Result<MergeResult> merge_bundles(const std::vector<BundleStream>& inputs, const
   }
   if (!result.conflicts.empty()) return result;
 
-  // Pass 3: write, pulling each kept entry from its bundle in order.
+  // Pass 3: write, in kernel-name order (the order `kcache export` writes a
+  // store's namespace in), so that a merge of shards compresses as one
+  // export of the same entries: variants of one kernel sit side by side in
+  // zstd's window (in shard order they were apart: 19% larger on the
+  // benchmark corpus).
+  std::sort(order.begin(), order.end(), [&](const Source& a, const Source& b) {
+    return heads[a.bundle].index[a.position].kernel < heads[b.bundle].index[b.position].kernel;
+  });
   BundleHeader header;
   header.ns = result.ns;
   header.tool_versions = heads.front().tool_versions;
   header.created = created;
   for (const auto& s : order) header.index.push_back(heads[s.bundle].index[s.position]);
   result.entries = header.index.size();
-  std::optional<BundleReader> current;
-  std::size_t current_bundle = 0, next_position = 0;
+  // One reader per input, each moving forward through its bundle (an
+  // export's index is in kernel order already); an input whose next entry
+  // lies behind its reader is read again from its start.
+  struct Cursor {
+    std::optional<BundleReader> reader;
+    std::size_t next_position = 0;
+  };
+  std::vector<Cursor> cursors(inputs.size());
+  ReadLimits one_thread;
+  one_thread.threads = 1;  // several readers at once: no check threads each
   EntrySource source = [&](std::size_t k) -> Result<Entry> {
     const Source& s = order[k];
-    if (!current || current_bundle != s.bundle) {
-      current.emplace(KCACHE_TRY(open_stream(inputs[s.bundle], {})));
-      if (!(current->header() == heads[s.bundle]))
+    Cursor& c = cursors[s.bundle];
+    if (!c.reader || c.next_position > s.position) {
+      c.reader.reset();
+      c.reader.emplace(KCACHE_TRY(open_stream(inputs[s.bundle], one_thread)));
+      if (!(c.reader->header() == heads[s.bundle]))
         return fail(Category::corruption, "{} changed while it was being merged", inputs[s.bundle].label());
-      current_bundle = s.bundle;
-      next_position = 0;
+      c.next_position = 0;
     }
     for (;;) {
-      auto e = KCACHE_TRY(in_context(current->next(), inputs[s.bundle].label()));
+      auto e = KCACHE_TRY(in_context(c.reader->next(), inputs[s.bundle].label()));
       if (!e) return fail(Category::corruption, "{} ended early while it was being merged", inputs[s.bundle].label());
-      if (next_position++ == s.position) return std::move(*e);
+      if (c.next_position++ == s.position) return std::move(*e);
     }
   };
   KCACHE_CHECK(write_stream(out, header, source, options));

@@ -51,7 +51,10 @@ struct MergeResult {
 /// another key, or the same key with another payload, is a conflict, listed
 /// in the result, and then nothing is written. Every input is checked
 /// completely (digests, trailer) while streaming. `created` (unix seconds)
-/// is the merged bundle's creation time. Errors: not_found / corruption /
+/// is the merged bundle's creation time. The merged bundle lists its
+/// entries in kernel-name order, as export writes a namespace, so merged
+/// shards are the size of one export of the same entries; every input has a
+/// reader open while it is written (FORMAT.md "Memory"). Errors: not_found / corruption /
 /// version_mismatch for an input, fingerprint_mismatch (naming the fields and
 /// the two bundles) when the inputs' namespaces differ, invalid_argument for
 /// no inputs or an fd input (merge reads each input twice).

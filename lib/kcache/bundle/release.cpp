@@ -89,8 +89,8 @@ Result<ReleaseHead> decode_body(std::span<const std::uint8_t> body, const ReadLi
     if (!names.insert(s.ns.name()).second)
       return bad_release(fmt::format("section {} repeats namespace {}", i + 1, s.ns.name()));
     if (*size < k_min_section_bytes)
-      return bad_release(fmt::format("section {} ({}) declares {} bytes, less than any bundle", i + 1, s.ns.name(),
-                                     *size));
+      return bad_release(
+          fmt::format("section {} ({}) declares {} bytes, less than any bundle", i + 1, s.ns.name(), *size));
     s.entries = *n;
     s.size = *size;
     std::memcpy(s.digest.bytes.data(), digest->data(), k_digest_size);
@@ -128,8 +128,8 @@ Result<ReleaseHead> decode_release_head(std::span<const std::uint8_t> bytes, con
   if (size > k_max_release_head_bytes)
     return bad_release(fmt::format("{} bytes of head; limit {}", size, k_max_release_head_bytes));
   if (bytes.size() != k_preamble_size + size + k_digest_size)
-    return bad_release(fmt::format("{} bytes where its preamble declares {}", bytes.size(),
-                                   k_preamble_size + size + k_digest_size));
+    return bad_release(
+        fmt::format("{} bytes where its preamble declares {}", bytes.size(), k_preamble_size + size + k_digest_size));
   auto digest = digest_bytes(bytes.first(k_preamble_size + size));
   if (std::memcmp(digest.bytes.data(), bytes.data() + k_preamble_size + size, k_digest_size) != 0)
     return fail(Category::corruption, "release head digest mismatch: the head is damaged");
@@ -234,8 +234,7 @@ struct ReleaseReader::Impl {
   }
 
   std::string name(std::size_t i) const {
-    return fmt::format("{}, section {} of {} ({})", label, i + 1, head->sections.size(),
-                       head->sections[i].ns.name());
+    return fmt::format("{}, section {} of {} ({})", label, i + 1, head->sections.size(), head->sections[i].ns.name());
   }
 
   /// The section handed out last ended at its declared size with its digest.
@@ -286,7 +285,8 @@ Result<ReleaseReader> ReleaseReader::open(const BundleStream& in, const ReadLimi
     return fail(Category::corruption, "{}: release head declares {} bytes; limit {}", impl->label, size,
                 k_max_release_head_bytes);
   pre.resize(k_preamble_size + size + k_digest_size);
-  auto rest = KCACHE_TRY(in_context(read_fd(impl->fd, pre.data() + k_preamble_size, size + k_digest_size), impl->label));
+  auto rest =
+      KCACHE_TRY(in_context(read_fd(impl->fd, pre.data() + k_preamble_size, size + k_digest_size), impl->label));
   if (rest != size + k_digest_size) return fail(Category::corruption, "{}: truncated in its release head", impl->label);
   impl->head = KCACHE_TRY(in_context(decode_release_head(pre, limits), impl->label));
   return ReleaseReader(std::move(impl));
@@ -319,8 +319,9 @@ Result<std::optional<BundleReader>> ReleaseReader::next_section() {
       BundleReader::open([&d](std::uint8_t* buf, std::size_t n) { return d.read_section(buf, n); }, d.limits),
       d.name(d.next - 1)));
   if (!(reader.header().ns == s.ns) || reader.header().index.size() != s.entries)
-    return fail(Category::corruption, "{}: the section holds {} with {} entries where the release head lists {} with {}",
-                d.name(d.next - 1), reader.header().ns.name(), reader.header().index.size(), s.ns.name(), s.entries);
+    return fail(Category::corruption,
+                "{}: the section holds {} with {} entries where the release head lists {} with {}", d.name(d.next - 1),
+                reader.header().ns.name(), reader.header().index.size(), s.ns.name(), s.entries);
   return std::optional<BundleReader>{std::move(reader)};
 }
 

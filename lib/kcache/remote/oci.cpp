@@ -7,9 +7,9 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <sodium.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <cctype>
 #include <cerrno>
@@ -186,7 +186,9 @@ std::size_t on_read_file(char* out, std::size_t size, std::size_t n, void* user)
 class Session {
  public:
   Session(const internal::Curl& curl, const OciRef& ref, const OciOptions& options)
-      : m_curl(curl), m_ref(ref), m_options(options),
+      : m_curl(curl),
+        m_ref(ref),
+        m_options(options),
         m_deadline(std::chrono::steady_clock::now() + std::chrono::milliseconds(options.timeout_ms)) {}
 
   /// A request to `url` (absolute), answered with a status; 401 once leads
@@ -208,17 +210,18 @@ class Session {
     if (a.status == 401 || a.status == 403)
       detail = m_options.credentials ? ": the credentials were refused"
                                      : ": credentials are needed (docker login, or DOCKER_CONFIG's config.json)";
-    return {a.status == 404                   ? Category::not_found
+    return {a.status == 404                      ? Category::not_found
             : a.status == 401 || a.status == 403 ? Category::read_only
             : a.status == 413 || a.status == 507 ? Category::store_full
-                                                  : Category::io_error,
+                                                 : Category::io_error,
             fmt::format("{}: {} answered HTTP {}{}", m_ref.shown(), what, a.status, detail)};
   }
 
  private:
   Result<Answer> send(const std::string& method, const std::string& url, const std::vector<std::string>& headers,
                       const Upload* upload, BodySink* sink, bool follow, bool with_auth) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(m_deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(m_deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0)
       return fail(Category::io_error, "{}: timed out after {} ms (the whole transfer)", m_ref.shown(),
                   m_options.timeout_ms);
@@ -303,10 +306,9 @@ class Session {
   static std::string shown_path(const std::string& url) {
     auto start = url.find("/v2/");
     auto end = url.find('?');
-    return util::shown_untrusted(url.substr(start == std::string::npos ? 0 : start, end == std::string::npos
-                                                                                          ? std::string::npos
-                                                                                          : end - start),
-                                 200);
+    return util::shown_untrusted(
+        url.substr(start == std::string::npos ? 0 : start, end == std::string::npos ? std::string::npos : end - start),
+        200);
   }
 
   /// Answers the registry's 401 challenge (WWW-Authenticate): Basic with the
@@ -456,8 +458,9 @@ Result<std::optional<OciCredentials>> docker_credentials(const std::filesystem::
     return tl::unexpected(std::move(text).error());
   }
   auto bad = [&](std::string_view what) {
-    return fail(Category::invalid_argument, "{}: {} (docker's config.json: {{\"auths\": {{\"HOST\": {{\"auth\": "
-                                            "\"base64 of USER:PASSWORD\"}}}}}})",
+    return fail(Category::invalid_argument,
+                "{}: {} (docker's config.json: {{\"auths\": {{\"HOST\": {{\"auth\": "
+                "\"base64 of USER:PASSWORD\"}}}}}})",
                 config_json.string(), what);
   };
   auto j = parse_bounded(*text);
@@ -493,8 +496,7 @@ Result<std::optional<OciCredentials>> docker_credentials(const std::filesystem::
   return std::optional<OciCredentials>{};
 }
 
-Result<OciPushResult> oci_push(const std::filesystem::path& bundle_file, const OciRef& ref,
-                               const OciOptions& options) {
+Result<OciPushResult> oci_push(const std::filesystem::path& bundle_file, const OciRef& ref, const OciOptions& options) {
   if (!ref.digest.empty())
     return fail(Category::invalid_argument, "{}: push to a tag (oci://HOST/REPO:TAG), not a digest", ref.shown());
   // The release head and each section's place in the file: a plain bundle
@@ -525,8 +527,7 @@ Result<OciPushResult> oci_push(const std::filesystem::path& bundle_file, const O
   const std::string config_digest = sha256_of(config);
   if (KCACHE_TRY(put_blob(session, config_digest, Upload{config, nullptr, 0, 0, "application/octet-stream"})))
     ++result.uploaded, result.bytes_sent += config.size();
-  else
-    ++result.present;
+  else ++result.present;
 
   json layers = json::array();
   std::vector<std::uint8_t> buf(1u << 20);
@@ -535,8 +536,7 @@ Result<OciPushResult> oci_push(const std::filesystem::path& bundle_file, const O
     const auto& s = head.sections[i];
     // The layer's sha256, read from the file (the release head holds BLAKE2b).
     Sha256 hash;
-    if (std::fseek(f, static_cast<long>(offsets[i]), SEEK_SET) != 0)
-      return util::os_error(bundle_file, "read", errno);
+    if (std::fseek(f, static_cast<long>(offsets[i]), SEEK_SET) != 0) return util::os_error(bundle_file, "read", errno);
     for (std::uint64_t left = s.size; left > 0;) {
       auto got = std::fread(buf.data(), 1, static_cast<std::size_t>(std::min<std::uint64_t>(left, buf.size())), f);
       if (got == 0) return fail(Category::io_error, "{} changed while it was pushed", bundle_file.string());
@@ -546,8 +546,7 @@ Result<OciPushResult> oci_push(const std::filesystem::path& bundle_file, const O
     const std::string digest = hash.digest();
     if (KCACHE_TRY(put_blob(session, digest, Upload{{}, f, offsets[i], s.size, "application/octet-stream"})))
       ++result.uploaded, result.bytes_sent += s.size;
-    else
-      ++result.present;
+    else ++result.present;
     // The signer of the section, from its own head.
     {
       std::fseek(f, static_cast<long>(offsets[i]), SEEK_SET);
@@ -569,8 +568,7 @@ Result<OciPushResult> oci_push(const std::filesystem::path& bundle_file, const O
                         {"dev.kcache.entries", std::to_string(s.entries)},
                         {"org.opencontainers.image.title", s.ns.backend + "-" + s.ns.fingerprint + ".kcb"}};
     if (s.ns.backend == "vulkan" || s.ns.backend == "cuda") annotations["dev.kcache.fingerprint"] = s.ns.fingerprint;
-    layers.push_back(
-        {{"mediaType", k_layer_type}, {"digest", digest}, {"size", s.size}, {"annotations", annotations}});
+    layers.push_back({{"mediaType", k_layer_type}, {"digest", digest}, {"size", s.size}, {"annotations", annotations}});
   }
   std::string namespaces, devices;
   for (const auto& s : head.sections) {
@@ -601,14 +599,13 @@ Result<OciPushResult> oci_push(const std::filesystem::path& bundle_file, const O
 Result<OciPullResult> oci_pull(const OciRef& ref, const std::filesystem::path& out, const OciOptions& options) {
   const internal::Curl* curl = KCACHE_TRY(internal::load_curl());
   Session session(*curl, ref, options);
-  auto corrupt = [&](std::string_view what) {
-    return fail(Category::corruption, "{}: {}", ref.shown(), what);
-  };
+  auto corrupt = [&](std::string_view what) { return fail(Category::corruption, "{}: {}", ref.shown(), what); };
   // The manifest, bounded and verified against a pinned digest.
   std::string text;
   BodySink sink{&text, -1, k_max_manifest_bytes};
-  auto answer = KCACHE_TRY(session.request("GET", ref.base() + "manifests/" + (ref.digest.empty() ? ref.tag : ref.digest),
-                                           {"Accept: " + std::string(k_manifest_type)}, nullptr, &sink));
+  auto answer =
+      KCACHE_TRY(session.request("GET", ref.base() + "manifests/" + (ref.digest.empty() ? ref.tag : ref.digest),
+                                 {"Accept: " + std::string(k_manifest_type)}, nullptr, &sink));
   if (answer.status != 200) return tl::unexpected(session.refused(answer, "the manifest"));
   const std::span<const std::uint8_t> manifest_bytes(reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
   OciPullResult result;
@@ -619,10 +616,9 @@ Result<OciPullResult> oci_pull(const OciRef& ref, const std::filesystem::path& o
   if (!m.is_object() || m.value("schemaVersion", 0) != 2) return corrupt("not an OCI image manifest (schemaVersion 2)");
   if (!m.contains("artifactType") || m["artifactType"] != k_artifact_type)
     return corrupt(fmt::format("not a kcache release: its artifactType is {} (expected {})",
-                               m.contains("artifactType") ? shown_json(m["artifactType"]) : "absent",
-                               k_artifact_type));
-  auto descriptor = [&](const json& d, std::string_view type, std::uint64_t max) -> Result<std::pair<std::string,
-                                                                                                      std::uint64_t>> {
+                               m.contains("artifactType") ? shown_json(m["artifactType"]) : "absent", k_artifact_type));
+  auto descriptor = [&](const json& d, std::string_view type,
+                        std::uint64_t max) -> Result<std::pair<std::string, std::uint64_t>> {
     if (!d.is_object() || !d.contains("mediaType") || d["mediaType"] != type || !d.contains("digest") ||
         !d["digest"].is_string() || !is_sha256_digest(d["digest"].get<std::string>()) || !d.contains("size") ||
         !d["size"].is_number_unsigned() || d["size"].get<std::uint64_t>() > max)
@@ -647,8 +643,8 @@ Result<OciPullResult> oci_pull(const OciRef& ref, const std::filesystem::path& o
   if (got.status != 200) return tl::unexpected(session.refused(got, "the config blob"));
   if (config.size() != config_size || config_hash.digest() != config_digest)
     return corrupt("the config blob does not match its digest");
-  auto head = KCACHE_TRY(bundle::decode_release_head(
-      std::span(reinterpret_cast<const std::uint8_t*>(config.data()), config.size())));
+  auto head = KCACHE_TRY(
+      bundle::decode_release_head(std::span(reinterpret_cast<const std::uint8_t*>(config.data()), config.size())));
   if (head.sections.size() != layers.size())
     return corrupt(fmt::format("the release head lists {} sections but the manifest {} layers", head.sections.size(),
                                layers.size()));

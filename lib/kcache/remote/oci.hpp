@@ -88,8 +88,7 @@ struct OciPushResult {
 /// A blob the repository already has is not sent again. Errors: what the
 /// bundle's head reading says; io_error / not_found / read_only naming the
 /// reference and the HTTP status; invalid_argument for a digest reference.
-Result<OciPushResult> oci_push(const std::filesystem::path& bundle_file, const OciRef& ref,
-                               const OciOptions& options);
+Result<OciPushResult> oci_push(const std::filesystem::path& bundle_file, const OciRef& ref, const OciOptions& options);
 
 /// What a pull fetched.
 struct OciPullResult {

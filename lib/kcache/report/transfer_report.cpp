@@ -86,9 +86,9 @@ std::string release_export_json(const transfer::ReleaseExportResult& result, std
 }
 
 std::string oci_push_text(const remote::OciPushResult& r, std::string_view file, std::string_view ref) {
-  return terminal_text(fmt::format("pushed {} to {}: {} layers ({} blobs sent, {} already there), {} sent\nmanifest {}\n",
-                                   file, ref, r.layers, r.uploaded, r.present, human_bytes(r.bytes_sent),
-                                   r.manifest_digest));
+  return terminal_text(
+      fmt::format("pushed {} to {}: {} layers ({} blobs sent, {} already there), {} sent\nmanifest {}\n", file, ref,
+                  r.layers, r.uploaded, r.present, human_bytes(r.bytes_sent), r.manifest_digest));
 }
 
 std::string oci_push_json(const remote::OciPushResult& r, std::string_view file, std::string_view ref) {
@@ -110,13 +110,13 @@ std::string import_text(const transfer::ImportResult& result, std::string_view b
   const auto& r = result;
   std::string out;
   for (const auto& s : r.sections)
-    out += fmt::format(
-        "{} {}: {} entries of {}, {}; fingerprint matches {}\n", r.dry_run ? "checked" : "imported", bundle_label,
-        s.entries, s.ns.name(),
-        s.signer      ? "signed by trusted key " + s.signer->hex()
-        : s.signed_by ? "signed by key " + s.signed_by->hex() + " (no --trust given: not checked against any)"
-                      : std::string("unsigned"),
-        s.target);
+    out += fmt::format("{} {}: {} entries of {}, {}; fingerprint matches {}\n", r.dry_run ? "checked" : "imported",
+                       bundle_label, s.entries, s.ns.name(),
+                       s.signer ? "signed by trusted key " + s.signer->hex()
+                       : s.signed_by
+                           ? "signed by key " + s.signed_by->hex() + " (no --trust given: not checked against any)"
+                           : std::string("unsigned"),
+                       s.target);
   out += fmt::format("{}imported {}, already present {}, replaced (stale) {}, refused {}{}\n",
                      r.dry_run ? "dry run, would have: " : "", r.imported, r.already_present, r.replaced,
                      r.refused.size(), r.dry_run ? " — nothing written" : "");
@@ -196,8 +196,7 @@ std::string merge_conflicts_text(const bundle::MergeResult& result) {
           "non-reproducible build? `kcache build --check-reproducible` names such kernels)\n",
           c.kernel, c.first_key.id.hex().substr(0, 16), c.first_key.ir.hex().substr(0, 16), c.first_bundle,
           c.second_bundle, c.difference);
-    else
-      out += fmt::format("kcache: conflict: kernel '{}' was built differently: {}\n", c.kernel, c.difference);
+    else out += fmt::format("kcache: conflict: kernel '{}' was built differently: {}\n", c.kernel, c.difference);
   }
   out += fmt::format(
       "kcache: error: {} conflicting kernels; nothing written. Rebuild them from one source, or leave "
@@ -279,19 +278,20 @@ std::string bundle_json(const bundle::BundleSummary& summary, std::string_view b
 }
 
 std::string release_text(const bundle::ReleaseSummary& summary, std::string_view bundle_label) {
-  if (!summary.release) return summary.sections.empty() ? std::string() : bundle_text(summary.sections[0], bundle_label);
+  if (!summary.release)
+    return summary.sections.empty() ? std::string() : bundle_text(summary.sections[0], bundle_label);
   const auto& r = *summary.release;
-  std::string text = terminal_text(fmt::format("{}: release bundle (format version {}), created {}, {} sections:\n",
-                                               bundle_label, bundle::k_release_format_version,
-                                               util::iso_time(r.created), r.sections.size()));
+  std::string text =
+      terminal_text(fmt::format("{}: release bundle (format version {}), created {}, {} sections:\n", bundle_label,
+                                bundle::k_release_format_version, util::iso_time(r.created), r.sections.size()));
   for (std::size_t i = 0; i < r.sections.size(); ++i) {
     const auto& s = r.sections[i];
-    text += terminal_text(fmt::format("  section {}: {} ({} entries, {}, BLAKE2b {})\n", i + 1, s.ns.name(),
-                                      s.entries, human_bytes(s.size), s.digest.hex().substr(0, 16)));
+    text += terminal_text(fmt::format("  section {}: {} ({} entries, {}, BLAKE2b {})\n", i + 1, s.ns.name(), s.entries,
+                                      human_bytes(s.size), s.digest.hex().substr(0, 16)));
   }
   for (std::size_t i = 0; i < summary.sections.size(); ++i)
-    text += bundle_text(summary.sections[i], fmt::format("{}, section {} of {}", bundle_label, i + 1,
-                                                         r.sections.size()));
+    text +=
+        bundle_text(summary.sections[i], fmt::format("{}, section {} of {}", bundle_label, i + 1, r.sections.size()));
   return text;
 }
 

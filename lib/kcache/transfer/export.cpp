@@ -148,8 +148,8 @@ Result<std::vector<ExportSelection>> release_sections(store::Reader& reader, con
     }));
     if (bad) return tl::unexpected(std::move(*bad));
     if (modules.empty())
-      return fail(Category::not_found, "the store holds no pipelines of {}{}: build for that device first",
-                  ns.name(), sel.kernel_globs.empty() ? "" : " matching --kernel");
+      return fail(Category::not_found, "the store holds no pipelines of {}{}: build for that device first", ns.name(),
+                  sel.kernel_globs.empty() ? "" : " matching --kernel");
     for (auto& [spirv, kernels] : modules) {
       for (const auto& k : kernels) {
         auto e = KCACHE_TRY(reader.get(spirv, k));
@@ -166,7 +166,8 @@ Result<std::vector<ExportSelection>> release_sections(store::Reader& reader, con
     }
     out.push_back(std::move(pipelines));
   }
-  std::stable_partition(out.begin(), out.end(), [](const ExportSelection& s) { return s.ns_name.starts_with("spirv/"); });
+  std::stable_partition(out.begin(), out.end(),
+                        [](const ExportSelection& s) { return s.ns_name.starts_with("spirv/"); });
   std::set<std::string> seen;
   for (const auto& s : out)
     if (!seen.insert(s.ns_name).second)

@@ -340,8 +340,7 @@ Namespace destination(const Namespace& ns) { return ns.backend == "vulkan" ? vul
 
 /// Checks `ns` (a section as the bundle has it) against its target; the
 /// target in words.
-Result<Target> check_target(store::Store& store, const Namespace& ns, const ImportTarget& t,
-                            const std::string& label) {
+Result<Target> check_target(store::Store& store, const Namespace& ns, const ImportTarget& t, const std::string& label) {
   auto target = KCACHE_TRY(resolve_target(store, destination(ns), t));
   if (auto diffs = diff_fingerprints(compatible_record(ns.record), compatible_record(target.record)); !diffs.empty())
     return fail(Category::fingerprint_mismatch, "{} ({}) does not match {}: {}", label, ns.name(), target.text,
@@ -416,15 +415,14 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
   // bundle is refused before a byte of payload is decompressed. A release
   // lists every section's namespace in its head, so each is checked against
   // its target before the first section is read.
-  std::vector<Namespace> into;             // per section: where its entries go
-  std::vector<Target> targets;             // per section
-  std::vector<StoredEntries> stored;       // per section: the conflict snapshot
-  std::optional<SpirvModules> modules;     // the modules pipelines may name
+  std::vector<Namespace> into;          // per section: where its entries go
+  std::vector<Target> targets;          // per section
+  std::vector<StoredEntries> stored;    // per section: the conflict snapshot
+  std::optional<SpirvModules> modules;  // the modules pipelines may name
   if (is_release) {
     bool vulkan = false;
     for (const auto& s : release.release()->sections) {
-      targets.push_back(KCACHE_TRY(
-          check_target(store, s.ns, section_target(options.target, s.ns, true), in.label())));
+      targets.push_back(KCACHE_TRY(check_target(store, s.ns, section_target(options.target, s.ns, true), in.label())));
       into.push_back(destination(s.ns));
       vulkan = vulkan || s.ns.backend == "vulkan";
     }

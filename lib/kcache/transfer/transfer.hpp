@@ -81,7 +81,7 @@ Result<ExportResult> export_bundle(store::Store& store, const ExportSelection& s
 /// What a release bundle (bundle/release.hpp) takes: several namespaces in
 /// one file, e.g. everything one GPU class needs.
 struct ReleaseSelection {
-  std::vector<std::string> namespaces;    ///< exported whole (within kernel_globs)
+  std::vector<std::string> namespaces;  ///< exported whole (within kernel_globs)
   /// A vulkan fingerprint id: that class's pipelines, with each SPIR-V
   /// module they were built from (only those kernels of each spirv
   /// namespace). Empty: none.
@@ -169,10 +169,10 @@ struct ImportConflict {
 
 /// One namespace of an imported bundle (a release has several).
 struct ImportedSection {
-  Namespace ns;                         ///< as the bundle has it
-  std::size_t entries = 0;              ///< in its index
-  std::string target;                   ///< what its fingerprint was compared with, in words
-  std::optional<bundle::KeyId> signer;  ///< set when trust was given and the signature verified
+  Namespace ns;                            ///< as the bundle has it
+  std::size_t entries = 0;                 ///< in its index
+  std::string target;                      ///< what its fingerprint was compared with, in words
+  std::optional<bundle::KeyId> signer;     ///< set when trust was given and the signature verified
   std::optional<bundle::KeyId> signed_by;  ///< the key id the section claims, checked or not
 };
 
