@@ -45,6 +45,15 @@ sys.exit(1)
 PY
 }
 
+# started NAME PID PORT: the server stops with the test; waits until it
+# listens; sets ${NAME}_PORT and ${NAME}_PID.
+started() {
+  SERVER_PIDS+=("$2")
+  wait_port "$3"
+  printf -v "${1}_PORT" '%s' "$3"
+  printf -v "${1}_PID" '%s' "$2"
+}
+
 start_redis() {
   local name=$1 port dir
   port=$(free_port)
@@ -52,11 +61,7 @@ start_redis() {
   mkdir -p "$dir"
   redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
     --protected-mode no --daemonize no --logfile "$dir/redis.log" &
-  local pid=$!
-  SERVER_PIDS+=("$pid")
-  wait_port "$port"
-  printf -v "${name}_PORT" '%s' "$port"
-  printf -v "${name}_PID" '%s' "$pid"
+  started "$name" $! "$port"
   printf -v "${name}_URL" '%s' "redis://127.0.0.1:$port/0"
 }
 
@@ -96,11 +101,7 @@ http {
 }
 CONF
   nginx -c "$dir/nginx.conf" -p "$dir" &
-  local pid=$!
-  SERVER_PIDS+=("$pid")
-  wait_port "$port"
-  printf -v "${name}_PORT" '%s' "$port"
-  printf -v "${name}_PID" '%s' "$pid"
+  started "$name" $! "$port"
   printf -v "${name}_URL" '%s' "http://127.0.0.1:$port/cache/"
   printf -v "${name}_ROOT" '%s' "$dir/root"
 }
@@ -119,11 +120,7 @@ start_registry() {
     [[ -z $htpasswd ]] || printf 'auth:\n  htpasswd:\n    realm: kcache-test\n    path: %s\n' "$htpasswd"
   } >"$dir/config.yml"
   docker-registry serve "$dir/config.yml" >"$dir/registry.log" 2>&1 &
-  local pid=$!
-  SERVER_PIDS+=("$pid")
-  wait_port "$port"
-  printf -v "${name}_PORT" '%s' "$port"
-  printf -v "${name}_PID" '%s' "$pid"
+  started "$name" $! "$port"
   printf -v "${name}_HOST" '%s' "127.0.0.1:$port"
   printf -v "${name}_ROOT" '%s' "$dir/data"
 }
