@@ -140,7 +140,9 @@ void register_import(CLI::App& app, Action& action) {
   auto* cmd =
       app.add_subcommand("import", "Check a bundle completely, then write all of it into the store, or nothing.");
   cmd->description(
-      "Import a bundle made by `kcache export` or `kcache merge`. Before anything is written:\n"
+      "Import a bundle made by `kcache export` or `kcache merge`, or a release of several namespaces\n"
+      "(`export --for-device`, `--namespace` repeated; all of it in one transaction, or nothing; the\n"
+      "SPIR-V sections are portable, --device and --fingerprint apply to the others). Before anything is written:\n"
       "the head (format version, sizes against limits, digest), the fingerprint against the\n"
       "target, the signature (with --trust), then every entry as it streams (digest, record,\n"
       "each SPIR-V module through spirv-val, each pipeline-cache blob against the target\n"
