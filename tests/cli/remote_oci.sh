@@ -8,7 +8,8 @@
 # digest pulls the same file; a blob altered in the registry's storage is
 # refused. With htpasswd auth: refused without credentials, accepted with
 # docker's config.json, a wrong password refused, and no output ever shows
-# the password.
+# the password. Behind a bearer token service (oci_token_proxy.py): the
+# token is asked with the credentials, for pull and then push scope.
 source "$(dirname "$0")/lib.bash"
 source "$(dirname "$0")/servers.bash"
 command -v skopeo >/dev/null || fail "skopeo is not installed (scripts/setup installs it)"
@@ -96,4 +97,22 @@ skopeo inspect --raw --tls-verify=false --creds 'fleet:p4ss:w0rd-s3cret' "docker
 printf '{"auths": {"%s": {"username": "fleet", "password": "wrong-s3cret"}}}\n' "$auth_HOST" >"$DOCKER_CONFIG/config.json"
 expect_exit 4 "$KCACHE" pull "$aref" -o x.kcb
 expect_in err "the credentials were refused"
+if grep -rq 's3cret' out err; then fail "a password was printed"; fi
+
+note "bearer tokens: the challenge's realm asked with the credentials, pull then push scope"
+start_registry tok  # a clean one: a blob of reg was altered above
+python3 "$KCACHE_SOURCE_DIR/tests/cli/oci_token_proxy.py" token.port "$tok_PORT" fleet 'p4ss:w0rd-s3cret' >token.log &
+SERVER_PIDS+=($!)
+for _ in $(seq 100); do [[ -s token.port ]] && break; sleep 0.05; done
+tref="oci://127.0.0.1:$(cat token.port)/kcache/token:$fp"
+printf '{"auths": {"127.0.0.1:%s": {"auth": "%s"}}}\n' "$(cat token.port)" \
+  "$(printf '%s' 'fleet:p4ss:w0rd-s3cret' | base64 -w0)" >"$DOCKER_CONFIG/config.json"
+expect_exit 0 "$KCACHE" push release.kcb "$tref"
+expect_in token.log "issued repository:kcache/token:pull"
+expect_in token.log "issued repository:kcache/token:pull,push"
+expect_exit 0 "$KCACHE" pull "$tref" -o token.kcb
+cmp token.kcb release.kcb || fail "pulled through the token service, the release differs"
+rm "$DOCKER_CONFIG/config.json"
+expect_exit 4 "$KCACHE" pull "$tref" -o x.kcb
+expect_in err "the token service answered HTTP 401"
 if grep -rq 's3cret' out err; then fail "a password was printed"; fi

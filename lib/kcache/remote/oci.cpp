@@ -18,6 +18,7 @@
 #include <cstring>
 #include <map>
 #include <regex>
+#include <set>
 
 namespace kcache::remote {
 namespace {
@@ -196,8 +197,15 @@ class Session {
   Result<Answer> request(const std::string& method, const std::string& url, const std::vector<std::string>& headers,
                          const Upload* upload, BodySink* sink, bool follow = false) {
     // A 401's body never reached the sink (on_body keeps 2xx bodies only).
+    // A challenge already answered is refused credentials; a new one (a
+    // bearer token service asks again for a wider scope: pull, then push)
+    // is answered once more.
     auto answer = KCACHE_TRY(send(method, url, headers, upload, sink, follow, true));
-    if (answer.status != 401 || m_authorised) return answer;
+    if (answer.status != 401) return answer;
+    auto it = answer.headers.find("www-authenticate");
+    std::string challenge = it == answer.headers.end() ? "" : it->second;
+    if (m_challenges.contains(challenge) || m_challenges.size() >= 8) return answer;
+    m_challenges.insert(challenge);
     KCACHE_CHECK(authorise(answer));
     return send(method, url, headers, upload, sink, follow, true);
   }
@@ -314,7 +322,6 @@ class Session {
   /// Answers the registry's 401 challenge (WWW-Authenticate): Basic with the
   /// credentials, or Bearer with a token from the realm it names.
   Result<void> authorise(const Answer& challenge) {
-    m_authorised = true;
     auto it = challenge.headers.find("www-authenticate");
     const std::string value = it == challenge.headers.end() ? "" : it->second;
     const auto& creds = m_options.credentials;
@@ -368,8 +375,8 @@ class Session {
   const OciRef& m_ref;
   const OciOptions& m_options;
   std::chrono::steady_clock::time_point m_deadline;
-  std::string m_authorization;  ///< the header sent with every request once challenged
-  bool m_authorised = false;
+  std::string m_authorization;         ///< the header sent with every request once challenged
+  std::set<std::string> m_challenges;  ///< WWW-Authenticate challenges answered so far
   std::span<const std::uint8_t> m_memory;
 };
 
