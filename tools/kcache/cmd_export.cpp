@@ -20,6 +20,7 @@ struct ExportArgs {
   transfer::ExportSelection selection;
   std::vector<std::string> namespaces;
   std::string for_device;
+  std::string since;
   std::string output;
   int level = 0;
   int format_version = 0;
@@ -87,6 +88,10 @@ int run_export_to_url(const ExportArgs& args, transfer::ExportOptions options) {
 
 int run_export(const ExportArgs& args) {
   auto selection_ok = [&]() -> Result<void> {
+    if (!args.since.empty() && (is_release(args) || args.format_version != 0))
+      return fail(Category::invalid_argument,
+                  "--since writes a delta of one namespace (format version 5): not with several namespaces or "
+                  "--format-version");
     if (args.namespaces.size() == 1) return {};
     if (!args.selection.backend.empty() && is_release(args))
       return fail(Category::invalid_argument,
@@ -98,15 +103,15 @@ int run_export(const ExportArgs& args) {
   std::optional<bundle::KeyPair> key;
   auto options = write_options(args.level, args.sign, key, args.format_version);
   if (!options) return report_error(options.error());
-  if (remote::is_http_url(args.output)) return run_export_to_url(args, {*options, clock().now()});
+  const transfer::ExportOptions export_options{*options, clock().now(), args.since};
+  if (remote::is_http_url(args.output)) return run_export_to_url(args, export_options);
   auto out = output_stream(args.output);
   if (!out) return report_error(out.error());
   bool to_stdout = out->fd >= 0;
   auto store = args.store.open(false);
   if (!store) return report_error(store.error());
   ignore_sigpipe();
-  auto text =
-      write_export(**store, args, *out, {*options, clock().now()}, to_stdout ? "stdout" : args.output, args.output);
+  auto text = write_export(**store, args, *out, export_options, to_stdout ? "stdout" : args.output, args.output);
   if (!text) return report_error(text.error());
   // The bundle owns stdout when it goes there; the report then goes to stderr.
   // Damaged entries were left out: a warning, not a failure (the healthy ones were exported).
@@ -136,6 +141,10 @@ void register_export(CLI::App& app, Action& action) {
                   "namespace to export, e.g. spirv/vulkan1.2 (`kcache inspect` lists them); repeated: one release "
                   "bundle holding each (e.g. cuda/sm_80 and cuda/sm_90)")
       ->each([args](const std::string& name) { args->selection.ns_name = name; });
+  cmd->add_option("--since", args->since,
+                  "BASE.kcb: a delta bundle of what changed since BASE (a bundle of the same namespace): entries "
+                  "added or replaced, BASE's kernels kept and removed, BASE named by its digest; import applies it "
+                  "to a store that holds BASE's entries");
   cmd->add_option("--for-device", args->for_device,
                   "FINGERPRINT: a release bundle of everything that vulkan device class needs: its pipelines "
                   "(vulkan/FINGERPRINT) and each SPIR-V module they were built from (`kcache devices` shows the id)");

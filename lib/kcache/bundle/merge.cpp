@@ -106,6 +106,10 @@ Result<MergeResult> merge_bundles(const std::vector<BundleStream>& inputs, const
     auto reader = KCACHE_TRY(open_stream(inputs[b], {}));
     heads.push_back(reader.header());
     const auto& h = heads.back();
+    if (h.delta)
+      return fail(Category::invalid_argument,
+                  "{} is a delta bundle (changes since another bundle): merge whole bundles, or import the delta",
+                  inputs[b].label());
     if (b > 0 && !(h.ns == heads.front().ns)) {
       auto diffs = diff_fingerprints(heads.front().ns.record, h.ns.record);
       if (h.ns.backend != heads.front().ns.backend)

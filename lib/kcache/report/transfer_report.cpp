@@ -29,6 +29,9 @@ std::string export_text(const transfer::ExportResult& result, std::string_view o
   if (result.bundle_bytes)
     out += fmt::format(": {} (records/bundle {:.1f}x)", human_bytes(result.bundle_bytes),
                        static_cast<double>(result.record_bytes) / static_cast<double>(result.bundle_bytes));
+  if (result.kept)
+    out += fmt::format("; a delta: {} entries added or replaced, {} kept (not shipped), {} removed", result.entries,
+                       *result.kept, result.removed.value_or(0));
   out += fmt::format("\n{}\n", result.signer ? "signed by key " + result.signer->hex() : std::string("unsigned"));
   return terminal_text(out);
 }
@@ -45,6 +48,7 @@ json export_object(const transfer::ExportResult& result, std::string_view output
             {"signed", result.signer.has_value()},
             {"signer", key_or_null(result.signer)},
             {"damaged", json::array()}};
+  if (result.kept) j["delta"] = {{"kept", *result.kept}, {"removed", result.removed.value_or(0)}};
   for (const auto& d : result.damaged)
     j["damaged"].push_back({{"namespace", d.ns},
                             {"kernel", d.kernel},
@@ -117,9 +121,10 @@ std::string import_text(const transfer::ImportResult& result, std::string_view b
                            ? "signed by key " + s.signed_by->hex() + " (no --trust given: not checked against any)"
                            : std::string("unsigned"),
                        s.target);
-  out += fmt::format("{}imported {}, already present {}, replaced (stale) {}, refused {}{}\n",
+  out += fmt::format("{}imported {}, already present {}, replaced (stale) {}, refused {}{}{}\n",
                      r.dry_run ? "dry run, would have: " : "", r.imported, r.already_present, r.replaced,
-                     r.refused.size(), r.dry_run ? " — nothing written" : "");
+                     r.refused.size(), r.removed ? fmt::format(", removed (delta) {}", r.removed) : "",
+                     r.dry_run ? " — nothing written" : "");
   return terminal_text(out);
 }
 
@@ -138,6 +143,7 @@ std::string import_json(const transfer::ImportResult& result, std::string_view b
              {{"imported", r.imported},
               {"already_present", r.already_present},
               {"replaced", r.replaced},
+              {"removed", r.removed},
               {"refused", r.refused.size()}}},
             {"refused", json::array()}};
   for (const auto& x : r.refused)
@@ -221,6 +227,11 @@ std::string bundle_text(const bundle::BundleSummary& summary, std::string_view b
                             "whether it is trusted)\n",
                             h.signature->key_id.hex())
                       : std::string("  unsigned\n");
+  if (h.delta)
+    text += fmt::format(
+        "  a delta on the bundle with BLAKE2b {} ({} entries): {} kept, {} removed, the entries "
+        "below added or replaced\n",
+        h.delta->base_digest.hex(), h.delta->base_entries, h.delta->kept.size(), h.delta->removed.size());
   text += fmt::format("  {} entries: {} of modules, {} of records, {} bundle\n", h.index.size(),
                       human_bytes(h.total_payload_bytes()), human_bytes(h.total_record_bytes()),
                       human_bytes(summary.bundle_bytes));
@@ -267,6 +278,11 @@ json bundle_object(const bundle::BundleSummary& summary, std::string_view bundle
                             {"bytes", e.payload_size},
                             {"record_bytes", e.record_size},
                             {"digest", e.digest.hex()}});
+  if (h.delta)
+    j["delta"] = {{"base_digest", h.delta->base_digest.hex()},
+                  {"base_entries", h.delta->base_entries},
+                  {"kept", h.delta->kept.size()},
+                  {"removed", h.delta->removed}};
   if (summary.error) j["error"] = summary.error->message;
   return j;
 }

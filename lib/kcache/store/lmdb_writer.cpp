@@ -30,28 +30,43 @@ Result<PutSummary> LmdbStore::put_stream(const Namespace& ns, const EntryStream&
   });
 }
 
-Result<PutSummary> LmdbStore::put_streams(std::span<const Namespace> namespaces, const NamespacedStream& next) {
+Result<PutSummary> LmdbStore::put_streams(std::span<const Namespace> namespaces, const NamespacedStream& next,
+                                          std::span<const NamespacedKernel> remove) {
   if (m_read_only)
     return refuse_write(fmt::format("write entries into '{}'{}", namespaces.empty() ? "" : namespaces[0].name(),
                                     namespaces.size() > 1 ? " and other namespaces" : ""));
   for (const auto& ns : namespaces)
     KCACHE_CHECK(internal::prepare_put(ns, {}));  // checks the namespace name before locking
-  return write_prepared(namespaces, [&]() -> Result<std::optional<internal::PreparedEntry>> {
-    auto item = KCACHE_TRY(next());
-    if (!item) return std::nullopt;
-    if (item->ns >= namespaces.size())
-      return fail(Category::invalid_argument, "an entry for namespace {} of {}", item->ns, namespaces.size());
-    auto prepared = internal::prepare_put(namespaces[item->ns], std::span<const Entry>(&item->entry, 1));
-    if (!prepared) return tl::unexpected(std::move(prepared).error().context(store_name()));
-    return std::move(prepared->front());
-  });
+  std::vector<std::string> remove_keys;
+  for (const auto& r : remove) {
+    if (r.ns >= namespaces.size())
+      return fail(Category::invalid_argument, "a removal for namespace {} of {}", r.ns, namespaces.size());
+    auto key = internal::entry_key(namespaces[r.ns].name(), r.kernel);
+    if (!key) return tl::unexpected(std::move(key).error().context(store_name()));
+    remove_keys.push_back(std::move(*key));
+  }
+  return write_prepared(
+      namespaces,
+      [&]() -> Result<std::optional<internal::PreparedEntry>> {
+        auto item = KCACHE_TRY(next());
+        if (!item) return std::nullopt;
+        if (item->ns >= namespaces.size())
+          return fail(Category::invalid_argument, "an entry for namespace {} of {}", item->ns, namespaces.size());
+        auto prepared = internal::prepare_put(namespaces[item->ns], std::span<const Entry>(&item->entry, 1));
+        if (!prepared) return tl::unexpected(std::move(prepared).error().context(store_name()));
+        return std::move(prepared->front());
+      },
+      remove_keys);
 }
 
 Result<PutSummary> LmdbStore::write_prepared(
-    std::span<const Namespace> namespaces,
-    const std::function<Result<std::optional<internal::PreparedEntry>>()>& next) {
+    std::span<const Namespace> namespaces, const std::function<Result<std::optional<internal::PreparedEntry>>()>& next,
+    std::span<const std::string> remove_keys) {
   Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
   bool changed = false;
+  PutSummary summary;
+  for (const auto& key : remove_keys)
+    if (KCACHE_TRY(delete_entry(txn, key))) ++summary.removed, changed = true;
   for (const auto& ns : namespaces) {
     std::string ns_name = ns.name();
     if (!KCACHE_TRY(txn.get(m_env->namespaces(), ns_name, "a namespace record"))) {
@@ -60,7 +75,6 @@ Result<PutSummary> LmdbStore::write_prepared(
       changed = true;
     }
   }
-  PutSummary summary;
   std::uint64_t written_bytes = 0;
   const auto now = m_clock.now();
   auto usage = internal::encode_usage({now, now});

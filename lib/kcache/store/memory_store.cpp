@@ -157,25 +157,40 @@ class MemoryStore final : public Store {
     });
   }
 
-  Result<PutSummary> put_streams(std::span<const Namespace> namespaces, const NamespacedStream& next_entry) override {
+  Result<PutSummary> put_streams(std::span<const Namespace> namespaces, const NamespacedStream& next_entry,
+                                 std::span<const NamespacedKernel> remove = {}) override {
     for (const auto& ns : namespaces) KCACHE_CHECK(internal::prepare_put(ns, {}));
-    return write_prepared(namespaces, [&]() -> Result<std::optional<internal::PreparedEntry>> {
-      auto item = KCACHE_TRY(next_entry());
-      if (!item) return std::nullopt;
-      if (item->ns >= namespaces.size())
-        return fail(Category::invalid_argument, "an entry for namespace {} of {}", item->ns, namespaces.size());
-      auto prepared = KCACHE_TRY(internal::prepare_put(namespaces[item->ns], std::span<const Entry>(&item->entry, 1)));
-      return std::move(prepared.front());
-    });
+    std::vector<std::string> remove_keys;
+    for (const auto& r : remove) {
+      if (r.ns >= namespaces.size())
+        return fail(Category::invalid_argument, "a removal for namespace {} of {}", r.ns, namespaces.size());
+      remove_keys.push_back(KCACHE_TRY(internal::entry_key(namespaces[r.ns].name(), r.kernel)));
+    }
+    return write_prepared(
+        namespaces,
+        [&]() -> Result<std::optional<internal::PreparedEntry>> {
+          auto item = KCACHE_TRY(next_entry());
+          if (!item) return std::nullopt;
+          if (item->ns >= namespaces.size())
+            return fail(Category::invalid_argument, "an entry for namespace {} of {}", item->ns, namespaces.size());
+          auto prepared =
+              KCACHE_TRY(internal::prepare_put(namespaces[item->ns], std::span<const Entry>(&item->entry, 1)));
+          return std::move(prepared.front());
+        },
+        remove_keys);
   }
 
   /// put and put_stream: a copy of the state, published only when every
   /// entry was taken (all or nothing).
   Result<PutSummary> write_prepared(std::span<const Namespace> namespaces,
-                                    const std::function<Result<std::optional<internal::PreparedEntry>>()>& next_entry) {
+                                    const std::function<Result<std::optional<internal::PreparedEntry>>()>& next_entry,
+                                    std::span<const std::string> remove_keys = {}) {
     std::lock_guard lock(m_mutex);
     auto next = std::make_shared<State>(*m_state);
     bool changed = false;
+    PutSummary summary;
+    for (const auto& key : remove_keys)
+      if (next->entries.erase(key)) next->usage.erase(key), ++summary.removed, changed = true;
     for (const auto& ns : namespaces) {
       std::string ns_name = ns.name();
       if (!next->namespaces.contains(ns_name)) {
@@ -183,7 +198,6 @@ class MemoryStore final : public Store {
         changed = true;
       }
     }
-    PutSummary summary;
     const auto now = m_clock.now();
     auto usage = internal::encode_usage({now, now});
     while (auto entry = KCACHE_TRY(next_entry())) {

@@ -81,14 +81,54 @@ Result<ExportResult> export_from(store::Reader& reader, const ExportSelection& s
   // Pass 1 indexes (one entry decoded at a time); pass 2 fetches each entry
   // again as the writer asks for it. Both run in this one snapshot, so a
   // concurrent build cannot change an entry between the passes.
+  // A delta: BASE's kernels and keys; an entry under the same key is kept
+  // (BASE ships it), any other is added or replaced.
+  std::map<std::string, Key, std::less<>> base;
+  std::vector<std::string> base_order;
+  if (!options.since.empty()) {
+    auto base_head = KCACHE_TRY(bundle::BundleReader::open_file(options.since));
+    const auto& bh = base_head.header();
+    if (bh.delta)
+      return fail(Category::invalid_argument, "--since {}: a delta bundle; name the whole bundle it applies to",
+                  options.since.string());
+    if (!(bh.ns == result.ns))
+      return fail(Category::invalid_argument, "--since {} holds {}, not {}", options.since.string(), bh.ns.name(),
+                  ns_name);
+    for (const auto& ie : bh.index) base.emplace(ie.kernel, ie.key), base_order.push_back(ie.kernel);
+  }
+  std::set<std::string, std::less<>> kept;
   std::uint64_t newest = 0;
   KCACHE_CHECK(reader.scan(ns_name, [&](Entry&& e) {
     if (selected(selection, e.kernel)) {
+      if (auto it = base.find(e.kernel); it != base.end() && it->second == e.key) {
+        kept.insert(e.kernel);
+        return true;
+      }
       header.index.push_back(bundle::index_entry(e));
       newest = std::max(newest, e.created);
     }
     return true;
   }));
+  if (!options.since.empty()) {
+    bundle::DeltaBase d;
+    d.base_digest = KCACHE_TRY(bundle::describe_section(options.since)).digest;
+    d.base_entries = static_cast<std::uint32_t>(base_order.size());
+    std::vector<std::pair<std::string, Key>> with_keys;
+    std::set<std::string_view> shipped;
+    for (const auto& ie : header.index) shipped.insert(ie.kernel);
+    for (const auto& k : base_order) {
+      if (kept.contains(k)) {
+        d.kept.push_back(k);
+        with_keys.emplace_back(k, base.at(k));
+      } else if (!shipped.contains(k)) {
+        d.removed.push_back(k);
+      }
+    }
+    d.kept_digest = bundle::kept_entries_digest(with_keys);
+    result.kept = d.kept.size();
+    result.removed = d.removed.size();
+    header.delta = std::move(d);
+  }
   if (options.created == 0) header.created = newest;
   for (const auto& d : reader.damaged())
     if (d.ns == ns_name && selected(selection, d.kernel)) result.damaged.push_back(d);

@@ -383,6 +383,45 @@ Result<SpirvModules> all_spirv_modules(store::Store& store) {
   return out;
 }
 
+/// A delta bundle applies to a store that holds the entries of its BASE it
+/// keeps (same kernels, same keys); the kernels it removes that the store
+/// holds are removed in the import's transaction (returned here). not_found
+/// naming the kept kernels the store lacks; fingerprint_mismatch when it
+/// holds them under other keys (another build than BASE's).
+Result<std::vector<std::string>> check_delta_base(store::Store& store, const std::string& ns_name,
+                                                  const bundle::DeltaBase& d, const std::string& label) {
+  std::vector<std::string> missing, present_removed;
+  std::vector<std::pair<std::string, Key>> held;
+  KCACHE_CHECK(store.read([&](store::Reader& r) -> Result<void> {
+    for (const auto& k : d.kept) {
+      auto e = KCACHE_TRY(r.get(ns_name, k));
+      if (!e) missing.push_back(k);
+      else held.emplace_back(k, e->key);
+    }
+    for (const auto& k : d.removed)
+      if (KCACHE_TRY(r.get(ns_name, k))) present_removed.push_back(k);
+    return {};
+  }));
+  const std::string base = d.base_digest.hex().substr(0, 16);
+  if (!missing.empty()) {
+    std::string names;
+    for (std::size_t i = 0; i < missing.size() && i < 5; ++i)
+      names += fmt::format("{}'{}'", i ? ", " : "", util::shown_untrusted(missing[i]));
+    return fail(Category::not_found,
+                "{} is a delta on the bundle with BLAKE2b {}...; the store lacks {} of the {} entries of it the "
+                "delta keeps: {}{}: import that bundle first, then this delta",
+                label, base, missing.size(), d.kept.size(), names,
+                missing.size() > 5 ? fmt::format(" and {} more", missing.size() - 5) : "");
+  }
+  if (bundle::kept_entries_digest(held) != d.kept_digest)
+    return fail(Category::fingerprint_mismatch,
+                "{} is a delta on the bundle with BLAKE2b {}...; the store holds the {} kernels of it the delta "
+                "keeps, but not all as that bundle built them (other keys): import that bundle first, then this "
+                "delta",
+                label, base, d.kept.size());
+  return present_removed;
+}
+
 /// One section of the bundle being imported, with what its entries are
 /// checked against.
 struct Section {
@@ -415,10 +454,11 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
   // bundle is refused before a byte of payload is decompressed. A release
   // lists every section's namespace in its head, so each is checked against
   // its target before the first section is read.
-  std::vector<Namespace> into;          // per section: where its entries go
-  std::vector<Target> targets;          // per section
-  std::vector<StoredEntries> stored;    // per section: the conflict snapshot
-  std::optional<SpirvModules> modules;  // the modules pipelines may name
+  std::vector<Namespace> into;                           // per section: where its entries go
+  std::vector<Target> targets;                           // per section
+  std::vector<StoredEntries> stored;                     // per section: the conflict snapshot
+  std::optional<SpirvModules> modules;                   // the modules pipelines may name
+  std::vector<store::Store::NamespacedKernel> removals;  // a delta's, that the store holds
   if (is_release) {
     bool vulkan = false;
     for (const auto& s : release.release()->sections) {
@@ -465,7 +505,6 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
     if (cur->index == 0) result.signer = seen.signer, result.target = seen.target;
     result.sections.push_back(std::move(seen));
     if (!is_release) {
-      if (header.index.empty()) return true;
       if (header.ns.backend == "vulkan") modules = KCACHE_TRY(spirv_modules(store, header));
       // The snapshot the conflict rules compare with, read before the write
       // transaction begins: while put_stream pulls entries the store holds
@@ -474,6 +513,11 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
       // one of these kernels in between is not compared; docs/design.md
       // "Import policy".
       stored.push_back(KCACHE_TRY(stored_entries(store, into.back().name(), header)));
+      if (header.delta)
+        for (auto& k : KCACHE_TRY(check_delta_base(store, into.back().name(), *header.delta, in.label())))
+          removals.push_back({0, std::move(k)});
+    } else if (header.delta) {
+      return fail(Category::corruption, "{}: a delta bundle inside a release", cur->label);
     }
     cur->stored = &stored[cur->index];
     Section& section = *cur;
@@ -506,7 +550,7 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
     for (const auto& s : release.release()->sections) n += s.entries;
     return n;
   }();
-  if (declared == 0) {
+  if (declared == 0 && removals.empty()) {
     while (cur) {
       if (auto e = KCACHE_TRY(bundle::in_context(cur->reader.next(), cur->label)))
         return fail(Category::corruption, "{}: an entry the index does not list", cur->label);
@@ -569,6 +613,7 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
     return std::optional<store::Store::NamespacedEntry>{};
   };
 
+  result.removed = removals.size();
   if (options.dry_run) {
     while (auto e = KCACHE_TRY(next_valid())) {
       switch (classify(e->entry, stored[e->ns])) {
@@ -593,7 +638,7 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
     }
     return e;
   };
-  auto summary = store.put_streams(into, stream);
+  auto summary = store.put_streams(into, stream, removals);
   if (cur) cur->window.reset();
   if (!summary) {
     if (!result.refused.empty() && summary.error().message == k_refused) return result;
@@ -602,7 +647,8 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
   result.imported = summary->written;
   result.replaced = summary->replaced;
   result.already_present = summary->already_present;
-  result.written = summary->written + summary->replaced > 0;
+  result.removed = summary->removed;
+  result.written = summary->written + summary->replaced + summary->removed > 0;
   return result;
 }
 

@@ -45,7 +45,9 @@ struct ExportSelection {
 
 struct ExportResult {
   Namespace ns;
-  std::size_t entries = 0;
+  std::size_t entries = 0;  ///< in the bundle (a delta: added and replaced)
+  /// A delta: BASE's entries kept (not shipped) and removed.
+  std::optional<std::size_t> kept, removed;
   std::uint64_t record_bytes = 0;   ///< uncompressed entry records
   std::uint64_t payload_bytes = 0;  ///< the artifacts alone
   std::uint64_t bundle_bytes = 0;   ///< size of the written bundle (0 when written to an fd)
@@ -65,6 +67,10 @@ struct ExportOptions {
   /// entry's (so the same entries export to the same bytes; a release's
   /// sections are written so).
   std::uint64_t created = 0;
+  /// When set, a delta bundle (format version 5) of what changed since this
+  /// bundle of the same namespace: entries added or replaced (another key),
+  /// BASE's kernels kept and removed, BASE named by its BLAKE2b digest.
+  std::filesystem::path since;
 };
 
 /// Writes the selected entries of `store` as a bundle to `out` (a path is
@@ -188,6 +194,7 @@ struct ImportResult {
   std::size_t imported = 0;
   std::size_t already_present = 0;
   std::size_t replaced = 0;
+  std::size_t removed = 0;  ///< a delta's removals the store held (would hold, for a dry run)
   /// Every refused entry: failed validation, or (without `replace`) a
   /// conflict. Non-empty: nothing was written.
   std::vector<RefusedEntry> refused;
