@@ -4,6 +4,7 @@
 # it keeps and removes. Applied to a store holding BASE it gives the same
 # entries as the full export; a store without BASE is refused, naming the
 # missing kernels, and left as it was (no store at all when there was none).
+# merge and push take whole bundles and say so of a delta.
 source "$(dirname "$0")/lib.bash"
 example_store built proj
 expect_exit 0 "$KCACHE" export --store built --namespace spirv/vulkan1.2 -o base.kcb
@@ -46,4 +47,6 @@ expect_in out "removed (delta) 58"
 expect_exit 0 "$KCACHE" inspect --store shrink --json
 [[ $(json_get out 'len([e for e in j["entries"] if e["namespace"] == "spirv/vulkan1.2"])') == 6 ]] || fail "shrink: $(head -c 300 out)"
 expect_exit 2 "$KCACHE" merge delta.kcb base.kcb -o m.kcb
+expect_in err "is a delta bundle"
+expect_exit 2 "$KCACHE" push delta.kcb oci://127.0.0.1:9/kcache/delta:x
 expect_in err "is a delta bundle"

@@ -1,4 +1,5 @@
-// Release bundles (format version 4, bundle/release.hpp): sections read back
+// Release bundles (format version 4, bundle/release.hpp) and delta bundles
+// (format version 5): a release's sections read back
 // in order through a file and a pipe, a plain bundle reads as one section,
 // the golden release still reads, and a release head or section that lies
 // is refused naming it.
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 using namespace kcache;
@@ -266,4 +268,93 @@ TEST_CASE("golden bundle of format version 4 (a release)") {
   CHECK(!release->next_section().value().has_value());
   CHECK(release->finish().has_value());
   fs::remove_all(dir);
+}
+
+// Delta bundles (format version 5): the delta fields read back, are covered
+// by the signature, and a delta that names a kernel twice is refused.
+namespace {
+
+bundle::BundleHeader delta_header(const std::vector<Entry>& entries) {
+  auto header = bundle::make_header(spirv_namespace("vulkan1.2"), tool_versions(), 1'700'000'000, entries);
+  bundle::DeltaBase d;
+  d.base_digest.bytes.fill(0xab);
+  d.base_entries = 6;
+  d.kept = {"kept_a", "kept_b"};
+  std::vector<std::pair<std::string, Key>> with_keys = {{"kept_a", entries[0].key}, {"kept_b", entries[1].key}};
+  d.kept_digest = bundle::kept_entries_digest(with_keys);
+  d.removed = {"gone"};
+  header.delta = d;
+  return header;
+}
+
+Bytes write_header(const bundle::BundleHeader& header, const std::vector<Entry>& entries,
+                   const bundle::WriteOptions& options = {}) {
+  std::ostringstream out(std::ios::binary);
+  auto ok = bundle::write_bundle(out, header, bundle::entries_from(entries), options);
+  REQUIRE_MESSAGE(ok.has_value(), (ok ? "" : ok.error().message));
+  auto s = out.str();
+  return Bytes(s.begin(), s.end());
+}
+
+}  // namespace
+
+TEST_CASE("a delta bundle's base fields read back and are signed") {
+  auto entries = make_entries(3, 32);
+  std::array<std::uint8_t, 32> seed;
+  seed.fill(0x42);
+  auto key = bundle::keypair_from_seed(seed);
+  bundle::WriteOptions options;
+  options.sign = &key;
+  auto header = delta_header(entries);
+  auto bytes = write_header(header, entries, options);
+  auto reader = bundle::BundleReader::open(std::span(bytes));
+  REQUIRE_MESSAGE(reader.has_value(), reader.error().message);
+  CHECK(reader->header().format_version == bundle::k_delta_format_version);
+  REQUIRE(reader->header().delta.has_value());
+  CHECK(*reader->header().delta == *header.delta);
+  CHECK(bundle::verify_signature(reader->header(), std::span(&key.public_key, 1)).has_value());
+  // The signed manifest covers the delta fields: another removed list, the
+  // same signature, does not verify.
+  auto forged = reader->header();
+  forged.delta->removed = {"other"};
+  CHECK(!bundle::verify_signature(forged, std::span(&key.public_key, 1)).has_value());
+  auto got = read_all(bytes);
+  REQUIRE_MESSAGE(got.has_value(), got.error().message);
+  CHECK(*got == entries);
+}
+
+TEST_CASE("a delta that names a kernel twice, or keeps more than its base, is refused") {
+  auto entries = make_entries(3, 32);
+  auto header = delta_header(entries);
+  SUBCASE("kept and in the index") { header.delta->kept.push_back(entries[0].kernel); }
+  SUBCASE("kept and removed") { header.delta->removed.push_back("kept_a"); }
+  SUBCASE("more than the base") { header.delta->base_entries = 2; }
+  auto written = [&] {
+    std::ostringstream out(std::ios::binary);
+    return bundle::write_bundle(out, header, bundle::entries_from(entries));
+  }();
+  REQUIRE(!written.has_value());
+  CHECK(written.error().message.find("delta") != std::string::npos);
+}
+
+// KCACHE_GOLDEN_V5_OUT=bundles/golden/v5.kcb ./unit_bundle -tc='*golden*version 5*'
+TEST_CASE("golden bundle of format version 5 (a delta)") {
+  auto entries = make_entries(3, 32);
+  auto header = delta_header(entries);
+  if (const char* out = std::getenv("KCACHE_GOLDEN_V5_OUT")) {
+    REQUIRE(bundle::write_bundle_file(out, header, bundle::entries_from(entries)).has_value());
+    MESSAGE("golden delta written to ", std::string(out));
+  }
+  auto golden = fs::path(KCACHE_SOURCE_DIR) / "bundles/golden/v5.kcb";
+  REQUIRE_MESSAGE(fs::is_regular_file(golden), "golden bundle ", golden.string(),
+                  " is missing: it is checked in and must never be regenerated (bundles/golden/README.md)");
+  auto bytes = slurp(golden);
+  auto reader = bundle::BundleReader::open(std::span(bytes));
+  REQUIRE_MESSAGE(reader.has_value(), reader.error().message);
+  CHECK(reader->header().format_version == 5);
+  REQUIRE(reader->header().delta.has_value());
+  CHECK(*reader->header().delta == *header.delta);
+  auto got = read_all(bytes);
+  REQUIRE_MESSAGE(got.has_value(), got.error().message);
+  CHECK(*got == entries);
 }

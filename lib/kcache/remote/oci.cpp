@@ -517,8 +517,13 @@ Result<OciPushResult> oci_push(const std::filesystem::path& bundle_file, const O
       std::uint64_t at = bundle::encode_release_head(head).size();
       for (const auto& s : head.sections) offsets.push_back(at), at += s.size;
     } else {
-      head.sections.push_back(KCACHE_TRY(bundle::describe_section(bundle_file)));
       auto reader = KCACHE_TRY(bundle::BundleReader::open_file(bundle_file));
+      if (reader.header().delta)
+        return fail(Category::invalid_argument,
+                    "{} is a delta bundle: it applies to a store holding its base, so it travels as a file; push "
+                    "whole bundles and releases",
+                    bundle_file.string());
+      head.sections.push_back(KCACHE_TRY(bundle::describe_section(bundle_file)));
       head.created = reader.header().created;
       offsets.push_back(0);
     }
