@@ -8,7 +8,8 @@
 # digest pulls the same file; a blob altered in the registry's storage is
 # refused. With htpasswd auth: refused without credentials, accepted with
 # docker's config.json, a wrong password refused, and no output ever shows
-# the password. Behind a bearer token service (oci_token_proxy.py): the
+# the password. A registry that never answers is cut at --timeout-ms.
+# Behind a bearer token service (oci_token_proxy.py): the
 # token is asked with the credentials, for pull and then push scope.
 source "$(dirname "$0")/lib.bash"
 source "$(dirname "$0")/servers.bash"
@@ -73,6 +74,22 @@ expect_in err "layer 2 (spirv/vulkan1.2) does not match its digest"
 [[ ! -e bad.kcb ]] || fail "a refused pull left a file"
 expect_exit 6 "$KCACHE" import "$ref" --store "$WORK/other-store"
 [[ ! -e $WORK/other-store ]] || fail "a refused import left a store"
+
+note "a registry that accepts and never answers: the whole pull ends at --timeout-ms"
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+print(s.getsockname()[1], flush=True)
+conns = []
+while True:
+    conns.append(s.accept())' >stall.port &
+SERVER_PIDS+=($!)
+for _ in $(seq 100); do [[ -s stall.port ]] && break; sleep 0.05; done
+start=$(date +%s%N)
+expect_exit 4 "$KCACHE" pull "oci://127.0.0.1:$(cat stall.port)/kcache/x:y" -o stalled.kcb --timeout-ms 700
+ms=$((($(date +%s%N) - start) / 1000000))
+expect_in err "timed out after 700 ms"
+((ms < 3000)) || fail "the stalled pull took $ms ms"
+[[ ! -e stalled.kcb ]] || fail "a stalled pull left a file"
 
 note "references: a bad one is refused before any request"
 expect_exit 2 "$KCACHE" pull "oci://$reg_HOST/Bad_Repo:x" -o x.kcb
