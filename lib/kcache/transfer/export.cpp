@@ -238,6 +238,8 @@ Result<ReleaseExportResult> export_release(store::Store& store, const ReleaseSel
   // registry then already has its layer (remote/OCI.md).
   ExportOptions section_options = options;
   section_options.created = 0;
+  if (!options.since.empty())
+    return fail(Category::invalid_argument, "a release holds whole namespaces: --since writes a delta of one");
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
     auto sections = KCACHE_TRY(release_sections(reader, selection));
     for (std::size_t i = 0; i < sections.size(); ++i) {
