@@ -83,12 +83,12 @@ conns = []
 while True:
     conns.append(s.accept())' >stall.port &
 SERVER_PIDS+=($!)
-for _ in $(seq 100); do [[ -s stall.port ]] && break; sleep 0.05; done
+for _ in $(seq 200); do [[ -s stall.port ]] && break; sleep 0.05; done
 start=$(date +%s%N)
 expect_exit 4 "$KCACHE" pull "oci://127.0.0.1:$(cat stall.port)/kcache/x:y" -o stalled.kcb --timeout-ms 700
 ms=$((($(date +%s%N) - start) / 1000000))
 expect_in err "timed out after 700 ms"
-((ms < 3000)) || fail "the stalled pull took $ms ms"
+((ms < 5000)) || fail "the stalled pull took $ms ms"
 [[ ! -e stalled.kcb ]] || fail "a stalled pull left a file"
 
 note "references: a bad one is refused before any request"
@@ -120,7 +120,7 @@ note "bearer tokens: the challenge's realm asked with the credentials, pull then
 start_registry tok  # a clean one: a blob of reg was altered above
 python3 "$KCACHE_SOURCE_DIR/tests/cli/oci_token_proxy.py" token.port "$tok_PORT" fleet 'p4ss:w0rd-s3cret' >token.log &
 SERVER_PIDS+=($!)
-for _ in $(seq 100); do [[ -s token.port ]] && break; sleep 0.05; done
+for _ in $(seq 200); do [[ -s token.port ]] && break; sleep 0.05; done
 tref="oci://127.0.0.1:$(cat token.port)/kcache/token:$fp"
 printf '{"auths": {"127.0.0.1:%s": {"auth": "%s"}}}\n' "$(cat token.port)" \
   "$(printf '%s' 'fleet:p4ss:w0rd-s3cret' | base64 -w0)" >"$DOCKER_CONFIG/config.json"
