@@ -1,7 +1,8 @@
 # Shards and merge: N=3 shard builds, each exported per namespace, merged per
 # namespace and imported, equal one full build entry for entry; shards are
 # disjoint, cover everything and do not depend on manifest order; merge
-# dedupes identical entries and reports conflicting ones.
+# dedupes identical entries and reports conflicting ones; merged shards are
+# at most 2% larger than one export of the same entries.
 source "$(dirname "$0")/lib.bash"
 # KCACHE_TEST_* seams: only the test build obeys them, so this runs $KCACHE_TESTING.
 HERE="$KCACHE_SOURCE_DIR/tests/cli"
@@ -42,6 +43,12 @@ python3 "$HERE/bundle_compare.py" "$KCACHE_TESTING" full merged --origin-b impor
 note "merge dedupes the same entry from two bundles (other origin, same key and module)"
 "$KCACHE_TESTING" export --store full --namespace spirv/vulkan1.2 -o full-12.kcb >/dev/null
 "$KCACHE_TESTING" export --store merged --namespace spirv/vulkan1.2 -o merged-12.kcb >/dev/null
+# Merge keeps the size: merged shards (written in kernel order, as export
+# writes) are at most 2% larger than one export of the same entries.
+full_bytes=$(stat -c %s full-12.kcb)
+merged_bytes=$(stat -c %s merged-vulkan1.2.kcb)
+note "merged shards $merged_bytes bytes, one export $full_bytes bytes"
+((merged_bytes * 100 <= full_bytes * 102)) || fail "merged $merged_bytes bytes > 1.02 x export $full_bytes"
 expect_exit 0 "$KCACHE_TESTING" merge full-12.kcb merged-12.kcb -o twice.kcb --json
 [[ $(json_get out 'j["entries"]') == 64 && $(json_get out 'j["duplicates"]') == 64 ]] || fail "dedupe: $(cat out)"
 

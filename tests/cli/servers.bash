@@ -7,6 +7,10 @@
 #   start_redis NAME   → ${NAME}_PORT, ${NAME}_PID, ${NAME}_URL=redis://127.0.0.1:PORT/0
 #   start_nginx NAME   → ${NAME}_PORT, ${NAME}_PID, ${NAME}_URL=http://127.0.0.1:PORT/cache/,
 #                        ${NAME}_ROOT (the folder nginx serves; values lie under ROOT/cache/)
+#   start_registry NAME [HTPASSWD]
+#                      → the CNCF distribution registry (Debian's docker-registry), ${NAME}_PORT,
+#                        ${NAME}_PID, ${NAME}_HOST=127.0.0.1:PORT, ${NAME}_ROOT (its storage);
+#                        with HTPASSWD (a bcrypt htpasswd file) it asks for basic auth
 #   stop_server NAME   kills it (SIGKILL: a crash, not a shutdown) and waits
 #   redis NAME ARGS... redis-cli against it
 #   free_port          prints a port no one listens on now
@@ -41,6 +45,15 @@ sys.exit(1)
 PY
 }
 
+# started NAME PID PORT: the server stops with the test; waits until it
+# listens; sets ${NAME}_PORT and ${NAME}_PID.
+started() {
+  SERVER_PIDS+=("$2")
+  wait_port "$3"
+  printf -v "${1}_PORT" '%s' "$3"
+  printf -v "${1}_PID" '%s' "$2"
+}
+
 start_redis() {
   local name=$1 port dir
   port=$(free_port)
@@ -48,11 +61,7 @@ start_redis() {
   mkdir -p "$dir"
   redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
     --protected-mode no --daemonize no --logfile "$dir/redis.log" &
-  local pid=$!
-  SERVER_PIDS+=("$pid")
-  wait_port "$port"
-  printf -v "${name}_PORT" '%s' "$port"
-  printf -v "${name}_PID" '%s' "$pid"
+  started "$name" $! "$port"
   printf -v "${name}_URL" '%s' "redis://127.0.0.1:$port/0"
 }
 
@@ -92,13 +101,28 @@ http {
 }
 CONF
   nginx -c "$dir/nginx.conf" -p "$dir" &
-  local pid=$!
-  SERVER_PIDS+=("$pid")
-  wait_port "$port"
-  printf -v "${name}_PORT" '%s' "$port"
-  printf -v "${name}_PID" '%s' "$pid"
+  started "$name" $! "$port"
   printf -v "${name}_URL" '%s' "http://127.0.0.1:$port/cache/"
   printf -v "${name}_ROOT" '%s' "$dir/root"
+}
+
+start_registry() {
+  local name=$1 htpasswd=${2:-} port dir
+  command -v docker-registry >/dev/null \
+    || fail "docker-registry is not installed (scripts/setup installs it; these tests need the real registry)"
+  port=$(free_port)
+  dir="$WORK/$name"
+  mkdir -p "$dir/data"
+  {
+    printf 'version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n'
+    printf 'storage:\n  filesystem:\n    rootdirectory: %s\n' "$dir/data"
+    printf 'http:\n  addr: 127.0.0.1:%s\n' "$port"
+    [[ -z $htpasswd ]] || printf 'auth:\n  htpasswd:\n    realm: kcache-test\n    path: %s\n' "$htpasswd"
+  } >"$dir/config.yml"
+  docker-registry serve "$dir/config.yml" >"$dir/registry.log" 2>&1 &
+  started "$name" $! "$port"
+  printf -v "${name}_HOST" '%s' "127.0.0.1:$port"
+  printf -v "${name}_ROOT" '%s' "$dir/data"
 }
 
 stop_server() {

@@ -73,6 +73,11 @@ class FailingStore final : public store::Store {
     if (auto e = injected(Op::put_stream)) return tl::unexpected(std::move(*e));
     return m_inner->put_stream(ns, next);
   }
+  Result<store::PutSummary> put_streams(std::span<const Namespace> namespaces, const NamespacedStream& next,
+                                        std::span<const NamespacedKernel> remove = {}) override {
+    if (auto e = injected(Op::put_stream)) return tl::unexpected(std::move(*e));
+    return m_inner->put_streams(namespaces, next, remove);
+  }
   Result<void> record_usage(const store::UsageBatch& batch) override {
     if (auto e = injected(Op::record_usage)) return tl::unexpected(std::move(*e));
     return m_inner->record_usage(batch);

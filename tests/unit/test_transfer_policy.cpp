@@ -218,6 +218,37 @@ TEST_CASE("put_stream is all or nothing") {
   CHECK(count_entries(*s, "spirv/vulkan1.2") == 5);
 }
 
+TEST_CASE("put_streams writes several namespaces and removals in one transaction, or nothing") {
+  auto s = store_with(spirv_namespace("vulkan1.2"), make_entries(3, 32));
+  auto before = s->last_transaction_id();
+  const std::vector<Namespace> namespaces = {spirv_namespace("vulkan1.2"), spirv_namespace("vulkan1.3")};
+  auto entries = make_entries(6, 32);
+  const std::vector<store::Store::NamespacedKernel> remove = {{0, entries[0].kernel}, {0, "not there"}};
+  std::size_t i = 3;
+  auto stream = [&](bool fail_at_end) {
+    return [&, fail_at_end]() -> Result<std::optional<store::Store::NamespacedEntry>> {
+      if (i == 6) {
+        if (fail_at_end) return fail(Category::corruption, "damaged at the end");
+        return std::optional<store::Store::NamespacedEntry>{};
+      }
+      return std::optional(store::Store::NamespacedEntry{i % 2, entries[i++]});
+    };
+  };
+  auto r = s->put_streams(namespaces, stream(true), remove);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(*s->last_transaction_id() == *before);
+  CHECK(count_entries(*s, "spirv/vulkan1.2") == 3);
+  i = 3;
+  r = s->put_streams(namespaces, stream(false), remove);
+  REQUIRE_MESSAGE(r.has_value(), r.error().message);
+  CHECK(r->written == 3);
+  CHECK(r->removed == 1);
+  CHECK(count_entries(*s, "spirv/vulkan1.2") == 3);  // 3 - 1 removed + entries 4
+  CHECK(count_entries(*s, "spirv/vulkan1.3") == 2);  // entries 3 and 5
+  const std::vector<store::Store::NamespacedKernel> outside = {{2, "x"}};
+  CHECK(s->put_streams(namespaces, stream(false), outside).error().category == Category::invalid_argument);
+}
+
 // Generator for scripts/bench_bundle: a bundle of at least KCACHE_BENCH_MB MB
 // of distinct, valid SPIR-V, made from the modules of namespace
 // KCACHE_BENCH_NS in the store KCACHE_BENCH_FROM. Each clone gets a new name

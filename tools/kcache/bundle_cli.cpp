@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
+#include <utility>
 
 namespace kcache::cli {
 
@@ -45,6 +47,32 @@ Result<bundle::WriteOptions> write_options(int level, const std::string& sign_fi
     options.sign = &*key;
   }
   return options;
+}
+
+Result<remote::OciOptions> oci_options(const remote::OciRef& ref, unsigned timeout_ms) {
+  remote::OciOptions options;
+  if (timeout_ms != 0) options.timeout_ms = timeout_ms;
+  std::filesystem::path config;
+  if (const char* dir = std::getenv("DOCKER_CONFIG"); dir && *dir) config = std::filesystem::path(dir) / "config.json";
+  else if (const char* home = std::getenv("HOME"); home && *home)
+    config = std::filesystem::path(home) / ".docker/config.json";
+  if (!config.empty()) options.credentials = KCACHE_TRY(remote::docker_credentials(config, ref.host));
+  return options;
+}
+
+Result<ScratchDir> ScratchDir::make() {
+  std::error_code ec;
+  std::string tmpl = (std::filesystem::temp_directory_path(ec) / "kcache-bundle-XXXXXX").string();
+  if (ec || !::mkdtemp(tmpl.data()))
+    return fail(Category::io_error, "cannot make a temporary folder for the bundle (TMPDIR)");
+  return ScratchDir(tmpl);
+}
+
+ScratchDir::ScratchDir(ScratchDir&& o) noexcept : m_path(std::exchange(o.m_path, {})) {}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  if (!m_path.empty()) std::filesystem::remove_all(m_path, ec);
 }
 
 }  // namespace kcache::cli

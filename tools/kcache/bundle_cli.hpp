@@ -6,8 +6,10 @@
 
 #include "kcache/bundle/bundle.hpp"
 #include "kcache/bundle/stream.hpp"
+#include "kcache/remote/oci.hpp"
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -30,6 +32,28 @@ void ignore_sigpipe();
 /// kcache cannot write or a bad key file.
 Result<bundle::WriteOptions> write_options(int level, const std::string& sign_file, std::optional<bundle::KeyPair>& key,
                                            int format_version = 0);
+
+/// Options for talking to the registry of `ref`: credentials for its host
+/// from docker's config.json ($DOCKER_CONFIG/config.json, else
+/// ~/.docker/config.json), the whole transfer bounded by `timeout_ms`
+/// (0: the default, 10 minutes).
+Result<remote::OciOptions> oci_options(const remote::OciRef& ref, unsigned timeout_ms);
+
+/// A folder under TMPDIR, removed with this object: where a bundle is
+/// assembled or pulled before it is sent or imported.
+class ScratchDir {
+ public:
+  /// io_error when TMPDIR has no room for one.
+  static Result<ScratchDir> make();
+  ScratchDir(ScratchDir&& o) noexcept;
+  ScratchDir& operator=(ScratchDir&&) = delete;
+  ~ScratchDir();
+  const std::filesystem::path& path() const { return m_path; }
+
+ private:
+  explicit ScratchDir(std::filesystem::path p) : m_path(std::move(p)) {}
+  std::filesystem::path m_path;
+};
 
 /// Help text of --format-version (export and merge).
 inline constexpr const char* k_format_version_help =

@@ -222,6 +222,8 @@ std::string top_level_footer() {
          "  KCACHE_NVRTC          the NVRTC library for cuda kernels when --nvrtc is not given\n"
          "  KCACHE_VULKAN_LOADER  the Vulkan loader library to load instead of libvulkan.so.1\n"
          "  KCACHE_CUDA_DRIVER    the CUDA driver library to load instead of libcuda.so.1\n"
+         "  DOCKER_CONFIG         folder of the docker config.json whose registry credentials push, pull and\n"
+         "                        import oci:// use when a registry asks (default ~/.docker)\n"
          "  XDG_CONFIG_HOME       the user's settings are in $XDG_CONFIG_HOME/kcache/config (else\n"
          "                        ~/.config/kcache/config)\n"
          "  NO_COLOR              when set and not empty, no colour in messages (colour and progress lines\n"

@@ -152,6 +152,8 @@ void register_verify(CLI::App& app, Action& action);
 void register_export(CLI::App& app, Action& action);
 void register_import(CLI::App& app, Action& action);
 void register_merge(CLI::App& app, Action& action);
+void register_push(CLI::App& app, Action& action);
+void register_pull(CLI::App& app, Action& action);
 void register_keygen(CLI::App& app, Action& action);
 void register_manifest(CLI::App& app, Action& action);
 /// `kcache manifest from-commands` (cmd_manifest_from_commands.cpp), under `manifest`.

@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <utility>
 
 namespace kcache::cli {
 namespace {
@@ -17,6 +18,9 @@ namespace {
 struct ExportArgs {
   StoreOptions store;
   transfer::ExportSelection selection;
+  std::vector<std::string> namespaces;
+  std::string for_device;
+  std::string since;
   std::string output;
   int level = 0;
   int format_version = 0;
@@ -24,59 +28,94 @@ struct ExportArgs {
   bool json = false;
 };
 
+/// Several namespaces (--namespace repeated, --for-device) make a release.
+bool is_release(const ExportArgs& args) { return args.namespaces.size() > 1 || !args.for_device.empty(); }
+
+/// What an export prints: the report, and warnings for stderr.
+struct ExportReport {
+  std::string report;
+  std::string warnings;  ///< damaged entries left out
+};
+
+/// Writes the bundle (or release) to `out` and renders the report for
+/// `shown` (the destination as it may be printed).
+Result<ExportReport> write_export(store::Store& store, const ExportArgs& args, const bundle::BundleStream& out,
+                                  const transfer::ExportOptions& options, const std::string& shown,
+                                  const std::string& json_output) {
+  if (is_release(args)) {
+    auto scratch = KCACHE_TRY(ScratchDir::make());
+    transfer::ReleaseSelection sel;
+    sel.namespaces = args.namespaces;
+    sel.for_device = args.for_device;
+    sel.kernel_globs = args.selection.kernel_globs;
+    sel.scratch = scratch.path();
+    auto result = KCACHE_TRY(transfer::export_release(store, sel, out, options));
+    ExportReport r{
+        args.json ? report::release_export_json(result, json_output) : report::release_export_text(result, shown), {}};
+    for (const auto& section : result.sections) r.warnings += report::export_damaged_text(section);
+    return r;
+  }
+  auto result = KCACHE_TRY(transfer::export_bundle(store, args.selection, out, options));
+  return ExportReport{args.json ? report::export_json(result, json_output) : report::export_text(result, shown),
+                      report::export_damaged_text(result)};
+}
+
+/// Prints the report to `report_to`, the warnings to stderr.
+void print_export(const ExportReport& r, FILE* report_to) {
+  fmt::print(report_to, "{}", r.report);
+  fmt::print(stderr, "{}", r.warnings);
+}
+
 /// `-o URL`: the bundle is written to a temporary file, then PUT from it
 /// (streamed, so memory stays bounded; a failed export sends nothing).
 int run_export_to_url(const ExportArgs& args, transfer::ExportOptions options) {
   auto store = args.store.open(false);
   if (!store) return report_error(store.error());
   ignore_sigpipe();
-  std::error_code ec;
-  std::string tmpl = (std::filesystem::temp_directory_path(ec) / "kcache-export-XXXXXX").string();
-  if (ec || !::mkdtemp(tmpl.data()))
-    return report_error({Category::io_error, "cannot make a temporary folder for the bundle (TMPDIR)"});
-  std::filesystem::path dir(tmpl);
+  auto dir = ScratchDir::make();
+  if (!dir) return report_error(dir.error());
   bundle::BundleStream out;
-  out.path = dir / "bundle.kcb";
-  auto result = transfer::export_bundle(**store, args.selection, out, options);
-  Result<std::uint64_t> sent = 0;
-  if (result) {
-    result->bundle_bytes = bundle::written_size(out);
-    sent = remote::http_upload_file(args.output, out.path);
-  }
-  std::filesystem::remove_all(dir, ec);
-  if (!result) return report_error(result.error());
-  if (!sent) return report_error(sent.error());
+  out.path = dir->path() / "bundle.kcb";
   // The URL as given may hold a password: reports show it hidden.
   const std::string shown = remote::shown_bundle_url(args.output);
-  fmt::print("{}", args.json ? report::export_json(*result, shown) : report::export_text(*result, shown));
-  fmt::print(stderr, "{}", report::export_damaged_text(*result));
+  auto text = write_export(**store, args, out, options, shown, shown);
+  if (!text) return report_error(text.error());
+  auto sent = remote::http_upload_file(args.output, out.path);
+  if (!sent) return report_error(sent.error());
+  print_export(*text, stdout);
   return k_exit_ok;
 }
 
 int run_export(const ExportArgs& args) {
-  if (remote::is_http_url(args.output)) {
-    std::optional<bundle::KeyPair> key;
-    auto options = write_options(args.level, args.sign, key, args.format_version);
-    if (!options) return report_error(options.error());
-    return run_export_to_url(args, {*options, clock().now()});
-  }
-  auto out = output_stream(args.output);
-  if (!out) return report_error(out.error());
-  bool to_stdout = out->fd >= 0;
+  auto selection_ok = [&]() -> Result<void> {
+    if (!args.since.empty() && (is_release(args) || args.format_version != 0))
+      return fail(Category::invalid_argument,
+                  "--since writes a delta of one namespace (format version 5): not with several namespaces or "
+                  "--format-version");
+    if (args.namespaces.size() == 1) return {};
+    if (!args.selection.backend.empty() && is_release(args))
+      return fail(Category::invalid_argument,
+                  "--backend/--fingerprint name one namespace; with several "
+                  "(--namespace repeated, --for-device) use --namespace only");
+    return {};
+  }();
+  if (!selection_ok) return report_error(selection_ok.error());
   std::optional<bundle::KeyPair> key;
   auto options = write_options(args.level, args.sign, key, args.format_version);
   if (!options) return report_error(options.error());
+  const transfer::ExportOptions export_options{*options, clock().now(), args.since};
+  if (remote::is_http_url(args.output)) return run_export_to_url(args, export_options);
+  auto out = output_stream(args.output);
+  if (!out) return report_error(out.error());
+  bool to_stdout = out->fd >= 0;
   auto store = args.store.open(false);
   if (!store) return report_error(store.error());
   ignore_sigpipe();
-  auto result = transfer::export_bundle(**store, args.selection, *out, {*options, clock().now()});
-  if (!result) return report_error(result.error());
+  auto text = write_export(**store, args, *out, export_options, to_stdout ? "stdout" : args.output, args.output);
+  if (!text) return report_error(text.error());
   // The bundle owns stdout when it goes there; the report then goes to stderr.
-  fmt::print(to_stdout ? stderr : stdout, "{}",
-             args.json ? report::export_json(*result, args.output)
-                       : report::export_text(*result, to_stdout ? "stdout" : args.output));
   // Damaged entries were left out: a warning, not a failure (the healthy ones were exported).
-  fmt::print(stderr, "{}", report::export_damaged_text(*result));
+  print_export(*text, to_stdout ? stderr : stdout);
   return k_exit_ok;
 }
 
@@ -91,12 +130,24 @@ void register_export(CLI::App& app, Action& action) {
       "themselves, zstd-compressed, with a BLAKE2b digest over everything and, with --sign,\n"
       "an Ed25519 signature. `kcache import` on another machine checks all of it.\n"
       "The namespace is --namespace, or --backend with --fingerprint, or the store's only one.\n"
+      "Several namespaces (--namespace repeated, or --for-device FINGERPRINT) make one release bundle\n"
+      "(format version 4): one file that `kcache import` checks whole and writes in one transaction.\n"
       "Examples:\n"
       "  kcache export --namespace spirv/vulkan1.2 -o shaders.kcb\n"
-      "  kcache export --kernel 'matmul[*' --sign ci.key -o - | ssh host kcache import -");
+      "  kcache export --kernel 'matmul[*' --sign ci.key -o - | ssh host kcache import -\n"
+      "  kcache export --for-device 9f3c2a7b1d4e6f80 -o h200.kcb");
   args->store.add_to(*cmd);
-  cmd->add_option("--namespace", args->selection.ns_name,
-                  "namespace to export, e.g. spirv/vulkan1.2 (`kcache inspect` lists them)");
+  cmd->add_option("--namespace", args->namespaces,
+                  "namespace to export, e.g. spirv/vulkan1.2 (`kcache inspect` lists them); repeated: one release "
+                  "bundle holding each (e.g. cuda/sm_80 and cuda/sm_90)")
+      ->each([args](const std::string& name) { args->selection.ns_name = name; });
+  cmd->add_option("--since", args->since,
+                  "BASE.kcb: a delta bundle of what changed since BASE (a bundle of the same namespace): entries "
+                  "added or replaced, BASE's kernels kept and removed, BASE named by its digest; import applies it "
+                  "to a store that holds BASE's entries");
+  cmd->add_option("--for-device", args->for_device,
+                  "FINGERPRINT: a release bundle of everything that vulkan device class needs: its pipelines "
+                  "(vulkan/FINGERPRINT) and each SPIR-V module they were built from (`kcache devices` shows the id)");
   cmd->add_option("--backend", args->selection.backend,
                   "backend of the namespace (spirv or vulkan), with --fingerprint");
   cmd->add_option("--fingerprint", args->selection.fingerprint,

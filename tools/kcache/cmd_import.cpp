@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 
 namespace kcache::cli {
 namespace {
@@ -68,13 +69,30 @@ int run_import(const ImportArgs& args) {
     if (!keys) return report_error(keys.error());
     options.trusted = std::move(*keys);
   }
+  auto in = bundle_stream(args.input, false);
+  // An OCI reference is pulled into a scratch file first (each blob checked
+  // against its digest), then imported like any file.
+  std::optional<ScratchDir> scratch;
+  std::string shown_input = args.input;
+  if (remote::is_oci_ref(args.input)) {
+    auto ref = remote::parse_oci_ref(args.input);
+    if (!ref) return report_error(ref.error());
+    auto oci = oci_options(*ref, 0);
+    if (!oci) return report_error(oci.error());
+    auto dir = ScratchDir::make();
+    if (!dir) return report_error(dir.error());
+    scratch.emplace(std::move(*dir));
+    auto pulled = remote::oci_pull(*ref, scratch->path() / "pulled.kcb", *oci);
+    if (!pulled) return report_error(pulled.error());
+    in.path = scratch->path() / "pulled.kcb";
+    shown_input = ref->shown();
+  }
   // A store this import creates and then writes nothing into is removed again.
   const bool store_existed = std::filesystem::exists(args.store.path());
   auto store = args.store.open(!args.dry_run);
   // A dry run against a store that does not exist yet: everything would be new.
   if (!store && args.dry_run && store.error().category == Category::not_found) store = store::make_memory_store();
   if (!store) return report_error(store.error());
-  auto in = bundle_stream(args.input, false);
   // An http(s) URL is streamed through a pipe as it downloads; a failed
   // download ends the stream early, so its own error is the one reported.
   std::unique_ptr<remote::HttpDownload> download;
@@ -99,10 +117,11 @@ int run_import(const ImportArgs& args) {
   if (!result) return report_error(result.error());
   const auto& r = *result;
   // A URL as given may hold a password: the download's shown form hides it.
-  fmt::print("{}", args.json ? report::import_json(r, download ? download->shown() : args.input)
-                             : report::import_text(r, in.label()));
+  const std::string label = scratch ? "bundle " + shown_input : in.label();
+  fmt::print("{}", args.json ? report::import_json(r, download ? download->shown() : shown_input)
+                             : report::import_text(r, label));
   if (r.empty_bundle) {
-    if (!args.json) fmt::print("nothing to import: {} has no entries; the store is unchanged\n", in.label());
+    if (!args.json) fmt::print("nothing to import: {} has no entries; the store is unchanged\n", label);
     return k_exit_ok;
   }
   if (r.refused.empty()) {
@@ -111,7 +130,7 @@ int run_import(const ImportArgs& args) {
   }
   fmt::print(stderr, "{}", report::import_refusals_text(r));
   // The verdict and its category (hence the exit code) are the library's.
-  return report_error(*transfer::import_verdict(r, args.replace, in.label()));
+  return report_error(*transfer::import_verdict(r, args.replace, label));
 }
 
 }  // namespace
@@ -121,7 +140,9 @@ void register_import(CLI::App& app, Action& action) {
   auto* cmd =
       app.add_subcommand("import", "Check a bundle completely, then write all of it into the store, or nothing.");
   cmd->description(
-      "Import a bundle made by `kcache export` or `kcache merge`. Before anything is written:\n"
+      "Import a bundle made by `kcache export` or `kcache merge`, or a release of several namespaces\n"
+      "(`export --for-device`, `--namespace` repeated; all of it in one transaction, or nothing; the\n"
+      "SPIR-V sections are portable, --device and --fingerprint apply to the others). Before anything is written:\n"
       "the head (format version, sizes against limits, digest), the fingerprint against the\n"
       "target, the signature (with --trust), then every entry as it streams (digest, record,\n"
       "each SPIR-V module through spirv-val, each pipeline-cache blob against the target\n"
@@ -148,8 +169,9 @@ void register_import(CLI::App& app, Action& action) {
       "  curl -s https://ci/shaders.kcb | kcache import - --trust ci.pub\n"
       "  kcache import last-week.kcb --replace   # roll back on purpose; each kernel named");
   cmd->add_option("bundle", args->input,
-                  "bundle file, - for stdin, or an http(s) URL (streamed as it downloads, e.g. from a WebDAV\n"
-                  "server `kcache export -o URL` wrote to)")
+                  "bundle file, - for stdin, an http(s) URL (streamed as it downloads, e.g. from a WebDAV\n"
+                  "server `kcache export -o URL` wrote to), or oci://HOST/REPO:TAG (`kcache push` wrote it; pulled,\n"
+                  "every blob checked against its digest, then imported)")
       ->required();
   args->store.add_to(*cmd);
   cmd->add_option("--fingerprint", args->fingerprint,

@@ -12,11 +12,13 @@ namespace kcache::cli {
 
 int run_inspect_bundle(const std::string& path, bool json) {
   auto in = bundle_stream(path, false);
-  auto summary = bundle::inspect_bundle(in);
+  auto summary = bundle::inspect_release(in);
   if (!summary) return report_error(summary.error());
   // A damaged payload still shows the head: what the bundle claims to be.
-  fmt::print("{}", json ? report::bundle_json(*summary, path) : report::bundle_text(*summary, in.label()));
-  if (summary->error) return report_error(Error(*summary->error).context(in.label()));
+  fmt::print("{}", json ? report::release_json(*summary, path) : report::release_text(*summary, in.label()));
+  for (const auto& section : summary->sections)
+    if (section.error) return report_error(Error(*section.error).context(in.label()));
+  if (summary->error) return report_error(*summary->error);
   return k_exit_ok;
 }
 

@@ -97,6 +97,8 @@ int main(int argc, char** argv) {
   register_export(app, action);
   register_import(app, action);
   register_merge(app, action);
+  register_push(app, action);
+  register_pull(app, action);
   register_keygen(app, action);
   register_manifest(app, action);
   register_emit(app, action);

@@ -66,6 +66,11 @@ inline constexpr std::uint16_t k_format_version = 3;
 inline constexpr std::uint16_t k_min_format_version = 1;
 inline constexpr std::uint16_t k_max_format_version = 3;
 
+/// The format version of a delta bundle: version 3 with the DeltaBase
+/// fields appended to its header body (FORMAT.md "Delta bundles, version 5").
+/// Written only for a header with `delta`; read beside 1..3.
+inline constexpr std::uint16_t k_delta_format_version = 5;
+
 /// Largest zstd window a writer may use (2^24 = 16 MiB), which is also the
 /// reader's default cap, so every bundle written with default-range options
 /// reads with default limits.
@@ -150,6 +155,21 @@ struct SignatureInfo {
   bool operator==(const SignatureInfo&) const = default;
 };
 
+/// What a delta bundle says about the bundle it applies to (BASE): its
+/// index then holds the entries added or replaced since BASE.
+struct DeltaBase {
+  Digest256 base_digest;             ///< BLAKE2b-256 of BASE's whole file
+  std::uint32_t base_entries = 0;    ///< entries in BASE
+  std::vector<std::string> kept;     ///< BASE's kernels the delta keeps, in BASE's index order
+  Digest256 kept_digest;             ///< kept_entries_digest() of those kernels with their keys in BASE
+  std::vector<std::string> removed;  ///< BASE's kernels the delta removes
+  bool operator==(const DeltaBase&) const = default;
+};
+
+/// BLAKE2b-256 over (str kernel, key.id, key.ir) of each entry, in order:
+/// what a store must hold of BASE for a delta to apply.
+Digest256 kept_entries_digest(std::span<const std::pair<std::string, Key>> kept);
+
 /// Everything a bundle says before its payload.
 ///
 /// Writer: reads `ns`, `tool_versions`, `created` and `index`; it sets
@@ -165,6 +185,8 @@ struct BundleHeader {
   Compression compression;
   std::vector<std::uint32_t> block_entry_counts;  ///< entries per zstd frame, in order
   std::optional<SignatureInfo> signature;
+  /// Set for a delta bundle (format version 5), which the writer then writes.
+  std::optional<DeltaBase> delta;
 
   /// Sum of index record sizes (bytes after decompression).
   std::uint64_t total_record_bytes() const;
@@ -265,6 +287,10 @@ struct ReadLimits {
   unsigned threads = 0;
 };
 
+/// Bytes for a reader from elsewhere (a section of a release, bundle/release.hpp):
+/// up to `n` bytes into `buf`, 0 only at the end of the input.
+using ByteSource = std::function<Result<std::size_t>(std::uint8_t* buf, std::size_t n)>;
+
 /// Reads a bundle as a stream. open() reads and checks the whole head
 /// (preamble, header, index, signature, head digest; check_foreign_namespace
 /// for backend, target and fingerprint record; check_kernel_name for every
@@ -287,6 +313,8 @@ class BundleReader {
   static Result<BundleReader> open(std::istream& in, const ReadLimits& limits = {});
   /// Reads from bytes already in memory (borrowed; must outlive the reader).
   static Result<BundleReader> open(std::span<const std::uint8_t> bytes, const ReadLimits& limits = {});
+  /// Reads from `source`, which the reader owns; its errors pass through.
+  static Result<BundleReader> open(ByteSource source, const ReadLimits& limits = {});
   /// Opens and owns `path`; not_found when missing, io_error otherwise.
   static Result<BundleReader> open_file(const std::filesystem::path& path, const ReadLimits& limits = {});
 

@@ -47,6 +47,9 @@ inline constexpr char k_manifest_domain[] = "kcache bundle manifest";
 /// Appends what names a bundle's content: backend, fingerprint, fingerprint
 /// record, tool versions. Shared by the head and the signed manifest.
 void put_identity(util::ByteWriter& w, const BundleHeader& h);
+/// Appends a delta bundle's base fields. Shared by the head and the signed
+/// manifest.
+void put_delta(util::ByteWriter& w, const DeltaBase& d);
 /// Appends one index entry. Shared by the head and the signed manifest.
 void put_index_entry(util::ByteWriter& w, const IndexEntry& e);
 

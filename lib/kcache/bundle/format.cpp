@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <set>
 
 namespace kcache::bundle {
 
@@ -102,6 +103,16 @@ void put_identity(ByteWriter& w, const BundleHeader& h) {
   put_fields(w, h.tool_versions);
 }
 
+void put_delta(ByteWriter& w, const DeltaBase& d) {
+  w.raw(d.base_digest.bytes);
+  w.u32(d.base_entries);
+  w.u32(static_cast<std::uint32_t>(d.kept.size()));
+  for (const auto& k : d.kept) w.str(k);
+  w.raw(d.kept_digest.bytes);
+  w.u32(static_cast<std::uint32_t>(d.removed.size()));
+  for (const auto& k : d.removed) w.str(k);
+}
+
 void put_index_entry(ByteWriter& w, const IndexEntry& e) {
   w.str(e.kernel);
   w.raw(e.key.id.bytes);
@@ -152,6 +163,7 @@ std::vector<std::uint8_t> encode_header_body(const BundleHeader& h) {
   w.u32(static_cast<std::uint32_t>(h.block_entry_counts.size()));
   for (auto c : h.block_entry_counts) w.u32(c);
   for (const auto& e : h.index) put_index_entry(w, e);
+  if (h.format_version >= k_delta_format_version && h.delta) put_delta(w, *h.delta);
   return w.take();
 }
 
@@ -279,6 +291,33 @@ Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std:
     h.index.push_back(std::move(e));
   }
   if (sum != *total) return bad_header(fmt::format("entry sizes total {} bytes, header declares {}", sum, *total));
+  if (version >= k_delta_format_version) {
+    DeltaBase d;
+    auto names = [&](std::vector<std::string>& out, std::string_view what) -> Result<void> {
+      auto count = r.u32();
+      // Each name takes at least its 4-byte length.
+      if (!count || std::uint64_t{*count} * 4 > r.remaining() || *count > limits.max_entries)
+        return bad_header(fmt::format("bad count of {} kernels", what));
+      out.reserve(*count);
+      for (std::uint32_t i = 0; i < *count; ++i) {
+        auto name = r.str(k_max_string);
+        if (!name) return bad_header(fmt::format("truncated in the {} kernels", what));
+        out.push_back(std::move(*name));
+      }
+      return {};
+    };
+    auto base = r.raw(k_digest_size);
+    auto base_entries = r.u32();
+    if (!base || !base_entries) return bad_header("truncated in its delta base");
+    std::memcpy(d.base_digest.bytes.data(), base->data(), k_digest_size);
+    d.base_entries = *base_entries;
+    KCACHE_CHECK(names(d.kept, "kept"));
+    auto kept_digest = r.raw(k_digest_size);
+    if (!kept_digest) return bad_header("truncated in its delta base");
+    std::memcpy(d.kept_digest.bytes.data(), kept_digest->data(), k_digest_size);
+    KCACHE_CHECK(names(d.removed, "removed"));
+    h.delta = std::move(d);
+  }
   if (r.remaining() != 0) return bad_header(fmt::format("{} unexpected bytes after the index", r.remaining()));
   KCACHE_CHECK(check_header(h, /*from_elsewhere=*/true));
   return h;
@@ -301,6 +340,24 @@ Result<void> check_header(const BundleHeader& h, bool from_elsewhere) {
       return fail(Category::corruption, "bundle tool version '{}' = '{}' holds control characters or invalid UTF-8",
                   shown(name), shown(value));
   if (h.index.size() > UINT32_MAX) return fail(Category::corruption, "too many entries for one bundle");
+  if ((h.format_version == k_delta_format_version) != h.delta.has_value())
+    return fail(Category::corruption, "bundle format version {} {} delta fields", h.format_version,
+                h.delta ? "cannot carry" : "lacks its");
+  if (h.delta) {
+    // Kept and removed kernels are BASE's: named once, never in the index
+    // (an entry there is added or replaced).
+    std::set<std::string_view> seen;
+    for (const auto& e : h.index) seen.insert(e.kernel);
+    for (const auto* list : {&h.delta->kept, &h.delta->removed})
+      for (const auto& k : *list) {
+        if (auto ok = from_elsewhere ? check_kernel_name(k) : Result<void>{}; !ok)
+          return fail(Category::corruption, "bundle delta: {}", ok.error().message);
+        if (!seen.insert(k).second) return fail(Category::corruption, "bundle delta names kernel '{}' twice", shown(k));
+      }
+    if (h.delta->kept.size() + h.delta->removed.size() > h.delta->base_entries)
+      return fail(Category::corruption, "bundle delta keeps and removes {} of a base of {} entries",
+                  h.delta->kept.size() + h.delta->removed.size(), h.delta->base_entries);
+  }
 
   const std::size_t n = h.index.size();
   for (std::size_t i = 0; i < n; ++i) {

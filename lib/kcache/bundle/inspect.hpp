@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kcache/bundle/bundle.hpp"
+#include "kcache/bundle/release.hpp"
 #include "kcache/bundle/stream.hpp"
 #include "kcache/util/error.hpp"
 
@@ -27,5 +28,22 @@ struct BundleSummary {
 /// the head can still be shown. Errors (as open_stream): not_found / io_error
 /// for the file, corruption / version_mismatch when the head itself fails.
 Result<BundleSummary> inspect_bundle(const BundleStream& in, const ReadLimits& limits = {});
+
+/// A release's (or a plain bundle's) sections, each as inspect_bundle
+/// summarises one bundle.
+struct ReleaseSummary {
+  std::optional<ReleaseHead> release;  ///< nullopt for a plain bundle
+  /// The sections read, in order; reading stops after one whose `error` is set.
+  std::vector<BundleSummary> sections;
+  /// A failure of the release itself after its last section read (a
+  /// section's size or digest against the release head, trailing bytes), or
+  /// of a section's head; empty when every section checked out.
+  std::optional<Error> error;
+};
+
+/// As inspect_bundle, for a release or a plain bundle. Errors as
+/// inspect_bundle for the input and the release head; a section's damage is
+/// reported in the summary.
+Result<ReleaseSummary> inspect_release(const BundleStream& in, const ReadLimits& limits = {});
 
 }  // namespace kcache::bundle

@@ -11,6 +11,7 @@
 // exactly what was parsed.
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_getFrameHeader, ZSTD_FRAMEHEADERSIZE_MAX (exported by libzstd.so)
 #include "kcache/bundle/bundle_internal.hpp"
+#include "kcache/bundle/release.hpp"
 #include "kcache/util/ordered_parallel_map.hpp"
 #include "kcache/util/text.hpp"
 #include "kcache/util/worker_pool.hpp"
@@ -70,6 +71,15 @@ class StreamSource : public Source {
 
  private:
   std::istream& m_in;
+};
+
+class FunctionSource : public Source {
+ public:
+  explicit FunctionSource(ByteSource read) : m_read(std::move(read)) {}
+  Result<std::size_t> read(std::uint8_t* buf, std::size_t n) override { return m_read(buf, n); }
+
+ private:
+  ByteSource m_read;
 };
 
 class MemorySource : public Source {
@@ -313,11 +323,17 @@ Result<void> BundleReader::Impl::read_head() {
     return corrupt("not a kcache bundle: bad magic (expected \"KCB\\x1a\")");
   if (got >= 6) {
     auto version = le16(head.data() + 4);
-    if (version < k_min_format_version || version > k_max_format_version)
+    if (version == k_release_format_version)
       return fail(Category::version_mismatch,
-                  "bundle format version {} is not supported: this kcache reads versions {}..{}{}", version,
-                  k_min_format_version, k_max_format_version,
-                  version > k_max_format_version ? " (the bundle was written by a newer kcache)" : "");
+                  "bundle is a release of several namespaces (format version 4): `kcache import` and `kcache "
+                  "inspect` read it; this reads one namespace (versions {}..{})",
+                  k_min_format_version, k_max_format_version);
+    if ((version < k_min_format_version || version > k_max_format_version) && version != k_delta_format_version)
+      return fail(Category::version_mismatch,
+                  "bundle format version {} is not supported: this kcache reads versions {}..{}, {} (a "
+                  "release) and {} (a delta){}",
+                  version, k_min_format_version, k_max_format_version, k_release_format_version, k_delta_format_version,
+                  version > k_delta_format_version ? " (the bundle was written by a newer kcache)" : "");
   }
   if (got < internal::k_preamble_size)
     return corrupt(fmt::format("bundle truncated in its preamble ({} of {} bytes)", got, internal::k_preamble_size));
@@ -767,6 +783,13 @@ Result<BundleReader> BundleReader::open(std::istream& in, const ReadLimits& limi
 Result<BundleReader> BundleReader::open(std::span<const std::uint8_t> bytes, const ReadLimits& limits) {
   auto impl = std::make_unique<Impl>();
   impl->source = std::make_unique<MemorySource>(bytes);
+  impl->limits = limits;
+  return start(std::move(impl));
+}
+
+Result<BundleReader> BundleReader::open(ByteSource source, const ReadLimits& limits) {
+  auto impl = std::make_unique<Impl>();
+  impl->source = std::make_unique<FunctionSource>(std::move(source));
   impl->limits = limits;
   return start(std::move(impl));
 }

@@ -154,7 +154,18 @@ std::vector<std::uint8_t> signed_manifest(const BundleHeader& h) {
   w.u64(h.created);
   w.u32(static_cast<std::uint32_t>(h.index.size()));
   for (const auto& e : h.index) internal::put_index_entry(w, e);
+  if (h.format_version >= k_delta_format_version && h.delta) internal::put_delta(w, *h.delta);
   return w.take();
+}
+
+Digest256 kept_entries_digest(std::span<const std::pair<std::string, Key>> kept) {
+  util::ByteWriter w;
+  for (const auto& [kernel, key] : kept) {
+    w.str(kernel);
+    w.raw(key.id.bytes);
+    w.raw(key.ir.bytes);
+  }
+  return digest_bytes(w.bytes());
 }
 
 Result<KeyId> verify_signature(const BundleHeader& header, std::span<const PublicKey> trusted) {

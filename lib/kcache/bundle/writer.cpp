@@ -125,7 +125,9 @@ Result<void> write_impl(Sink& sink, const BundleHeader& in_header, const EntrySo
                         const WriteOptions& options) {
   KCACHE_CHECK(check_options(options));
   BundleHeader h;
-  h.format_version = static_cast<std::uint16_t>(options.format_version);
+  // A delta is written as version 5 (version 3's encoding plus its fields).
+  h.format_version = in_header.delta ? k_delta_format_version : static_cast<std::uint16_t>(options.format_version);
+  h.delta = in_header.delta;
   h.ns = in_header.ns;
   h.tool_versions = in_header.tool_versions;
   h.created = in_header.created;

@@ -29,11 +29,16 @@ std::string export_text(const transfer::ExportResult& result, std::string_view o
   if (result.bundle_bytes)
     out += fmt::format(": {} (records/bundle {:.1f}x)", human_bytes(result.bundle_bytes),
                        static_cast<double>(result.record_bytes) / static_cast<double>(result.bundle_bytes));
+  if (result.kept)
+    out += fmt::format("; a delta: {} entries added or replaced, {} kept (not shipped), {} removed", result.entries,
+                       *result.kept, result.removed.value_or(0));
   out += fmt::format("\n{}\n", result.signer ? "signed by key " + result.signer->hex() : std::string("unsigned"));
   return terminal_text(out);
 }
 
-std::string export_json(const transfer::ExportResult& result, std::string_view output) {
+namespace {
+
+json export_object(const transfer::ExportResult& result, std::string_view output) {
   json j = {{"namespace", result.ns.name()},
             {"entries", result.entries},
             {"record_bytes", result.record_bytes},
@@ -43,12 +48,19 @@ std::string export_json(const transfer::ExportResult& result, std::string_view o
             {"signed", result.signer.has_value()},
             {"signer", key_or_null(result.signer)},
             {"damaged", json::array()}};
+  if (result.kept) j["delta"] = {{"kept", *result.kept}, {"removed", result.removed.value_or(0)}};
   for (const auto& d : result.damaged)
     j["damaged"].push_back({{"namespace", d.ns},
                             {"kernel", d.kernel},
                             {"category", category_name(d.error.category)},
                             {"message", d.error.message}});
-  return internal::json_text(j);
+  return j;
+}
+
+}  // namespace
+
+std::string export_json(const transfer::ExportResult& result, std::string_view output) {
+  return internal::json_text(export_object(result, output));
 }
 
 std::string export_damaged_text(const transfer::ExportResult& result) {
@@ -60,19 +72,59 @@ std::string export_damaged_text(const transfer::ExportResult& result) {
                   result.damaged.size(), names));
 }
 
+std::string release_export_text(const transfer::ReleaseExportResult& result, std::string_view output_label) {
+  std::string out;
+  for (auto section : result.sections) {
+    section.bundle_bytes = 0;
+    out += export_text(section, output_label);
+  }
+  out += fmt::format("release of {} namespaces", result.sections.size());
+  if (result.bundle_bytes) out += ": " + human_bytes(result.bundle_bytes);
+  return out + "\n";
+}
+
+std::string release_export_json(const transfer::ReleaseExportResult& result, std::string_view output) {
+  json j = {{"output", std::string(output)}, {"bundle_bytes", result.bundle_bytes}, {"sections", json::array()}};
+  for (const auto& section : result.sections) j["sections"].push_back(export_object(section, output));
+  return internal::json_text(j);
+}
+
+std::string oci_push_text(const remote::OciPushResult& r, std::string_view file, std::string_view ref) {
+  return terminal_text(
+      fmt::format("pushed {} to {}: {} layers ({} blobs sent, {} already there), {} sent\nmanifest {}\n", file, ref,
+                  r.layers, r.uploaded, r.present, human_bytes(r.bytes_sent), r.manifest_digest));
+}
+
+std::string oci_push_json(const remote::OciPushResult& r, std::string_view file, std::string_view ref) {
+  return internal::json_text(json{{"reference", std::string(ref)},
+                                  {"file", std::string(file)},
+                                  {"manifest_digest", r.manifest_digest},
+                                  {"layers", r.layers},
+                                  {"uploaded", r.uploaded},
+                                  {"present", r.present},
+                                  {"bytes_sent", r.bytes_sent}});
+}
+
+std::string oci_pull_text(const remote::OciPullResult& r, std::string_view ref, std::string_view file) {
+  return terminal_text(fmt::format("pulled {} to {}: {} layers, {}; manifest {}\n", ref, file, r.layers,
+                                   human_bytes(r.bytes), r.manifest_digest));
+}
+
 std::string import_text(const transfer::ImportResult& result, std::string_view bundle_label) {
   const auto& r = result;
-  const auto& h = r.header;
-  std::string out = fmt::format(
-      "{} {}: {} entries of {}, {}; fingerprint matches {}\n", r.dry_run ? "checked" : "imported", bundle_label,
-      h.index.size(), h.ns.name(),
-      r.signer      ? "signed by trusted key " + r.signer->hex()
-      : h.signature ? "signed by key " + h.signature->key_id.hex() + " (no --trust given: not checked against any)"
-                    : std::string("unsigned"),
-      r.target);
-  out += fmt::format("{}imported {}, already present {}, replaced (stale) {}, refused {}{}\n",
+  std::string out;
+  for (const auto& s : r.sections)
+    out += fmt::format("{} {}: {} entries of {}, {}; fingerprint matches {}\n", r.dry_run ? "checked" : "imported",
+                       bundle_label, s.entries, s.ns.name(),
+                       s.signer ? "signed by trusted key " + s.signer->hex()
+                       : s.signed_by
+                           ? "signed by key " + s.signed_by->hex() + " (no --trust given: not checked against any)"
+                           : std::string("unsigned"),
+                       s.target);
+  out += fmt::format("{}imported {}, already present {}, replaced (stale) {}, refused {}{}{}\n",
                      r.dry_run ? "dry run, would have: " : "", r.imported, r.already_present, r.replaced,
-                     r.refused.size(), r.dry_run ? " — nothing written" : "");
+                     r.refused.size(), r.removed ? fmt::format(", removed (delta) {}", r.removed) : "",
+                     r.dry_run ? " — nothing written" : "");
   return terminal_text(out);
 }
 
@@ -81,7 +133,7 @@ std::string import_json(const transfer::ImportResult& result, std::string_view b
   const auto& h = r.header;
   json j = {{"bundle", std::string(bundle)},
             {"namespace", h.ns.name()},
-            {"entries", h.index.size()},
+            {"entries", r.total_entries()},
             {"target", r.target},
             {"signed", h.signature.has_value()},
             {"signer", key_or_null(r.signer)},
@@ -91,11 +143,19 @@ std::string import_json(const transfer::ImportResult& result, std::string_view b
              {{"imported", r.imported},
               {"already_present", r.already_present},
               {"replaced", r.replaced},
+              {"removed", r.removed},
               {"refused", r.refused.size()}}},
             {"refused", json::array()}};
   for (const auto& x : r.refused)
     j["refused"].push_back(
         {{"kernel", x.kernel}, {"category", category_name(x.error.category)}, {"message", x.error.message}});
+  j["sections"] = json::array();
+  for (const auto& s : r.sections)
+    j["sections"].push_back({{"namespace", s.ns.name()},
+                             {"entries", s.entries},
+                             {"target", s.target},
+                             {"signed", s.signed_by.has_value()},
+                             {"signer", key_or_null(s.signer)}});
   return internal::json_text(j);
 }
 
@@ -127,7 +187,8 @@ std::string merge_json(const bundle::MergeResult& result, std::string_view outpu
                               {"second", c.second_bundle},
                               {"first_key", c.first_key.id.hex() + "/" + c.first_key.ir.hex()},
                               {"second_key", c.second_key.id.hex() + "/" + c.second_key.ir.hex()},
-                              {"same_key", c.same_key}});
+                              {"same_key", c.same_key},
+                              {"difference", c.difference}});
   return internal::json_text(j);
 }
 
@@ -137,16 +198,11 @@ std::string merge_conflicts_text(const bundle::MergeResult& result) {
   for (const auto& c : result.conflicts) {
     if (c.same_key)
       out += fmt::format(
-          "kcache: conflict: kernel '{}' has the same key (id {}, ir {}) in both {} and {} but different "
-          "module bytes (a non-reproducible build? `kcache build --check-reproducible` names such kernels)\n",
+          "kcache: conflict: kernel '{}' has the same key (id {}, ir {}) in both {} and {}, but {} (a "
+          "non-reproducible build? `kcache build --check-reproducible` names such kernels)\n",
           c.kernel, c.first_key.id.hex().substr(0, 16), c.first_key.ir.hex().substr(0, 16), c.first_bundle,
-          c.second_bundle);
-    else
-      out += fmt::format(
-          "kcache: conflict: kernel '{}' is ir {} in {} but ir {} in {} (built from different "
-          "sources or toolchains)\n",
-          c.kernel, c.first_key.ir.hex().substr(0, 16), c.first_bundle, c.second_key.ir.hex().substr(0, 16),
-          c.second_bundle);
+          c.second_bundle, c.difference);
+    else out += fmt::format("kcache: conflict: kernel '{}' was built differently: {}\n", c.kernel, c.difference);
   }
   out += fmt::format(
       "kcache: error: {} conflicting kernels; nothing written. Rebuild them from one source, or leave "
@@ -171,6 +227,11 @@ std::string bundle_text(const bundle::BundleSummary& summary, std::string_view b
                             "whether it is trusted)\n",
                             h.signature->key_id.hex())
                       : std::string("  unsigned\n");
+  if (h.delta)
+    text += fmt::format(
+        "  a delta on the bundle with BLAKE2b {} ({} entries): {} kept, {} removed, the entries "
+        "below added or replaced\n",
+        h.delta->base_digest.hex(), h.delta->base_entries, h.delta->kept.size(), h.delta->removed.size());
   text += fmt::format("  {} entries: {} of modules, {} of records, {} bundle\n", h.index.size(),
                       human_bytes(h.total_payload_bytes()), human_bytes(h.total_record_bytes()),
                       human_bytes(summary.bundle_bytes));
@@ -181,7 +242,9 @@ std::string bundle_text(const bundle::BundleSummary& summary, std::string_view b
   return terminal_text(text);
 }
 
-std::string bundle_json(const bundle::BundleSummary& summary, std::string_view bundle) {
+namespace {
+
+json bundle_object(const bundle::BundleSummary& summary, std::string_view bundle) {
   const auto& h = summary.header;
   json j = {{"bundle", std::string(bundle)},
             {"format_version", h.format_version},
@@ -215,6 +278,55 @@ std::string bundle_json(const bundle::BundleSummary& summary, std::string_view b
                             {"bytes", e.payload_size},
                             {"record_bytes", e.record_size},
                             {"digest", e.digest.hex()}});
+  if (h.delta)
+    j["delta"] = {{"base_digest", h.delta->base_digest.hex()},
+                  {"base_entries", h.delta->base_entries},
+                  {"kept", h.delta->kept.size()},
+                  {"removed", h.delta->removed}};
+  if (summary.error) j["error"] = summary.error->message;
+  return j;
+}
+
+}  // namespace
+
+std::string bundle_json(const bundle::BundleSummary& summary, std::string_view bundle) {
+  return internal::json_text(bundle_object(summary, bundle));
+}
+
+std::string release_text(const bundle::ReleaseSummary& summary, std::string_view bundle_label) {
+  if (!summary.release)
+    return summary.sections.empty() ? std::string() : bundle_text(summary.sections[0], bundle_label);
+  const auto& r = *summary.release;
+  std::string text =
+      terminal_text(fmt::format("{}: release bundle (format version {}), created {}, {} sections:\n", bundle_label,
+                                bundle::k_release_format_version, util::iso_time(r.created), r.sections.size()));
+  for (std::size_t i = 0; i < r.sections.size(); ++i) {
+    const auto& s = r.sections[i];
+    text += terminal_text(fmt::format("  section {}: {} ({} entries, {}, BLAKE2b {})\n", i + 1, s.ns.name(), s.entries,
+                                      human_bytes(s.size), s.digest.hex().substr(0, 16)));
+  }
+  for (std::size_t i = 0; i < summary.sections.size(); ++i)
+    text +=
+        bundle_text(summary.sections[i], fmt::format("{}, section {} of {}", bundle_label, i + 1, r.sections.size()));
+  return text;
+}
+
+std::string release_json(const bundle::ReleaseSummary& summary, std::string_view bundle) {
+  if (!summary.release) return summary.sections.empty() ? std::string() : bundle_json(summary.sections[0], bundle);
+  const auto& r = *summary.release;
+  bool ok = !summary.error && summary.sections.size() == r.sections.size();
+  json j = {{"bundle", std::string(bundle)},
+            {"format_version", bundle::k_release_format_version},
+            {"created", r.created},
+            {"sections", json::array()}};
+  for (std::size_t i = 0; i < r.sections.size(); ++i) {
+    json s = i < summary.sections.size() ? bundle_object(summary.sections[i], bundle) : json::object();
+    s["section_bytes"] = r.sections[i].size;
+    s["section_digest"] = r.sections[i].digest.hex();
+    if (i < summary.sections.size() && summary.sections[i].error) ok = false;
+    j["sections"].push_back(std::move(s));
+  }
+  j["ok"] = ok;
   if (summary.error) j["error"] = summary.error->message;
   return internal::json_text(j);
 }

@@ -8,6 +8,7 @@
 
 #include "kcache/bundle/inspect.hpp"
 #include "kcache/bundle/merge.hpp"
+#include "kcache/remote/oci.hpp"
 #include "kcache/transfer/transfer.hpp"
 
 #include <string>
@@ -27,9 +28,26 @@ std::string export_json(const transfer::ExportResult& result, std::string_view o
 /// kcache verify; rebuild them)"; empty when none was damaged.
 std::string export_damaged_text(const transfer::ExportResult& result);
 
+/// What a release export wrote: one export_text line per section (no
+/// bundle size), then the release's size and how many sections.
+std::string release_export_text(const transfer::ReleaseExportResult& result, std::string_view output_label);
+/// The same as JSON: `output`, `bundle_bytes`, `sections`: export_json's
+/// object per section.
+std::string release_export_json(const transfer::ReleaseExportResult& result, std::string_view output);
+
+/// What a push did: the reference, layers (sent, already in the registry),
+/// bytes sent, the manifest digest (what `oci://HOST/REPO@DIGEST` pins).
+std::string oci_push_text(const remote::OciPushResult& result, std::string_view file, std::string_view ref);
+/// The same as JSON: `reference`, `file`, `manifest_digest`, `layers`,
+/// `uploaded`, `present`, `bytes_sent`.
+std::string oci_push_json(const remote::OciPushResult& result, std::string_view file, std::string_view ref);
+/// What a pull fetched: layers, bytes written, the manifest digest.
+std::string oci_pull_text(const remote::OciPullResult& result, std::string_view ref, std::string_view file);
+
 /// Two lines on an import (or a dry run): what was checked against which
-/// target and how it is signed, then the counts per action. `bundle_label`
-/// names the input (bundle::BundleStream::label()).
+/// target and how it is signed (one line per section of a release), then
+/// the counts per action. `bundle_label` names the input
+/// (bundle::BundleStream::label()).
 std::string import_text(const transfer::ImportResult& result, std::string_view bundle_label);
 /// The same as JSON: `bundle` (the argument as given, "-" for stdin), the
 /// head's facts, the counts and every refused entry with its category.
@@ -60,5 +78,14 @@ std::string bundle_text(const bundle::BundleSummary& summary, std::string_view b
 /// `ok`, and `error` (the failure's message) when the check failed; `bundle`
 /// is the path argument as given.
 std::string bundle_json(const bundle::BundleSummary& summary, std::string_view bundle);
+
+/// A release: its head (created, each section's namespace, entries, size and
+/// digest), then bundle_text of each section read. A plain bundle: its
+/// bundle_text.
+std::string release_text(const bundle::ReleaseSummary& summary, std::string_view bundle_label);
+/// The same as JSON: `format_version` 4, `created`, `sections` (bundle_json's
+/// object of each, with `section_bytes` and `section_digest`), `ok`, and
+/// `error` for a failure of the release itself. A plain bundle: bundle_json.
+std::string release_json(const bundle::ReleaseSummary& summary, std::string_view bundle);
 
 }  // namespace kcache::report

@@ -29,6 +29,8 @@ class LmdbStore final : public Store {
   // lmdb_writer.cpp
   Result<PutSummary> put(const Namespace& ns, std::span<const Entry> entries) override;
   Result<PutSummary> put_stream(const Namespace& ns, const EntryStream& next) override;
+  Result<PutSummary> put_streams(std::span<const Namespace> namespaces, const NamespacedStream& next,
+                                 std::span<const NamespacedKernel> remove = {}) override;
   Result<void> put_failures(const Namespace& ns, std::span<const Failure> failures) override;
 
   // lmdb_remove.cpp
@@ -49,8 +51,9 @@ class LmdbStore final : public Store {
   /// put and put_stream: one write transaction fed one prepared entry at a
   /// time; any error returns early and ~Txn aborts, so nothing is written.
   /// (lmdb_writer.cpp)
-  Result<PutSummary> write_prepared(const Namespace& ns,
-                                    const std::function<Result<std::optional<internal::PreparedEntry>>()>& next);
+  Result<PutSummary> write_prepared(std::span<const Namespace> namespaces,
+                                    const std::function<Result<std::optional<internal::PreparedEntry>>()>& next,
+                                    std::span<const std::string> remove_keys = {});
 
   std::string store_name() const { return fmt::format("store {}", m_env->dir().string()); }
 

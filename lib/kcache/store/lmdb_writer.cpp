@@ -16,35 +16,65 @@ Result<PutSummary> LmdbStore::put(const Namespace& ns, std::span<const Entry> en
   auto prepared = internal::prepare_put(ns, entries);
   if (!prepared) return tl::unexpected(std::move(prepared).error().context(store_name()));
   std::size_t i = 0;
-  return write_prepared(ns, [&]() -> Result<std::optional<internal::PreparedEntry>> {
+  return write_prepared({&ns, 1}, [&]() -> Result<std::optional<internal::PreparedEntry>> {
     if (i == prepared->size()) return std::nullopt;
     return std::move((*prepared)[i++]);
   });
 }
 
 Result<PutSummary> LmdbStore::put_stream(const Namespace& ns, const EntryStream& next) {
-  if (m_read_only) return refuse_write(fmt::format("write entries into '{}'", ns.name()));
-  KCACHE_CHECK(internal::prepare_put(ns, {}));  // checks the namespace name before locking
-  return write_prepared(ns, [&]() -> Result<std::optional<internal::PreparedEntry>> {
+  return put_streams({&ns, 1}, [&]() -> Result<std::optional<NamespacedEntry>> {
     auto item = KCACHE_TRY(next());
     if (!item) return std::nullopt;
-    auto prepared = internal::prepare_put(ns, std::span<const Entry>(&*item, 1));
-    if (!prepared) return tl::unexpected(std::move(prepared).error().context(store_name()));
-    return std::move(prepared->front());
+    return NamespacedEntry{0, std::move(*item)};
   });
 }
 
+Result<PutSummary> LmdbStore::put_streams(std::span<const Namespace> namespaces, const NamespacedStream& next,
+                                          std::span<const NamespacedKernel> remove) {
+  if (m_read_only)
+    return refuse_write(fmt::format("write entries into '{}'{}", namespaces.empty() ? "" : namespaces[0].name(),
+                                    namespaces.size() > 1 ? " and other namespaces" : ""));
+  for (const auto& ns : namespaces)
+    KCACHE_CHECK(internal::prepare_put(ns, {}));  // checks the namespace name before locking
+  std::vector<std::string> remove_keys;
+  for (const auto& r : remove) {
+    if (r.ns >= namespaces.size())
+      return fail(Category::invalid_argument, "a removal for namespace {} of {}", r.ns, namespaces.size());
+    auto key = internal::entry_key(namespaces[r.ns].name(), r.kernel);
+    if (!key) return tl::unexpected(std::move(key).error().context(store_name()));
+    remove_keys.push_back(std::move(*key));
+  }
+  return write_prepared(
+      namespaces,
+      [&]() -> Result<std::optional<internal::PreparedEntry>> {
+        auto item = KCACHE_TRY(next());
+        if (!item) return std::nullopt;
+        if (item->ns >= namespaces.size())
+          return fail(Category::invalid_argument, "an entry for namespace {} of {}", item->ns, namespaces.size());
+        auto prepared = internal::prepare_put(namespaces[item->ns], std::span<const Entry>(&item->entry, 1));
+        if (!prepared) return tl::unexpected(std::move(prepared).error().context(store_name()));
+        return std::move(prepared->front());
+      },
+      remove_keys);
+}
+
 Result<PutSummary> LmdbStore::write_prepared(
-    const Namespace& ns, const std::function<Result<std::optional<internal::PreparedEntry>>()>& next) {
+    std::span<const Namespace> namespaces, const std::function<Result<std::optional<internal::PreparedEntry>>()>& next,
+    std::span<const std::string> remove_keys) {
   Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
   bool changed = false;
-  std::string ns_name = ns.name();
-  if (!KCACHE_TRY(txn.get(m_env->namespaces(), ns_name, "a namespace record"))) {
-    KCACHE_CHECK(txn.put(m_env->namespaces(), ns_name, internal::encode_namespace_record(ns),
-                         fmt::format("the record of namespace '{}'", ns_name)));
-    changed = true;
-  }
   PutSummary summary;
+  for (const auto& key : remove_keys)
+    if (KCACHE_TRY(delete_entry(txn, key))) ++summary.removed, changed = true;
+  for (const auto& ns : namespaces) {
+    std::string ns_name = ns.name();
+    if (!KCACHE_TRY(txn.get(m_env->namespaces(), ns_name, "a namespace record"))) {
+      KCACHE_CHECK(txn.put(m_env->namespaces(), ns_name, internal::encode_namespace_record(ns),
+                           fmt::format("the record of namespace '{}'", ns_name)));
+      changed = true;
+    }
+  }
   std::uint64_t written_bytes = 0;
   const auto now = m_clock.now();
   auto usage = internal::encode_usage({now, now});

@@ -143,35 +143,61 @@ class MemoryStore final : public Store {
     // Encode outside the lock, as the LMDB store does outside its write txn.
     auto prepared = KCACHE_TRY(internal::prepare_put(ns, entries));
     std::size_t i = 0;
-    return write_prepared(ns, [&]() -> Result<std::optional<internal::PreparedEntry>> {
+    return write_prepared({&ns, 1}, [&]() -> Result<std::optional<internal::PreparedEntry>> {
       if (i == prepared.size()) return std::nullopt;
       return std::move(prepared[i++]);
     });
   }
 
   Result<PutSummary> put_stream(const Namespace& ns, const EntryStream& next_entry) override {
-    KCACHE_CHECK(internal::prepare_put(ns, {}));
-    return write_prepared(ns, [&]() -> Result<std::optional<internal::PreparedEntry>> {
+    return put_streams({&ns, 1}, [&]() -> Result<std::optional<NamespacedEntry>> {
       auto item = KCACHE_TRY(next_entry());
       if (!item) return std::nullopt;
-      auto prepared = KCACHE_TRY(internal::prepare_put(ns, std::span<const Entry>(&*item, 1)));
-      return std::move(prepared.front());
+      return NamespacedEntry{0, std::move(*item)};
     });
+  }
+
+  Result<PutSummary> put_streams(std::span<const Namespace> namespaces, const NamespacedStream& next_entry,
+                                 std::span<const NamespacedKernel> remove = {}) override {
+    for (const auto& ns : namespaces) KCACHE_CHECK(internal::prepare_put(ns, {}));
+    std::vector<std::string> remove_keys;
+    for (const auto& r : remove) {
+      if (r.ns >= namespaces.size())
+        return fail(Category::invalid_argument, "a removal for namespace {} of {}", r.ns, namespaces.size());
+      remove_keys.push_back(KCACHE_TRY(internal::entry_key(namespaces[r.ns].name(), r.kernel)));
+    }
+    return write_prepared(
+        namespaces,
+        [&]() -> Result<std::optional<internal::PreparedEntry>> {
+          auto item = KCACHE_TRY(next_entry());
+          if (!item) return std::nullopt;
+          if (item->ns >= namespaces.size())
+            return fail(Category::invalid_argument, "an entry for namespace {} of {}", item->ns, namespaces.size());
+          auto prepared =
+              KCACHE_TRY(internal::prepare_put(namespaces[item->ns], std::span<const Entry>(&item->entry, 1)));
+          return std::move(prepared.front());
+        },
+        remove_keys);
   }
 
   /// put and put_stream: a copy of the state, published only when every
   /// entry was taken (all or nothing).
-  Result<PutSummary> write_prepared(const Namespace& ns,
-                                    const std::function<Result<std::optional<internal::PreparedEntry>>()>& next_entry) {
+  Result<PutSummary> write_prepared(std::span<const Namespace> namespaces,
+                                    const std::function<Result<std::optional<internal::PreparedEntry>>()>& next_entry,
+                                    std::span<const std::string> remove_keys = {}) {
     std::lock_guard lock(m_mutex);
     auto next = std::make_shared<State>(*m_state);
     bool changed = false;
-    std::string ns_name = ns.name();
-    if (!next->namespaces.contains(ns_name)) {
-      next->namespaces.emplace(ns_name, internal::encode_namespace_record(ns));
-      changed = true;
-    }
     PutSummary summary;
+    for (const auto& key : remove_keys)
+      if (next->entries.erase(key)) next->usage.erase(key), ++summary.removed, changed = true;
+    for (const auto& ns : namespaces) {
+      std::string ns_name = ns.name();
+      if (!next->namespaces.contains(ns_name)) {
+        next->namespaces.emplace(ns_name, internal::encode_namespace_record(ns));
+        changed = true;
+      }
+    }
     const auto now = m_clock.now();
     auto usage = internal::encode_usage({now, now});
     while (auto entry = KCACHE_TRY(next_entry())) {

@@ -227,6 +227,7 @@ struct PutSummary {
   std::size_t written = 0;          ///< new entries
   std::size_t replaced = 0;         ///< an entry of that name existed with another key or bytes
   std::size_t already_present = 0;  ///< an identical entry (same key and payload) was there
+  std::size_t removed = 0;          ///< entries put_streams removed on request
 };
 
 class Store {
@@ -253,6 +254,29 @@ class Store {
   /// unchanged) or from the store aborts the transaction. The writer lock is
   /// held while `next` runs, so `next` should be quick.
   virtual Result<PutSummary> put_stream(const Namespace& ns, const EntryStream& next) = 0;
+
+  /// An entry of a put across namespaces, with the index of its namespace
+  /// in the put's list.
+  struct NamespacedEntry {
+    std::size_t ns = 0;
+    Entry entry;
+  };
+  /// Yields a put_streams's entries as EntryStream does.
+  using NamespacedStream = std::function<Result<std::optional<NamespacedEntry>>()>;
+
+  /// A kernel put_streams removes: its namespace's index in the put's list.
+  struct NamespacedKernel {
+    std::size_t ns = 0;
+    std::string kernel;
+  };
+
+  /// As put_stream, into several namespaces in one transaction (a release
+  /// bundle's import: all of its namespaces or none). Records each listed
+  /// namespace's fingerprint record if new; first removes the entries
+  /// `remove` names (a delta bundle's removals; absent ones are no error).
+  /// invalid_argument for an entry whose index is outside `namespaces`.
+  virtual Result<PutSummary> put_streams(std::span<const Namespace> namespaces, const NamespacedStream& next,
+                                         std::span<const NamespacedKernel> remove = {}) = 0;
 
   /// Records `failures` in `ns` in one transaction, replacing the failure
   /// record of the same kernel, and `ns`'s namespace record if new. Never

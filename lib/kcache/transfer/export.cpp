@@ -1,12 +1,16 @@
 #include "kcache/transfer/transfer.hpp"
 
+#include "kcache/bundle/release.hpp"
 #include "kcache/compile/compiler.hpp"
+#include "kcache/device/pipeline_entry.hpp"
 #include "kcache/util/glob.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 namespace kcache::transfer {
 namespace {
@@ -49,6 +53,7 @@ Result<Namespace> choose_namespace(const ExportSelection& sel, store::Reader& re
 }
 
 bool selected(const ExportSelection& sel, std::string_view kernel) {
+  if (sel.kernels && !sel.kernels->contains(kernel)) return false;
   if (sel.kernel_globs.empty()) return true;
   return std::any_of(sel.kernel_globs.begin(), sel.kernel_globs.end(),
                      [&](const std::string& g) { return util::match_glob(g, kernel); });
@@ -61,48 +66,191 @@ std::vector<Field> bundle_tool_versions() {
   return {{"kcache", KCACHE_VERSION}, {"glslang", v.glslang}, {"spirv-tools", v.spirv_tools}};
 }
 
+namespace {
+
+/// export_bundle inside the caller's snapshot.
+Result<ExportResult> export_from(store::Reader& reader, const ExportSelection& selection, const BundleStream& out,
+                                 const ExportOptions& options) {
+  ExportResult result;
+  result.ns = KCACHE_TRY(choose_namespace(selection, reader, "the store"));
+  bundle::BundleHeader header;
+  header.ns = result.ns;
+  header.tool_versions = bundle_tool_versions();
+  header.created = options.created;
+  std::string ns_name = result.ns.name();
+  // Pass 1 indexes (one entry decoded at a time); pass 2 fetches each entry
+  // again as the writer asks for it. Both run in this one snapshot, so a
+  // concurrent build cannot change an entry between the passes.
+  // A delta: BASE's kernels and keys; an entry under the same key is kept
+  // (BASE ships it), any other is added or replaced.
+  std::map<std::string, Key, std::less<>> base;
+  std::vector<std::string> base_order;
+  if (!options.since.empty()) {
+    auto base_head = KCACHE_TRY(bundle::BundleReader::open_file(options.since));
+    const auto& bh = base_head.header();
+    if (bh.delta)
+      return fail(Category::invalid_argument, "--since {}: a delta bundle; name the whole bundle it applies to",
+                  options.since.string());
+    if (!(bh.ns == result.ns))
+      return fail(Category::invalid_argument, "--since {} holds {}, not {}", options.since.string(), bh.ns.name(),
+                  ns_name);
+    for (const auto& ie : bh.index) base.emplace(ie.kernel, ie.key), base_order.push_back(ie.kernel);
+  }
+  std::set<std::string, std::less<>> kept;
+  std::uint64_t newest = 0;
+  KCACHE_CHECK(reader.scan(ns_name, [&](Entry&& e) {
+    if (selected(selection, e.kernel)) {
+      if (auto it = base.find(e.kernel); it != base.end() && it->second == e.key) {
+        kept.insert(e.kernel);
+        return true;
+      }
+      header.index.push_back(bundle::index_entry(e));
+      newest = std::max(newest, e.created);
+    }
+    return true;
+  }));
+  if (!options.since.empty()) {
+    bundle::DeltaBase d;
+    d.base_digest = KCACHE_TRY(bundle::describe_section(options.since)).digest;
+    d.base_entries = static_cast<std::uint32_t>(base_order.size());
+    std::vector<std::pair<std::string, Key>> with_keys;
+    std::set<std::string_view> shipped;
+    for (const auto& ie : header.index) shipped.insert(ie.kernel);
+    for (const auto& k : base_order) {
+      if (kept.contains(k)) {
+        d.kept.push_back(k);
+        with_keys.emplace_back(k, base.at(k));
+      } else if (!shipped.contains(k)) {
+        d.removed.push_back(k);
+      }
+    }
+    d.kept_digest = bundle::kept_entries_digest(with_keys);
+    result.kept = d.kept.size();
+    result.removed = d.removed.size();
+    header.delta = std::move(d);
+  }
+  if (options.created == 0) header.created = newest;
+  for (const auto& d : reader.damaged())
+    if (d.ns == ns_name && selected(selection, d.kernel)) result.damaged.push_back(d);
+  if (header.index.empty() && !selection.kernel_globs.empty())
+    return fail(Category::not_found, "no entry of {} matches --kernel {}{}", ns_name,
+                fmt::join(selection.kernel_globs, " --kernel "),
+                result.damaged.empty()
+                    ? ""
+                    : fmt::format(" but {} damaged ones (run kcache verify; rebuild them)", result.damaged.size()));
+  for (const auto& ie : header.index) {
+    result.record_bytes += ie.record_size;
+    result.payload_bytes += ie.payload_size;
+  }
+  result.entries = header.index.size();
+  bundle::EntrySource source = [&](std::size_t i) -> Result<Entry> {
+    auto e = KCACHE_TRY(reader.get(ns_name, header.index[i].kernel));
+    if (!e) return fail(Category::corruption, "entry '{}' vanished from its snapshot", header.index[i].kernel);
+    return std::move(*e);
+  };
+  // Both passes read this one snapshot, so no record can differ from its
+  // index entry: the writer's second BLAKE2b of every record is skipped.
+  auto write = options.write;
+  write.check_records = false;
+  KCACHE_CHECK(bundle::write_stream(out, header, source, write));
+  if (options.write.sign) result.signer = bundle::key_id(options.write.sign->public_key);
+  result.bundle_bytes = bundle::written_size(out);
+  return result;
+}
+
+/// The sections of a release: the namespaces named, and for a device class
+/// its pipelines with the SPIR-V modules they were built from. SPIR-V first,
+/// so that an importer has met a pipeline's module before the pipeline.
+Result<std::vector<ExportSelection>> release_sections(store::Reader& reader, const ReleaseSelection& sel) {
+  std::vector<ExportSelection> out;
+  for (const auto& name : sel.namespaces) {
+    ExportSelection s;
+    s.ns_name = name;
+    s.kernel_globs = sel.kernel_globs;
+    out.push_back(std::move(s));
+  }
+  if (!sel.for_device.empty()) {
+    ExportSelection pipelines;
+    pipelines.ns_name = "vulkan/" + sel.for_device;
+    pipelines.kernel_globs = sel.kernel_globs;
+    const auto ns = KCACHE_TRY(choose_namespace(pipelines, reader, "the store"));
+    std::map<std::string, std::set<std::string, std::less<>>> modules;  // spirv namespace -> kernels
+    std::optional<Error> bad;
+    KCACHE_CHECK(reader.scan(ns.name(), [&](Entry&& e) {
+      if (!selected(pipelines, e.kernel)) return true;
+      auto recipe = device::read_pipeline_recipe(e);
+      if (!recipe) {
+        bad = std::move(recipe).error().context(fmt::format("pipeline '{}' of {}", e.kernel, ns.name()));
+        return false;
+      }
+      modules[recipe->spirv_namespace].insert(e.kernel);
+      return true;
+    }));
+    if (bad) return tl::unexpected(std::move(*bad));
+    if (modules.empty())
+      return fail(Category::not_found, "the store holds no pipelines of {}{}: build for that device first", ns.name(),
+                  sel.kernel_globs.empty() ? "" : " matching --kernel");
+    for (auto& [spirv, kernels] : modules) {
+      for (const auto& k : kernels) {
+        auto e = KCACHE_TRY(reader.get(spirv, k));
+        if (!e)
+          return fail(Category::not_found,
+                      "pipeline '{}' of {} was built from a SPIR-V module of {} that this store does not hold: "
+                      "rebuild it, or import {} first",
+                      k, ns.name(), spirv, spirv);
+      }
+      ExportSelection s;
+      s.ns_name = spirv;
+      s.kernels = std::move(kernels);
+      out.push_back(std::move(s));
+    }
+    out.push_back(std::move(pipelines));
+  }
+  std::stable_partition(out.begin(), out.end(),
+                        [](const ExportSelection& s) { return s.ns_name.starts_with("spirv/"); });
+  std::set<std::string> seen;
+  for (const auto& s : out)
+    if (!seen.insert(s.ns_name).second)
+      return fail(Category::invalid_argument, "namespace {} is named twice (a release holds each once)", s.ns_name);
+  return out;
+}
+
+}  // namespace
+
 Result<ExportResult> export_bundle(store::Store& store, const ExportSelection& selection, const BundleStream& out,
                                    const ExportOptions& options) {
   ExportResult result;
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
-    result.ns = KCACHE_TRY(choose_namespace(selection, reader, "the store"));
-    bundle::BundleHeader header;
-    header.ns = result.ns;
-    header.tool_versions = bundle_tool_versions();
-    header.created = options.created;
-    std::string ns_name = result.ns.name();
-    // Pass 1 indexes (one entry decoded at a time); pass 2 fetches each entry
-    // again as the writer asks for it. Both run in this one snapshot, so a
-    // concurrent build cannot change an entry between the passes.
-    KCACHE_CHECK(reader.scan(ns_name, [&](Entry&& e) {
-      if (selected(selection, e.kernel)) header.index.push_back(bundle::index_entry(e));
-      return true;
-    }));
-    for (const auto& d : reader.damaged())
-      if (d.ns == ns_name && selected(selection, d.kernel)) result.damaged.push_back(d);
-    if (header.index.empty() && !selection.kernel_globs.empty())
-      return fail(Category::not_found, "no entry of {} matches --kernel {}{}", ns_name,
-                  fmt::join(selection.kernel_globs, " --kernel "),
-                  result.damaged.empty()
-                      ? ""
-                      : fmt::format(" but {} damaged ones (run kcache verify; rebuild them)", result.damaged.size()));
-    for (const auto& ie : header.index) {
-      result.record_bytes += ie.record_size;
-      result.payload_bytes += ie.payload_size;
-    }
-    result.entries = header.index.size();
-    bundle::EntrySource source = [&](std::size_t i) -> Result<Entry> {
-      auto e = KCACHE_TRY(reader.get(ns_name, header.index[i].kernel));
-      if (!e) return fail(Category::corruption, "entry '{}' vanished from its snapshot", header.index[i].kernel);
-      return std::move(*e);
-    };
-    // Both passes read this one snapshot, so no record can differ from its
-    // index entry: the writer's second BLAKE2b of every record is skipped.
-    auto write = options.write;
-    write.check_records = false;
-    return bundle::write_stream(out, header, source, write);
+    result = KCACHE_TRY(export_from(reader, selection, out, options));
+    return {};
   }));
-  if (options.write.sign) result.signer = bundle::key_id(options.write.sign->public_key);
+  return result;
+}
+
+Result<ReleaseExportResult> export_release(store::Store& store, const ReleaseSelection& selection,
+                                           const BundleStream& out, const ExportOptions& options) {
+  if (selection.scratch.empty())
+    return fail(Category::invalid_argument, "a release is assembled in a scratch folder; none was given");
+  ReleaseExportResult result;
+  std::vector<std::filesystem::path> files;
+  // A section's creation time is its newest entry's, so that a namespace
+  // that did not change exports to the same bytes in the next release: a
+  // registry then already has its layer (remote/OCI.md).
+  ExportOptions section_options = options;
+  section_options.created = 0;
+  if (!options.since.empty())
+    return fail(Category::invalid_argument, "a release holds whole namespaces: --since writes a delta of one");
+  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
+    auto sections = KCACHE_TRY(release_sections(reader, selection));
+    for (std::size_t i = 0; i < sections.size(); ++i) {
+      BundleStream part;
+      part.path = selection.scratch / fmt::format("section-{}.kcb", i);
+      result.sections.push_back(KCACHE_TRY(export_from(reader, sections[i], part, section_options)));
+      files.push_back(part.path);
+    }
+    return {};
+  }));
+  KCACHE_CHECK(bundle::write_release(out, options.created, files));
   result.bundle_bytes = bundle::written_size(out);
   return result;
 }

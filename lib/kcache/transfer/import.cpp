@@ -2,6 +2,8 @@
 
 #include "kcache/core/key_binding.hpp"
 
+#include "kcache/bundle/merge.hpp"
+#include "kcache/bundle/release.hpp"
 #include "kcache/compile/compiler.hpp"
 #include "kcache/core/cuda.hpp"
 #include "kcache/device/device.hpp"
@@ -237,6 +239,7 @@ std::optional<ImportConflict> find_conflict(const Entry& incoming, const StoredF
     if ((difference = product_difference(stored, incoming))) kind = ConflictKind::same_key_other_bytes;
   } else if (incoming.created < stored.created) {
     kind = ConflictKind::older;
+    difference = bundle::record_difference(stored, incoming, "the store", "the bundle");
   }
   if (!kind) return std::nullopt;
   return ImportConflict{incoming.kernel,
@@ -259,10 +262,10 @@ Error conflict_error(const ImportConflict& c) {
                         "rebuild it, or pass --replace to take the bundle's entry",
                         c.bundle_key.ir.hex().substr(0, 16), c.difference)};
   return {Category::validation_failed,
-          fmt::format("the bundle's entry was built {} ({}), before the stored one built {} ({}): importing it "
-                      "would roll the kernel back to an older build; pass --replace to take the older entry",
-                      util::iso_time(c.bundle_created), c.bundle_key.ir.hex().substr(0, 16),
-                      util::iso_time(c.stored_created), c.stored_key.ir.hex().substr(0, 16))};
+          fmt::format("the bundle's entry was built {}, before the stored one built {}, and differs from it ({}): "
+                      "importing it would roll the kernel back to an older build; pass --replace to take the "
+                      "older entry",
+                      util::iso_time(c.bundle_created), util::iso_time(c.stored_created), c.difference)};
 }
 
 ImportAction classify(const Entry& incoming, const StoredEntries& stored) {
@@ -319,75 +322,261 @@ std::string_view conflict_kind_name(ConflictKind k) {
   return "?";
 }
 
+namespace {
+
+/// The target a section of a bundle is checked against. In a release, a
+/// SPIR-V section is portable (its own target environment); --device and
+/// --fingerprint name the device the release's vulkan and CUDA sections are
+/// for.
+ImportTarget section_target(const ImportTarget& given, const Namespace& ns, bool in_release) {
+  if (in_release && ns.backend == "spirv") return {};
+  return given;
+}
+
+/// The namespace a section's entries go to. A vulkan bundle of fingerprint
+/// schema 1 (its record names one card) goes to its compatibility class,
+/// where every card of that GPU model and driver finds it.
+Namespace destination(const Namespace& ns) { return ns.backend == "vulkan" ? vulkan_namespace(ns.record) : ns; }
+
+/// Checks `ns` (a section as the bundle has it) against its target; the
+/// target in words.
+Result<Target> check_target(store::Store& store, const Namespace& ns, const ImportTarget& t, const std::string& label) {
+  auto target = KCACHE_TRY(resolve_target(store, destination(ns), t));
+  if (auto diffs = diff_fingerprints(compatible_record(ns.record), compatible_record(target.record)); !diffs.empty())
+    return fail(Category::fingerprint_mismatch, "{} ({}) does not match {}: {}", label, ns.name(), target.text,
+                describe_differences(diffs, "bundle", "target"));
+  return target;
+}
+
+/// Every stored entry of `ns_name` (payloads dropped): a release's conflict
+/// snapshot, taken before its sections' heads are read.
+Result<StoredEntries> stored_namespace(store::Store& store, const std::string& ns_name) {
+  StoredEntries out;
+  KCACHE_CHECK(store.read([&](store::Reader& r) -> Result<void> {
+    for (const auto& rec : KCACHE_TRY(r.namespace_records()))
+      if (rec.ns.name() == ns_name)
+        return r.scan(ns_name, [&](Entry&& e) {
+          e.payload = {};
+          out.emplace(e.kernel, std::move(e));
+          return true;
+        });
+    return {};
+  }));
+  return out;
+}
+
+/// Every SPIR-V module the store holds: what a release's pipelines may be
+/// built from besides its own SPIR-V sections.
+Result<SpirvModules> all_spirv_modules(store::Store& store) {
+  SpirvModules out;
+  KCACHE_CHECK(store.read([&](store::Reader& r) -> Result<void> {
+    for (const auto& rec : KCACHE_TRY(r.namespace_records())) {
+      if (rec.ns.backend != "spirv") continue;
+      const std::string name = rec.ns.name();
+      KCACHE_CHECK(r.scan(name, [&](Entry&& e) {
+        out.emplace(std::pair{name, e.kernel}, e.payload_digest);
+        return true;
+      }));
+    }
+    return {};
+  }));
+  return out;
+}
+
+/// A delta bundle applies to a store that holds the entries of its BASE it
+/// keeps (same kernels, same keys); the kernels it removes that the store
+/// holds are removed in the import's transaction (returned here). not_found
+/// naming the kept kernels the store lacks; fingerprint_mismatch when it
+/// holds them under other keys (another build than BASE's).
+Result<std::vector<std::string>> check_delta_base(store::Store& store, const std::string& ns_name,
+                                                  const bundle::DeltaBase& d, const std::string& label) {
+  std::vector<std::string> missing, present_removed;
+  std::vector<std::pair<std::string, Key>> held;
+  KCACHE_CHECK(store.read([&](store::Reader& r) -> Result<void> {
+    for (const auto& k : d.kept) {
+      auto e = KCACHE_TRY(r.get(ns_name, k));
+      if (!e) missing.push_back(k);
+      else held.emplace_back(k, e->key);
+    }
+    for (const auto& k : d.removed)
+      if (KCACHE_TRY(r.get(ns_name, k))) present_removed.push_back(k);
+    return {};
+  }));
+  const std::string base = d.base_digest.hex().substr(0, 16);
+  if (!missing.empty()) {
+    std::string names;
+    for (std::size_t i = 0; i < missing.size() && i < 5; ++i)
+      names += fmt::format("{}'{}'", i ? ", " : "", util::shown_untrusted(missing[i]));
+    return fail(Category::not_found,
+                "{} is a delta on the bundle with BLAKE2b {}...; the store lacks {} of the {} entries of it the "
+                "delta keeps: {}{}: import that bundle first, then this delta",
+                label, base, missing.size(), d.kept.size(), names,
+                missing.size() > 5 ? fmt::format(" and {} more", missing.size() - 5) : "");
+  }
+  if (bundle::kept_entries_digest(held) != d.kept_digest)
+    return fail(Category::fingerprint_mismatch,
+                "{} is a delta on the bundle with BLAKE2b {}...; the store holds the {} kernels of it the delta "
+                "keeps, but not all as that bundle built them (other keys): import that bundle first, then this "
+                "delta",
+                label, base, d.kept.size());
+  return present_removed;
+}
+
+/// One section of the bundle being imported, with what its entries are
+/// checked against.
+struct Section {
+  explicit Section(bundle::BundleReader r) : reader(std::move(r)) {}
+  bundle::BundleReader reader;
+  std::size_t index = 0;  ///< in the bundle, and in the put's namespace list
+  std::string label;
+  const Target* target = nullptr;
+  const StoredEntries* stored = nullptr;
+  std::unique_ptr<ValidatorWindow> window;
+};
+
+}  // namespace
+
+std::size_t ImportResult::total_entries() const {
+  std::size_t n = 0;
+  for (const auto& s : sections) n += s.entries;
+  return sections.empty() ? header.index.size() : n;
+}
+
 Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, const ImportOptions& options) {
   bundle::ReadLimits limits = options.limits;
   if (limits.threads == 0) limits.threads = 1;  // ImportOptions::jobs says why
-  auto reader = KCACHE_TRY(bundle::open_stream(in, limits));
+  auto release = KCACHE_TRY(bundle::ReleaseReader::open(in, limits));
+  const bool is_release = release.release().has_value();
   ImportResult result;
   result.dry_run = options.dry_run;
-  // The reader's head serves until the end, when it moves into the result:
-  // a copy would double what a large index costs.
-  const bundle::BundleHeader& header = reader.header();
-  const Namespace& ns = header.ns;
-  // The namespace the entries go to. A vulkan bundle of fingerprint schema 1
-  // (its record names one card) goes to its compatibility class, where every
-  // card of that GPU model and driver finds it.
-  const Namespace into = ns.backend == "vulkan" ? vulkan_namespace(ns.record) : ns;
-  // Everything that needs only the head comes first: a foreign or untrusted
-  // bundle is refused before a byte of payload is decompressed.
-  auto target = KCACHE_TRY(resolve_target(store, into, options.target));
-  result.target = target.text;
-  if (auto diffs = diff_fingerprints(compatible_record(ns.record), compatible_record(target.record)); !diffs.empty())
-    return fail(Category::fingerprint_mismatch, "{} ({}) does not match {}: {}", in.label(), ns.name(), target.text,
-                describe_differences(diffs, "bundle", "target"));
-  if (!options.trusted.empty())
-    result.signer = KCACHE_TRY(bundle::in_context(bundle::verify_signature(header, options.trusted), in.label()));
 
-  // Nothing to import: check the rest of the file (trailer digest) and write
-  // nothing, not even the namespace record, which would leave an empty
+  // Everything that needs only heads comes first: a foreign or untrusted
+  // bundle is refused before a byte of payload is decompressed. A release
+  // lists every section's namespace in its head, so each is checked against
+  // its target before the first section is read.
+  std::vector<Namespace> into;                           // per section: where its entries go
+  std::vector<Target> targets;                           // per section
+  std::vector<StoredEntries> stored;                     // per section: the conflict snapshot
+  std::optional<SpirvModules> modules;                   // the modules pipelines may name
+  std::vector<store::Store::NamespacedKernel> removals;  // a delta's, that the store holds
+  if (is_release) {
+    bool vulkan = false;
+    for (const auto& s : release.release()->sections) {
+      targets.push_back(KCACHE_TRY(check_target(store, s.ns, section_target(options.target, s.ns, true), in.label())));
+      into.push_back(destination(s.ns));
+      vulkan = vulkan || s.ns.backend == "vulkan";
+    }
+    // The snapshots the conflict rules compare with, read before the write
+    // transaction begins (the Store interface allows no read from inside
+    // it). The sections' indexes come later in the stream, so each
+    // namespace is read whole.
+    for (const auto& ns : into) stored.push_back(KCACHE_TRY(stored_namespace(store, ns.name())));
+    if (vulkan) modules = KCACHE_TRY(all_spirv_modules(store));
+  }
+
+  std::unique_ptr<Section> cur;
+  std::size_t opened = 0;
+  // Opens the next section: its head checked (against the release head by
+  // the reader; here its fingerprint and signature). false after the last.
+  auto open_next = [&]() -> Result<bool> {
+    if (cur) {
+      cur->window.reset();  // its checks read the section's index
+      if (cur->index == 0) result.header = cur->reader.take_header();
+      cur.reset();
+    }
+    auto reader = KCACHE_TRY(release.next_section());
+    if (!reader) {
+      KCACHE_CHECK(release.finish());
+      return false;
+    }
+    cur = std::make_unique<Section>(std::move(*reader));
+    cur->index = opened++;
+    cur->label = release.section_label();
+    const bundle::BundleHeader& header = cur->reader.header();
+    if (!is_release) {
+      targets.push_back(KCACHE_TRY(check_target(store, header.ns, options.target, in.label())));
+      into.push_back(destination(header.ns));
+    }
+    cur->target = &targets[cur->index];
+    ImportedSection seen{header.ns, header.index.size(), cur->target->text, std::nullopt,
+                         header.signature ? std::optional(header.signature->key_id) : std::nullopt};
+    if (!options.trusted.empty())
+      seen.signer = KCACHE_TRY(bundle::in_context(bundle::verify_signature(header, options.trusted), cur->label));
+    if (cur->index == 0) result.signer = seen.signer, result.target = seen.target;
+    result.sections.push_back(std::move(seen));
+    if (!is_release) {
+      if (header.ns.backend == "vulkan") modules = KCACHE_TRY(spirv_modules(store, header));
+      // The snapshot the conflict rules compare with, read before the write
+      // transaction begins: while put_stream pulls entries the store holds
+      // its writer lock, and the Store interface allows no read from inside
+      // it (the memory store's lock is not reentrant). A writer that changes
+      // one of these kernels in between is not compared; docs/design.md
+      // "Import policy".
+      stored.push_back(KCACHE_TRY(stored_entries(store, into.back().name(), header)));
+      if (header.delta)
+        for (auto& k : KCACHE_TRY(check_delta_base(store, into.back().name(), *header.delta, in.label())))
+          removals.push_back({0, std::move(k)});
+    } else if (header.delta) {
+      return fail(Category::corruption, "{}: a delta bundle inside a release", cur->label);
+    }
+    cur->stored = &stored[cur->index];
+    Section& section = *cur;
+    const Namespace& ns = header.ns;
+    // The next entry costs the reader its record and the decoded entry, then
+    // its validation.
+    ValidatorWindow::Budget budget{
+        k_validate_budget, [](const Entry& e) { return validation_cost(e.payload_kind, e.payload.size()); },
+        [&section]() -> std::uint64_t {
+          const auto& index = section.reader.header().index;
+          const std::size_t i = section.reader.entries_read();
+          if (i >= index.size()) return 0;
+          const auto& ie = index[i];
+          return std::max(2 * ie.record_size, validation_cost(ie.payload_kind, ie.payload_size));
+        }};
+    cur->window = KCACHE_TRY(ValidatorWindow::start(
+        util::worker_threads(options.jobs),
+        [&section, &ns](const Entry& e) { return check_for_import(e, ns, section.target->record); },
+        std::move(budget)));
+    return true;
+  };
+
+  KCACHE_CHECK(open_next());
+  // Nothing to import: check the rest of the file (trailer digests) and
+  // write nothing, not even a namespace record, which would leave an empty
   // namespace (and a new store) behind.
-  if (header.index.empty()) {
-    if (auto e = KCACHE_TRY(bundle::in_context(reader.next(), in.label())))
-      return fail(Category::corruption, "{}: an entry the index does not list", in.label());
-    KCACHE_CHECK(bundle::in_context(reader.finish(), in.label()));
+  const std::uint64_t declared = [&] {
+    if (!is_release) return static_cast<std::uint64_t>(cur->reader.header().index.size());
+    std::uint64_t n = 0;
+    for (const auto& s : release.release()->sections) n += s.entries;
+    return n;
+  }();
+  if (declared == 0 && removals.empty()) {
+    while (cur) {
+      if (auto e = KCACHE_TRY(bundle::in_context(cur->reader.next(), cur->label)))
+        return fail(Category::corruption, "{}: an entry the index does not list", cur->label);
+      KCACHE_CHECK(bundle::in_context(cur->reader.finish(), cur->label));
+      if (!KCACHE_TRY(open_next())) break;
+    }
     result.empty_bundle = true;
-    result.header = reader.take_header();
     return result;
   }
 
   std::string origin = in.fd >= 0 ? in.label() : "bundle " + in.path.filename().string();
-  // Reads, checks and validates the next entry; invalid entries are
-  // recorded and skipped, so every refusal is listed, not just the first.
+  // Reads, checks and validates the next entry of the current section;
+  // invalid entries are recorded and skipped, so every refusal is listed,
+  // not just the first.
   auto read = [&]() -> Result<std::optional<Entry>> {
-    auto e = KCACHE_TRY(bundle::in_context(reader.next(), in.label()));
-    if (!e) KCACHE_CHECK(bundle::in_context(reader.finish(), in.label()));
+    auto e = KCACHE_TRY(bundle::in_context(cur->reader.next(), cur->label));
+    if (!e) KCACHE_CHECK(bundle::in_context(cur->reader.finish(), cur->label));
     return e;
   };
-  std::optional<SpirvModules> modules;
-  if (ns.backend == "vulkan") modules = KCACHE_TRY(spirv_modules(store, header));
-  // The snapshot the conflict rules compare with, read before the write
-  // transaction begins: while put_stream pulls entries the store holds its
-  // writer lock, and the Store interface allows no read from inside it (the
-  // memory store's lock is not reentrant). A writer that changes one of
-  // these kernels in between is not compared; docs/design.md "Import policy".
-  const StoredEntries stored = KCACHE_TRY(stored_entries(store, into.name(), header));
-  // The next entry costs the reader its record and the decoded entry, then
-  // its validation.
-  ValidatorWindow::Budget budget{
-      k_validate_budget, [](const Entry& e) { return validation_cost(e.payload_kind, e.payload.size()); },
-      [&]() -> std::uint64_t {
-        const std::size_t i = reader.entries_read();
-        if (i >= header.index.size()) return 0;
-        const auto& ie = header.index[i];
-        return std::max(2 * ie.record_size, validation_cost(ie.payload_kind, ie.payload_size));
-      }};
-  auto window = KCACHE_TRY(ValidatorWindow::start(
-      util::worker_threads(options.jobs), [&](const Entry& e) { return check_for_import(e, ns, target.record); },
-      std::move(budget)));
-  auto next_valid = [&]() -> Result<std::optional<Entry>> {
-    for (;;) {
-      auto checked = KCACHE_TRY(window->next(read));
-      if (!checked) return std::optional<Entry>{};
+  auto next_valid = [&]() -> Result<std::optional<store::Store::NamespacedEntry>> {
+    while (cur) {
+      auto checked = KCACHE_TRY(cur->window->next(read));
+      if (!checked) {
+        KCACHE_CHECK(open_next());
+        continue;
+      }
       if (!checked->result) {
         result.refused.push_back({checked->item.kernel, std::move(checked->result).error()});
         continue;
@@ -400,13 +589,13 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
         checked->item.validation = *checked->result->validation;
         checked->item.validation_note = std::move(checked->result->note);
       }
-      if (modules)
+      if (modules && checked->item.payload_kind == PayloadKind::pipeline_cache)
         if (auto present = check_module_present(checked->item, *modules); !present) {
           result.refused.push_back({checked->item.kernel, std::move(present).error()});
           continue;
         }
       // After a re-wrap, so that the payload compared is the one stored.
-      if (auto it = stored.find(checked->item.kernel); it != stored.end())
+      if (auto it = cur->stored->find(checked->item.kernel); it != cur->stored->end())
         if (auto conflict = find_conflict(checked->item, it->second)) {
           result.conflicts.push_back(std::move(*conflict));
           if (!options.replace) {
@@ -414,29 +603,32 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
             continue;
           }
         }
+      // A release's pipelines may be built from its own modules.
+      if (modules && checked->item.payload_kind == PayloadKind::spirv)
+        (*modules)[{into[cur->index].name(), checked->item.kernel}] = checked->item.payload_digest;
       checked->item.origin_kind = OriginKind::imported;
       checked->item.origin_detail = origin;
-      return std::optional<Entry>{std::move(checked->item)};
+      return std::optional<store::Store::NamespacedEntry>{{cur->index, std::move(checked->item)}};
     }
+    return std::optional<store::Store::NamespacedEntry>{};
   };
 
+  result.removed = removals.size();
   if (options.dry_run) {
     while (auto e = KCACHE_TRY(next_valid())) {
-      switch (classify(*e, stored)) {
+      switch (classify(e->entry, stored[e->ns])) {
         case ImportAction::imported: ++result.imported; break;
         case ImportAction::already_present: ++result.already_present; break;
         default: ++result.replaced; break;
       }
     }
-    window.reset();
-    result.header = reader.take_header();
     return result;
   }
 
   // The write: one transaction fed one entry at a time. A refusal found
-  // anywhere (or damage found by finish() at the very end) aborts it.
+  // anywhere (or damage found by a finish() at the very end) aborts it.
   static constexpr std::string_view k_refused = "entries refused";
-  auto stream = [&]() -> Result<std::optional<Entry>> {
+  auto stream = [&]() -> Result<std::optional<store::Store::NamespacedEntry>> {
     auto e = KCACHE_TRY(next_valid());
     if (!e && !result.refused.empty()) return fail(Category::validation_failed, "{}", k_refused);
     if (!result.refused.empty()) {
@@ -446,20 +638,17 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
     }
     return e;
   };
-  auto summary = store.put_stream(into, stream);
-  window.reset();
+  auto summary = store.put_streams(into, stream, removals);
+  if (cur) cur->window.reset();
   if (!summary) {
-    if (!result.refused.empty() && summary.error().message == k_refused) {
-      result.header = reader.take_header();
-      return result;
-    }
+    if (!result.refused.empty() && summary.error().message == k_refused) return result;
     return tl::unexpected(std::move(summary).error());
   }
-  result.header = reader.take_header();
   result.imported = summary->written;
   result.replaced = summary->replaced;
   result.already_present = summary->already_present;
-  result.written = summary->written + summary->replaced > 0;
+  result.removed = summary->removed;
+  result.written = summary->written + summary->replaced + summary->removed > 0;
   return result;
 }
 
@@ -470,10 +659,10 @@ std::optional<Error> import_verdict(const ImportResult& r, bool replace, std::st
     return Error{Category::validation_failed,
                  fmt::format("{} of {} entries of {} conflict with the store's entries; nothing {} imported. Pass "
                              "--replace to take the bundle's entries anyway",
-                             r.conflicts.size(), r.header.index.size(), label, r.dry_run ? "would be" : "was")};
+                             r.conflicts.size(), r.total_entries(), label, r.dry_run ? "would be" : "was")};
   return Error{
       Category::corruption,
-      fmt::format("{} of {} entries of {} {}; nothing was imported", r.refused.size(), r.header.index.size(), label,
+      fmt::format("{} of {} entries of {} {}; nothing was imported", r.refused.size(), r.total_entries(), label,
                   conflict_refusals == 0
                       ? std::string("failed validation")
                       : fmt::format("failed validation or conflict with the store ({} conflicts)", conflict_refusals))};

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,11 +39,15 @@ struct ExportSelection {
   std::string backend;  ///< with `fingerprint`, an alternative to ns_name
   std::string fingerprint;
   std::vector<std::string> kernel_globs;  ///< empty = every entry; else entries matching any
+  /// When set, only these kernels (exact names), within kernel_globs.
+  std::optional<std::set<std::string, std::less<>>> kernels;
 };
 
 struct ExportResult {
   Namespace ns;
-  std::size_t entries = 0;
+  std::size_t entries = 0;  ///< in the bundle (a delta: added and replaced)
+  /// A delta: BASE's entries kept (not shipped) and removed.
+  std::optional<std::size_t> kept, removed;
   std::uint64_t record_bytes = 0;   ///< uncompressed entry records
   std::uint64_t payload_bytes = 0;  ///< the artifacts alone
   std::uint64_t bundle_bytes = 0;   ///< size of the written bundle (0 when written to an fd)
@@ -58,7 +63,14 @@ std::vector<Field> bundle_tool_versions();
 
 struct ExportOptions {
   bundle::WriteOptions write;
-  std::uint64_t created = 0;  ///< unix seconds recorded as the bundle's creation time
+  /// Unix seconds recorded as the bundle's creation time; 0: its newest
+  /// entry's (so the same entries export to the same bytes; a release's
+  /// sections are written so).
+  std::uint64_t created = 0;
+  /// When set, a delta bundle (format version 5) of what changed since this
+  /// bundle of the same namespace: entries added or replaced (another key),
+  /// BASE's kernels kept and removed, BASE named by its BLAKE2b digest.
+  std::filesystem::path since;
 };
 
 /// Writes the selected entries of `store` as a bundle to `out` (a path is
@@ -71,6 +83,34 @@ struct ExportOptions {
 /// A damaged entry is not an error: it is left out and listed in `damaged`.
 Result<ExportResult> export_bundle(store::Store& store, const ExportSelection& selection, const BundleStream& out,
                                    const ExportOptions& options);
+
+/// What a release bundle (bundle/release.hpp) takes: several namespaces in
+/// one file, e.g. everything one GPU class needs.
+struct ReleaseSelection {
+  std::vector<std::string> namespaces;  ///< exported whole (within kernel_globs)
+  /// A vulkan fingerprint id: that class's pipelines, with each SPIR-V
+  /// module they were built from (only those kernels of each spirv
+  /// namespace). Empty: none.
+  std::string for_device;
+  std::vector<std::string> kernel_globs;  ///< as ExportSelection's, for every namespace named
+  /// An existing folder where the sections are written before the release
+  /// is assembled (the caller removes it).
+  std::filesystem::path scratch;
+};
+
+struct ReleaseExportResult {
+  std::vector<ExportResult> sections;  ///< in the release's order (SPIR-V first)
+  std::uint64_t bundle_bytes = 0;      ///< size of the release (0 when written to an fd)
+};
+
+/// Writes the selected namespaces of `store`, read in one snapshot, as one
+/// release bundle (format version 4) to `out`. Each section is exported as
+/// export_bundle would (damaged entries left out and listed). Errors as
+/// export_bundle; not_found when --for-device's class has no pipelines or a
+/// pipeline's module is missing (naming both); invalid_argument for a
+/// namespace named twice or no scratch folder.
+Result<ReleaseExportResult> export_release(store::Store& store, const ReleaseSelection& selection,
+                                           const BundleStream& out, const ExportOptions& options);
 
 /// What an import compares a bundle's fingerprint with.
 struct ImportTarget {
@@ -127,17 +167,34 @@ struct ImportConflict {
   Key stored_key, bundle_key;
   util::Hash128 stored_payload, bundle_payload;          ///< payload digests
   std::uint64_t stored_created = 0, bundle_created = 0;  ///< unix seconds, from the entries
-  /// same_key_other_bytes: the first difference, "payload 1a2b… ≠ 3c4d…".
+  /// same_key_other_bytes: the first difference, "payload 1a2b… ≠ 3c4d…";
+  /// older: what differs between the records (bundle::record_difference,
+  /// "id field source is 'a.comp' in the store but 'b.comp' in the bundle").
   std::string difference;
 };
 
+/// One namespace of an imported bundle (a release has several).
+struct ImportedSection {
+  Namespace ns;                            ///< as the bundle has it
+  std::size_t entries = 0;                 ///< in its index
+  std::string target;                      ///< what its fingerprint was compared with, in words
+  std::optional<bundle::KeyId> signer;     ///< set when trust was given and the signature verified
+  std::optional<bundle::KeyId> signed_by;  ///< the key id the section claims, checked or not
+};
+
 struct ImportResult {
-  bundle::BundleHeader header;          ///< the checked head, index included
+  /// The checked head, index included (of the first section of a release).
+  bundle::BundleHeader header;
+  /// Every section read, in bundle order: one for a plain bundle.
+  std::vector<ImportedSection> sections;
+  /// Entries of every section (the index sizes).
+  std::size_t total_entries() const;
   std::string target;                   ///< what the fingerprint was compared with, in words
   std::optional<bundle::KeyId> signer;  ///< set when trust was given and the signature verified
   std::size_t imported = 0;
   std::size_t already_present = 0;
   std::size_t replaced = 0;
+  std::size_t removed = 0;  ///< a delta's removals the store held (would hold, for a dry run)
   /// Every refused entry: failed validation, or (without `replace`) a
   /// conflict. Non-empty: nothing was written.
   std::vector<RefusedEntry> refused;
