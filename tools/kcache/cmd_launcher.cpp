@@ -103,7 +103,7 @@ int run_launcher(const std::string& tool, const std::vector<std::string>& args) 
   const fs::path here = fs::current_path(ec);
   if (ec) return exec_real(tool, args, "cannot read the current directory");
   store::Invocation invocation{tool, here.string(), args, ""};
-  StoreOptions store_options;  // KCACHE_DIR or the default store, as for `kcache build`
+  StoreOptions store_options;  // KCACHE_STORE, the user's setting or the default store, as for `kcache build`
   auto planned = launcher::plan(tool, args, here);
   if (auto* no = std::get_if<launcher::NotCacheable>(&planned)) {
     invocation.not_cacheable = no->reason;
