@@ -73,8 +73,8 @@ b2="$((cases - n0)) bit-flipped imports refused"
 # B3: named cases; each message must name what is wrong.
 n0=$cases
 python3 -c "
-b = bytearray(open('good.kcb','rb').read()); b[4] = 4; open('v4.kcb','wb').write(b)"
-try "format version 4" v4.kcb; grep -q 'version 4' err || fail "version: $LAST_ERR"
+b = bytearray(open('good.kcb','rb').read()); b[4] = 9; open('v9.kcb','wb').write(b)"
+try "format version 9" v9.kcb; grep -q 'version 9' err || fail "version: $LAST_ERR"
 try "unsigned with trust" unsigned.kcb; grep -qi 'unsigned' err || fail "unsigned: $LAST_ERR"
 try "untrusted signer" stranger.kcb; grep -qi 'not trusted' err || fail "untrusted: $LAST_ERR"
 cp good.kcb trailing.kcb && printf 'x' >> trailing.kcb
