@@ -24,12 +24,16 @@ namespace {
 namespace fs = std::filesystem;
 
 struct MemoryFactory {
-  static std::unique_ptr<Store> make(const test::TempDir&) { return make_memory_store(); }
+  static std::unique_ptr<Store> make(const test::TempDir&, std::size_t run_log_capacity = k_run_log_capacity) {
+    return make_memory_store(util::system_clock(), run_log_capacity);
+  }
 };
 
 struct LmdbFactory {
-  static std::unique_ptr<Store> make(const test::TempDir& dir) {
-    auto store = open_lmdb_store(dir.path() / "store");
+  static std::unique_ptr<Store> make(const test::TempDir& dir, std::size_t run_log_capacity = k_run_log_capacity) {
+    OpenOptions options;
+    options.run_log_capacity = run_log_capacity;
+    auto store = open_lmdb_store(dir.path() / "store", options);
     REQUIRE_MESSAGE(store.has_value(), store.error().message);
     return std::move(*store);
   }
@@ -177,14 +181,16 @@ TEST_CASE_TEMPLATE("store lifecycle: record_usage touches used entries once per 
   }
 }
 
-TEST_CASE_TEMPLATE("store lifecycle: the run log keeps the newest k_run_log_capacity runs, oldest first", F,
+TEST_CASE_TEMPLATE("store lifecycle: the run log keeps the newest run_log_capacity runs, oldest first", F,
                    MemoryFactory, LmdbFactory) {
   test::TempDir dir;
-  auto store = F::make(dir);
-  const std::size_t total = k_run_log_capacity + 5;
+  // The rule, at a capacity a test can fill (k_run_log_capacity is 10,000).
+  constexpr std::size_t capacity = 40;
+  auto store = F::make(dir, capacity);
+  const std::size_t total = capacity + 5;
   for (std::size_t i = 0; i < total; ++i) record_ok(*store, {1000 + i, {}, make_run(1000 + i)});
   auto log = runs(*store);
-  REQUIRE(log.size() == k_run_log_capacity);
+  REQUIRE(log.size() == capacity);
   CHECK(log.front().time == 1000 + 5);
   CHECK(log.back().time == 1000 + total - 1);
   for (std::size_t i = 1; i < log.size(); ++i) CHECK(log[i].time == log[i - 1].time + 1);

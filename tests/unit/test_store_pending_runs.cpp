@@ -63,12 +63,16 @@ std::vector<RunRecord> runs_of(const PendingLog& log) {
 }
 
 struct LmdbFixture {
+  explicit LmdbFixture(std::size_t run_log_capacity = k_run_log_capacity) : capacity(run_log_capacity) {}
+  std::size_t capacity;
   test::TempDir dir;
   fs::path path = dir.path() / "store";
   std::unique_ptr<Store> store = open();
 
   std::unique_ptr<Store> open() {
-    auto s = open_lmdb_store(path);
+    OpenOptions options;
+    options.run_log_capacity = capacity;
+    auto s = open_lmdb_store(path, options);
     REQUIRE_MESSAGE(s.has_value(), s.error().message);
     return std::move(*s);
   }
@@ -232,17 +236,18 @@ TEST_CASE("pending run log: a run with nothing else to write costs no transactio
   }
 }
 
-TEST_CASE("pending run log: the runs of both are the newest k_run_log_capacity, oldest first") {
-  LmdbFixture f;
+TEST_CASE("pending run log: the runs of both are the newest run_log_capacity, oldest first") {
+  constexpr std::size_t capacity = 40;  // the rule at a size a test can fill quickly
+  LmdbFixture f(capacity);
   f.put("a");
   const std::uint64_t t = util::system_clock().now();
-  for (std::size_t i = 0; i < k_run_log_capacity; ++i)
+  for (std::size_t i = 0; i < capacity; ++i)
     f.record(t + (i + 2) * k_last_used_resolution, {{k_ns.name(), "a"}}, make_run(i));  // each writes usage
-  f.record(t + (k_run_log_capacity + 1) * k_last_used_resolution, {}, make_run(k_run_log_capacity));  // pending
+  f.record(t + (capacity + 1) * k_last_used_resolution, {}, make_run(capacity));        // pending
   auto log = f.runs();
-  REQUIRE(log.size() == k_run_log_capacity);
+  REQUIRE(log.size() == capacity);
   CHECK(log.front() == make_run(1));
-  CHECK(log.back() == make_run(k_run_log_capacity));
+  CHECK(log.back() == make_run(capacity));
 }
 
 }  // namespace kcache::store

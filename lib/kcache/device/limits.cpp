@@ -113,7 +113,10 @@ Result<std::vector<SpecDefault>> spec_defaults(std::span<const std::uint32_t> sp
         std::uint64_t bits = w[2];
         if (w.size() >= 4) bits |= std::uint64_t{w[3]} << 32;
         // A signed literal narrower than 64 bits is sign-extended (SpecValue's rule).
-        if (auto t = ints.find(w[0]); t != ints.end() && t->second.is_signed && t->second.width < 64) {
+        // (A width outside 1..63 is not SPIR-V's; nothing to extend, and a
+        // shift by 64 would be undefined.)
+        if (auto t = ints.find(w[0]);
+            t != ints.end() && t->second.is_signed && t->second.width > 0 && t->second.width < 64) {
           const unsigned shift = 64 - t->second.width;
           bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(bits << shift) >> shift);
         }

@@ -10,7 +10,8 @@ namespace {
 
 class LmdbReader final : public Reader {
  public:
-  explicit LmdbReader(const Txn& txn) : m_txn(txn), m_env(txn.env()) {}
+  LmdbReader(const Txn& txn, std::size_t run_log_capacity)
+      : m_txn(txn), m_env(txn.env()), m_run_log_capacity(run_log_capacity) {}
 
   Result<std::optional<Entry>> get(std::string_view ns_name, std::string_view kernel) override {
     std::string key = KCACHE_TRY(internal::entry_key(ns_name, kernel));
@@ -65,7 +66,7 @@ class LmdbReader final : public Reader {
   Result<void> runs(const std::function<bool(RunRecord&&)>& visit) override {
     if (!m_env.has_lifecycle()) return {};  // a version-1 store has no run log
     // The database's runs, then the pending run log's that are not folded
-    // yet (pending_runs_internal.hpp); the newest k_run_log_capacity of both.
+    // yet (pending_runs_internal.hpp); the newest run_log_capacity of both.
     std::optional<PendingMark> mark;
     if (auto value = KCACHE_TRY(m_txn.get(m_env.meta(), k_meta_pending_runs, "the pending run log's mark")))
       mark = decode_pending_mark(*value);
@@ -74,7 +75,7 @@ class LmdbReader final : public Reader {
     if (int rc = mdb_stat(m_txn.handle(), m_env.runs(), &stat); rc != MDB_SUCCESS)
       return lmdb_fail(m_env.dir(), "count the run log", rc);
     std::size_t total = stat.ms_entries + pending.size();
-    std::size_t skip = total > k_run_log_capacity ? total - k_run_log_capacity : 0;
+    std::size_t skip = total > m_run_log_capacity ? total - m_run_log_capacity : 0;
     Cursor cursor = KCACHE_TRY(Cursor::open(m_txn, m_env.runs()));
     MDB_val key{}, value{};
     for (bool found = KCACHE_TRY(cursor.get(key, value, MDB_FIRST)); found;
@@ -162,13 +163,14 @@ class LmdbReader final : public Reader {
   }
   const Txn& m_txn;
   Env& m_env;
+  std::size_t m_run_log_capacity;
 };
 
 }  // namespace
 
 Result<void> LmdbStore::read(const std::function<Result<void>(Reader&)>& fn) {
   Txn txn = KCACHE_TRY(Txn::begin(*m_env, false));
-  LmdbReader reader(txn);
+  LmdbReader reader(txn, m_run_log_capacity);
   return fn(reader);
 }
 

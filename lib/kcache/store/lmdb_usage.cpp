@@ -91,7 +91,7 @@ Result<void> LmdbStore::append_run(const Txn& txn, std::span<const std::uint8_t>
   MDB_stat stat{};
   if (int rc = mdb_stat(txn.handle(), m_env->runs(), &stat); rc != MDB_SUCCESS)
     return lmdb_fail(m_env->dir(), "count the run log", rc);
-  for (std::size_t n = stat.ms_entries; n > k_run_log_capacity; --n) {
+  for (std::size_t n = stat.ms_entries; n > m_run_log_capacity; --n) {
     if (!KCACHE_TRY(cursor.get(key, value, MDB_FIRST))) break;
     if (int rc = mdb_cursor_del(cursor.handle(), 0); rc != MDB_SUCCESS)
       return lmdb_fail(m_env->dir(), "trim the run log", rc);

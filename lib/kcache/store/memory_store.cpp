@@ -132,7 +132,8 @@ class MemoryReader final : public Reader {
 
 class MemoryStore final : public Store {
  public:
-  explicit MemoryStore(const util::Clock& clock) : m_clock(clock) {}
+  MemoryStore(const util::Clock& clock, std::size_t run_log_capacity)
+      : m_clock(clock), m_run_log_capacity(run_log_capacity) {}
 
   Result<void> read(const std::function<Result<void>(Reader&)>& fn) override {
     MemoryReader reader(snapshot());
@@ -319,7 +320,7 @@ class MemoryStore final : public Store {
     if (batch.run) {
       std::uint64_t last = next->runs.empty() ? 0 : next->runs.rbegin()->first;
       next->runs.emplace(last + 1, internal::encode_run(*batch.run));
-      while (next->runs.size() > k_run_log_capacity) next->runs.erase(next->runs.begin());
+      while (next->runs.size() > m_run_log_capacity) next->runs.erase(next->runs.begin());
       changed = true;
     }
     if (changed) publish(std::move(next));
@@ -366,13 +367,16 @@ class MemoryStore final : public Store {
 
   std::mutex m_mutex;
   const util::Clock& m_clock;
+  std::size_t m_run_log_capacity;
   std::shared_ptr<const State> m_state = std::make_shared<State>();
   std::uint64_t m_transaction_id = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Store> make_memory_store(const util::Clock& clock) { return std::make_unique<MemoryStore>(clock); }
+std::unique_ptr<Store> make_memory_store(const util::Clock& clock, std::size_t run_log_capacity) {
+  return std::make_unique<MemoryStore>(clock, run_log_capacity);
+}
 
 namespace internal {
 

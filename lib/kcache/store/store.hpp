@@ -329,6 +329,9 @@ struct OpenOptions {
   /// uses the disk it needs, and growing the map under other processes is fragile.
   std::uint64_t map_size = std::uint64_t{64} << 30;
   unsigned max_readers = 1024;
+  /// Runs the run log keeps (k_run_log_capacity; tests of the trimming
+  /// rule pass a few, so that they need not write thousands of runs).
+  std::size_t run_log_capacity = k_run_log_capacity;
   /// Stamps usage records (written, last used); never null.
   const util::Clock* clock = &util::system_clock();
 };
@@ -371,6 +374,7 @@ std::string lmdb_version();
 
 /// A store held in memory, for unit tests; `clock` stamps usage records and
 /// must outlive the store.
-std::unique_ptr<Store> make_memory_store(const util::Clock& clock = util::system_clock());
+std::unique_ptr<Store> make_memory_store(const util::Clock& clock = util::system_clock(),
+                                         std::size_t run_log_capacity = k_run_log_capacity);
 
 }  // namespace kcache::store
