@@ -346,7 +346,7 @@ TEST_CASE("key binding: a pipeline entry's key is its module's id and its recipe
   module.payload = {1, 2, 3, 4};
   seal_payload(module);
   const device::PipelineRecipe recipe{"spirv/vulkan1.2", module.payload_digest, "main", {{0, 256}}};
-  const Entry pipeline = device::make_pipeline_entry(module, recipe, {9, 9, 9}, 1'700'000'000, "test");
+  const Entry pipeline = device::make_pipeline_entry(module, recipe, {}, {9, 9, 9}, 1'700'000'000, "test");
   REQUIRE(check_key_binding(pipeline));
   CHECK(bound_key(pipeline) == pipeline.key);
 
@@ -368,4 +368,92 @@ TEST_CASE("key binding: a pipeline entry's key is its module's id and its recipe
   auto r = check_key_binding(forged);
   REQUIRE_FALSE(r);
   CHECK(r.error().message.find("does not match its id fields") != std::string::npos);
+}
+
+TEST_CASE("pipeline entry: scheme 2 records the interface after the recipe, outside its key; scheme 1 is still read") {
+  using namespace kcache;
+  Entry module;
+  module.kernel = "k";
+  module.id_fields = {{"name", "k"}, {"entry", "main"}};
+  module.key = bound_key(module);
+  module.payload = {1, 2, 3, 4};
+  seal_payload(module);
+  device::PipelineInterface iface;
+  iface.bindings = {{0, 0, 7, 1}, {0, 3, 6, 4}, {2, 1, 1000138000, 1}};
+  iface.push_constant_size = 16;
+  iface.spec_entries = {{0, 0, 4}, {3, 4, 1}, {9, 5, 8}};
+  iface.spec_data = {0x00, 0x01, 0x00, 0x00, 0xff, 1, 2, 3, 4, 5, 6, 7, 8};
+  const device::PipelineRecipe recipe{"spirv/vulkan1.2", module.payload_digest, "main", {{0, 256}}};
+  const Entry e = device::make_pipeline_entry(module, recipe, iface, {9}, 1'700'000'000, "test");
+
+  // The recipe's fields, then exactly the three interface fields.
+  REQUIRE(e.ir_fields.size() == 8);
+  CHECK(e.ir_fields[0] == Field{"pipeline_scheme", "2"});
+  CHECK(e.ir_fields[5] == Field{"bindings", "0.0:7x1 0.3:6x4 2.1:1000138000x1"});
+  CHECK(e.ir_fields[6] == Field{"push_constants", "16"});
+  CHECK(e.ir_fields[7] == Field{"specialization", "0:00010000 3:ff 9:0102030405060708"});
+  auto read = device::read_pipeline_recipe(e);
+  REQUIRE_MESSAGE(read.has_value(), read.error().message);
+  CHECK(*read == recipe);
+  auto got = device::read_pipeline_interface(e);
+  REQUIRE_MESSAGE(got.has_value(), got.error().message);
+  REQUIRE(got->has_value());
+  CHECK(**got == iface);
+
+  // The interface is made by the compile, not hashed: the key is the recipe's.
+  CHECK(e.key.ir == device::recipe_hash(recipe));
+  Entry other = e;
+  other.ir_fields[6].second = "32";
+  CHECK(check_key_binding(other));
+  CHECK(product_difference(e, other).value_or("") == "push_constants 16 ≠ 32");
+
+  // Malformed interface fields are corruption naming the field; the recipe still reads.
+  const std::pair<std::size_t, const char*> bad[] = {{5, "0.0:7"},
+                                                     {5, "0.0:7x0"},
+                                                     {5, "0.1:7x1 0.0:7x1"},
+                                                     {5, "0.0:7x1  0.1:7x1"},
+                                                     {5, "x.0:7x1"},
+                                                     {5, "0.0:7x1 "},
+                                                     {6, "-4"},
+                                                     {6, ""},
+                                                     {7, "0:000100"},
+                                                     {7, "0:0g"},
+                                                     {7, "3:ff 3:ff"},
+                                                     {7, "0"},
+                                                     {7, "99999999999:ff"}};
+  for (const auto& [i, value] : bad) {
+    CAPTURE(value);
+    Entry forged = e;
+    forged.ir_fields[i].second = value;
+    CHECK(device::read_pipeline_recipe(forged));
+    auto r = device::read_pipeline_interface(forged);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().category == Category::corruption);
+    CHECK(r.error().message.find(forged.ir_fields[i].first) != std::string::npos);
+  }
+  // A missing or renamed interface field: neither reads.
+  Entry cut = e;
+  cut.ir_fields.pop_back();
+  CHECK_FALSE(device::read_pipeline_interface(cut));
+  CHECK_FALSE(device::read_pipeline_recipe(cut));
+
+  // Scheme 1 (no interface fields) reads, with no interface; its key is its own.
+  device::PipelineRecipe old = recipe;
+  old.scheme = "1";
+  const Entry e1 = device::make_pipeline_entry(module, old, iface, {9}, 1'700'000'000, "test");
+  CHECK(e1.ir_fields.size() == 5);
+  CHECK(check_key_binding(e1));
+  CHECK(e1.key.ir != e.key.ir);
+  auto read1 = device::read_pipeline_recipe(e1);
+  REQUIRE(read1.has_value());
+  CHECK(read1->scheme == "1");
+  auto none = device::read_pipeline_interface(e1);
+  REQUIRE(none.has_value());
+  CHECK_FALSE(none->has_value());
+  // Another scheme is refused as a version, not as damage.
+  Entry e3 = e;
+  e3.ir_fields[0].second = "3";
+  auto r3 = device::read_pipeline_recipe(e3);
+  REQUIRE_FALSE(r3);
+  CHECK(r3.error().category == Category::version_mismatch);
 }

@@ -1,6 +1,7 @@
 // Catalog lookups against a real LMDB store: SPIR-V served with the pipeline
 // interface kcache built with, a blob served only when every check passes
 // for the application's device, and a refusal (with its reason) otherwise.
+#include "kcache/core/key_binding.hpp"
 #include "kcache/runtime/catalog.hpp"
 
 #include "raw_lmdb.hpp"
@@ -325,4 +326,69 @@ TEST_CASE("runtime: lookups never write to the store") {
   REQUIRE_FALSE(none.has_value());
   CHECK(none.error().category == Category::not_found);
   CHECK(!std::filesystem::exists(empty.path() / "absent"));
+}
+
+TEST_CASE("runtime: a trusted lookup serves the interface the blob's entry records; an untrusted one reflects") {
+  Fixture f;
+  const Entry v = pipeline_entry(f.spirv, f.lvp, f.raw);
+  auto recorded = device::read_pipeline_interface(v);
+  REQUIRE(recorded.has_value());
+  REQUIRE(recorded->has_value());
+  LookupOptions options;
+  options.device = &f.lvp;
+  auto trusted_catalog = [&] {
+    auto c = Catalog::open(f.store, true);
+    REQUIRE_MESSAGE(c.has_value(), why(c));
+    return std::move(*c);
+  };
+  auto both = [&] {
+    auto plain = f.open()->find("scale", options);
+    auto trusted = trusted_catalog()->find("scale", options);
+    REQUIRE_MESSAGE(plain.has_value(), why(plain));
+    REQUIRE_MESSAGE(trusted.has_value(), why(trusted));
+    return std::pair(std::move(*plain), std::move(*trusted));
+  };
+
+  SUBCASE("as the device stage writes it, both give the module's interface") {
+    f.put_blob(f.raw);
+    auto [plain, trusted] = both();
+    CHECK(plain.blob_status == BlobStatus::served);
+    CHECK(trusted.blob_status == BlobStatus::served);
+    CHECK(plain.interface == **recorded);
+    CHECK(trusted.interface == **recorded);
+    CHECK(trusted.interface.bindings.size() == 2);
+  }
+  SUBCASE("a recorded interface that is not the module's: trusted serves it as recorded, untrusted reflects") {
+    // The interface is a product field, outside the key: the record stays
+    // bound, so only verify (which reflects) can tell. What the trusted
+    // lookup returns proves it did not reflect.
+    Entry forged = v;
+    for (auto& field : forged.ir_fields)
+      if (field.first == "push_constants") field.second = "4096";
+    REQUIRE(bound_key(forged).ir == forged.key.ir);
+    put(f.store, f.lvp.ns, {forged});
+    auto [plain, trusted] = both();
+    CHECK(trusted.interface.push_constant_size == 4096);
+    CHECK(plain.interface == **recorded);
+  }
+  SUBCASE("a malformed recorded interface withholds the blob, with the reason; the SPIR-V is served") {
+    Entry forged = v;
+    for (auto& field : forged.ir_fields)
+      if (field.first == "bindings") field.second = "0.0:7";
+    put(f.store, f.lvp.ns, {forged});
+    auto [plain, trusted] = both();
+    for (const auto* k : {&plain, &trusted}) {
+      CHECK(k->blob_status == BlobStatus::refused);
+      CHECK(contains(k->blob_reason, "bindings"));
+      CHECK(k->interface == **recorded);  // reflected instead
+      CHECK_FALSE(k->spirv.empty());
+    }
+  }
+  SUBCASE("an entry of an earlier kcache (scheme 1, no interface) is served; both reflect") {
+    put(f.store, f.lvp.ns, {pipeline_entry(f.spirv, f.lvp, f.raw, "vulkan1.2", "1")});
+    auto [plain, trusted] = both();
+    CHECK(trusted.blob_status == BlobStatus::served);
+    CHECK(trusted.interface == **recorded);
+    CHECK(plain.interface == **recorded);
+  }
 }

@@ -99,11 +99,19 @@ inline kcache_device c_device(const device::DeviceInfo& info) {
   return d;
 }
 
-/// The vulkan entry for `spirv` with `raw` (a raw blob) wrapped for `info`.
+/// The vulkan entry for `spirv` with `raw` (a raw blob) wrapped for `info`,
+/// recording the interface reflected from the module as the device stage
+/// does (`scheme` "1": an entry of an earlier kcache, without it).
 inline Entry pipeline_entry(const Entry& spirv, const device::DeviceInfo& info, std::span<const std::uint8_t> raw,
-                            const std::string& target = "vulkan1.2") {
-  device::PipelineRecipe recipe{spirv_namespace(target).name(), spirv.payload_digest, "main", k_runtime_spec};
-  return device::make_pipeline_entry(spirv, recipe, device::wrap_blob(info, raw), 1700000001, "built");
+                            const std::string& target = "vulkan1.2",
+                            std::string_view scheme = device::k_pipeline_scheme) {
+  device::PipelineRecipe recipe{spirv_namespace(target).name(), spirv.payload_digest, "main", k_runtime_spec,
+                                std::string(scheme)};
+  std::vector<std::uint32_t> words(spirv.payload.size() / 4);
+  std::memcpy(words.data(), spirv.payload.data(), words.size() * 4);
+  auto interface = device::reflect_pipeline_interface(words, "main", k_runtime_spec);
+  REQUIRE_MESSAGE(interface.has_value(), why(interface));
+  return device::make_pipeline_entry(spirv, recipe, *interface, device::wrap_blob(info, raw), 1700000001, "built");
 }
 
 /// Writes entries into the LMDB store in `dir` and closes it again.

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <map>
 
 namespace kcache::build {
@@ -70,9 +71,22 @@ class PipelineBackend final : public Backend {
             done(k, tl::unexpected(Failed{std::move(*o.error), FailurePhase::pipeline, remember}));
             return;
           }
+          // The interface the pipeline was created with, recorded so that a
+          // runtime need not reflect the module again (pipeline_entry.hpp).
+          // The worker reflected these same bytes before creating the
+          // pipeline, so SPIRV-Cross has already survived them.
+          const Item& item = m_items[pending[k].unit->backend_index];
+          std::vector<std::uint32_t> words(item.module.size() / 4);
+          std::memcpy(words.data(), item.module.data(), words.size() * 4);
+          auto interface = device::reflect_pipeline_interface(words, item.recipe.entry, item.recipe.spec);
+          if (!interface) {
+            done(k, tl::unexpected(Failed{std::move(interface.error()), FailurePhase::pipeline, false}));
+            return;
+          }
           Product p;
           p.kind = PayloadKind::pipeline_cache;
           p.payload = device::wrap_blob(m_device, o.blob);
+          p.product_fields = interface->fields();
           done(k, std::move(p));
         });
   }

@@ -72,7 +72,13 @@ Assessment judge(const Backend& backend, const Unit& unit, const Recorded& store
   }
   a.state = Freshness::stale;
   a.changes = definition::diff_fields(stored.id_fields, unit.id.fields);
-  for (auto& c : definition::diff_fields(stored.ir_fields, unit.ir->fields)) a.changes.push_back(std::move(c));
+  // A record's product fields come from its compile, never from a unit's
+  // key: they are no change.
+  std::vector<Field> stored_ir;
+  for (const auto& f : stored.ir_fields)
+    if (!is_product_field(IrRule::fields, f.first) && !is_product_field(IrRule::pipeline, f.first))
+      stored_ir.push_back(f);
+  for (auto& c : definition::diff_fields(stored_ir, unit.ir->fields)) a.changes.push_back(std::move(c));
   if (a.changes.empty()) a.changes.push_back({"key", stored.key.ir.hex(), key.ir.hex()});
   return a;
 }

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace kcache {
 namespace {
 
@@ -13,16 +15,16 @@ namespace {
 constexpr std::string_view k_validate_field = "validate";
 
 Hash128 ir_hash(const std::vector<Field>& ir_fields, IrRule rule) {
+  std::vector<Field> hashed;
+  hashed.reserve(ir_fields.size());
+  for (const auto& f : ir_fields)
+    if (!is_product_field(rule, f.first)) hashed.push_back(f);
   if (rule == IrRule::pipeline) {
     // The recipe's first field names its scheme (device/pipeline_entry.hpp);
     // a record without one cannot match any recipe hash.
     const std::string scheme = ir_fields.empty() ? std::string() : ir_fields.front().second;
-    return hash_fields(ir_fields, pipeline_recipe_prefix(scheme));
+    return hash_fields(hashed, pipeline_recipe_prefix(scheme));
   }
-  std::vector<Field> hashed;
-  hashed.reserve(ir_fields.size());
-  for (const auto& f : ir_fields)
-    if (!is_product_field(f.first)) hashed.push_back(f);
   return hash_fields(hashed);
 }
 
@@ -62,7 +64,11 @@ Field pipeline_recipe_prefix(std::string_view scheme) { return {"vulkan-pipeline
 IrRule ir_rule(PayloadKind kind) { return kind == PayloadKind::pipeline_cache ? IrRule::pipeline : IrRule::fields; }
 IrRule ir_rule(FailurePhase phase) { return phase == FailurePhase::pipeline ? IrRule::pipeline : IrRule::fields; }
 
-bool is_product_field(std::string_view name) { return name == k_cuda_lowered_name_field; }
+bool is_product_field(IrRule rule, std::string_view name) {
+  if (rule == IrRule::fields) return name == k_cuda_lowered_name_field;
+  return std::find(std::begin(k_pipeline_product_fields), std::end(k_pipeline_product_fields), name) !=
+         std::end(k_pipeline_product_fields);
+}
 
 Key bound_key(const Entry& entry) {
   return {hash_fields(entry.id_fields), ir_hash(entry.ir_fields, ir_rule(entry.payload_kind))};
@@ -112,7 +118,7 @@ std::optional<std::string> product_difference(const Entry& stored, const Entry& 
   if (stored.id_fields != incoming.id_fields) return std::string("id fields differ");
   if (stored.ir_fields != incoming.ir_fields) {
     for (const auto& f : stored.ir_fields)
-      if (is_product_field(f.first)) {
+      if (is_product_field(ir_rule(stored.payload_kind), f.first)) {
         const std::string* other = find_field(incoming.ir_fields, f.first);
         if (!other || *other != f.second)
           return fmt::format("{} {} ≠ {}", f.first, util::shown_untrusted(f.second),

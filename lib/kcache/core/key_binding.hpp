@@ -17,6 +17,8 @@
 //   key.ir = hash_fields(ir_fields)                      SPIR-V modules, CUDA
 //            (CUDA entries: less the product field lowered_name)
 //   key.ir = hash_fields(ir_fields, pipeline prefix)     pipeline-cache blobs
+//            (less the product fields of the pipeline interface the device
+//            stage reflected: bindings, push_constants, specialization)
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -51,10 +53,14 @@ IrRule ir_rule(PayloadKind kind);
 /// the recipe).
 IrRule ir_rule(FailurePhase phase);
 
-/// Whether `name` is a product field: recorded among the ir fields because a
-/// runtime reads it there, but made by the compile, not hashed into ir
-/// (core/cuda.hpp's lowered_name).
-bool is_product_field(std::string_view name);
+/// The product fields of a pipeline entry, in their recorded order: the
+/// interface its pipeline was created with (device/pipeline_entry.hpp).
+inline constexpr std::string_view k_pipeline_product_fields[] = {"bindings", "push_constants", "specialization"};
+
+/// Whether `name` is a product field of a record of `rule`: recorded among
+/// the ir fields because a runtime reads it there, but made by the compile,
+/// not hashed into ir (core/cuda.hpp's lowered_name; a pipeline's interface).
+bool is_product_field(IrRule rule, std::string_view name);
 
 /// The key an entry's fields hash to by its payload kind's rule: what
 /// check_key_binding compares with the recorded key.

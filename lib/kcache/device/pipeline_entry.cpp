@@ -3,6 +3,8 @@
 #include "kcache/device/pipeline_entry.hpp"
 
 #include "kcache/core/key_binding.hpp"
+#include "kcache/device/reflect.hpp"
+#include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 
@@ -44,11 +46,98 @@ bool parse_uuid(std::string_view text, Uuid& out) {
   return at == text.size();
 }
 
+// The words of a field separated by one space ("" has none; a doubled or
+// trailing space makes an empty word, which no parser accepts).
+std::vector<std::string_view> words(std::string_view text) {
+  std::vector<std::string_view> out;
+  if (text.empty()) return out;
+  for (std::size_t start = 0;;) {
+    const std::size_t space = text.find(' ', start);
+    out.push_back(text.substr(start, space == std::string_view::npos ? space : space - start));
+    if (space == std::string_view::npos) return out;
+    start = space + 1;
+  }
+}
+
+// "A<sep>B" split at the first `sep`, or false.
+bool split_at(std::string_view text, char sep, std::string_view& a, std::string_view& b) {
+  const std::size_t at = text.find(sep);
+  if (at == std::string_view::npos) return false;
+  a = text.substr(0, at);
+  b = text.substr(at + 1);
+  return true;
+}
+
+Result<PipelineInterface> parse_interface(const Entry& e, std::string_view bindings, std::string_view push,
+                                          std::string_view spec) {
+  PipelineInterface out;
+  for (std::string_view word : words(bindings)) {
+    std::string_view where, what, set, binding, type, count;
+    PipelineInterface::Binding b;
+    if (!split_at(word, ':', where, what) || !split_at(where, '.', set, binding) || !split_at(what, 'x', type, count) ||
+        !parse_number(set, b.set, 10) || !parse_number(binding, b.binding, 10) ||
+        !parse_number(type, b.descriptor_type, 10) || !parse_number(count, b.count, 10) || b.count == 0)
+      return bad_recipe(e, fmt::format("bindings: '{}' is not SET.BINDING:TYPExCOUNT", util::shown_untrusted(word)));
+    if (!out.bindings.empty() &&
+        std::pair(out.bindings.back().set, out.bindings.back().binding) >= std::pair(b.set, b.binding))
+      return bad_recipe(e, fmt::format("bindings: '{}' is out of order or repeated", util::shown_untrusted(word)));
+    out.bindings.push_back(b);
+  }
+  if (!parse_number(push, out.push_constant_size, 10))
+    return bad_recipe(e, fmt::format("push_constants '{}' is not a number of bytes", util::shown_untrusted(push)));
+  for (std::string_view word : words(spec)) {
+    std::string_view id, hex;
+    PipelineInterface::SpecEntry s;
+    if (!split_at(word, ':', id, hex) || !parse_number(id, s.constant_id, 10) ||
+        (hex.size() != 2 && hex.size() != 4 && hex.size() != 8 && hex.size() != 16))
+      return bad_recipe(
+          e, fmt::format("specialization: '{}' is not ID:HEX of 1, 2, 4 or 8 bytes", util::shown_untrusted(word)));
+    if (!out.spec_entries.empty() && out.spec_entries.back().constant_id >= s.constant_id)
+      return bad_recipe(e,
+                        fmt::format("specialization: '{}' is out of order or repeated", util::shown_untrusted(word)));
+    s.offset = static_cast<std::uint32_t>(out.spec_data.size());
+    s.size = hex.size() / 2;
+    for (std::size_t i = 0; i < hex.size(); i += 2) {
+      std::uint8_t byte = 0;
+      if (!parse_number(hex.substr(i, 2), byte, 16))
+        return bad_recipe(
+            e, fmt::format("specialization: '{}' is not ID:HEX of 1, 2, 4 or 8 bytes", util::shown_untrusted(word)));
+      out.spec_data.push_back(byte);
+    }
+    out.spec_entries.push_back(s);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::vector<Field> PipelineInterface::fields() const {
+  std::string b, s;
+  for (const auto& x : bindings)
+    fmt::format_to(std::back_inserter(b), "{}{}.{}:{}x{}", b.empty() ? "" : " ", x.set, x.binding, x.descriptor_type,
+                   x.count);
+  for (const auto& x : spec_entries) {
+    fmt::format_to(std::back_inserter(s), "{}{}:", s.empty() ? "" : " ", x.constant_id);
+    for (std::size_t i = 0; i < x.size; ++i) fmt::format_to(std::back_inserter(s), "{:02x}", spec_data[x.offset + i]);
+  }
+  return {{"bindings", b}, {"push_constants", std::to_string(push_constant_size)}, {"specialization", s}};
+}
+
+Result<PipelineInterface> reflect_pipeline_interface(std::span<const std::uint32_t> spirv, std::string_view entry,
+                                                     std::span<const SpecValue> spec) {
+  auto m = KCACHE_TRY(detail::reflect_module(spirv, entry, spec));
+  PipelineInterface out;
+  for (const auto& b : m.bindings)
+    out.bindings.push_back({b.set, b.binding, static_cast<std::uint32_t>(b.type), b.count});
+  out.push_constant_size = m.push_constant_size;
+  for (const auto& s : m.spec_entries) out.spec_entries.push_back({s.constantID, s.offset, s.size});
+  out.spec_data = std::move(m.spec_data);
+  return out;
+}
 
 std::vector<Field> PipelineRecipe::fields() const {
   std::vector<Field> out = {
-      {"pipeline_scheme", std::string(k_pipeline_scheme)},
+      {"pipeline_scheme", scheme},
       {"spirv_namespace", spirv_namespace},
       {"spirv_digest", spirv_digest.hex()},
       {"entry", entry},
@@ -58,16 +147,18 @@ std::vector<Field> PipelineRecipe::fields() const {
 }
 
 util::Hash128 recipe_hash(const PipelineRecipe& recipe) {
-  return hash_fields(recipe.fields(), pipeline_recipe_prefix(k_pipeline_scheme));
+  return hash_fields(recipe.fields(), pipeline_recipe_prefix(recipe.scheme));
 }
 
-Entry make_pipeline_entry(const Entry& spirv_entry, const PipelineRecipe& recipe,
+Entry make_pipeline_entry(const Entry& spirv_entry, const PipelineRecipe& recipe, const PipelineInterface& interface,
                           std::vector<std::uint8_t> wrapped_blob, std::uint64_t created, std::string origin) {
   Entry e;
   e.kernel = spirv_entry.kernel;
   e.key = {spirv_entry.key.id, recipe_hash(recipe)};
   e.id_fields = spirv_entry.id_fields;
   e.ir_fields = recipe.fields();
+  if (recipe.scheme != "1")
+    for (auto& f : interface.fields()) e.ir_fields.push_back(std::move(f));
   e.inputs = spirv_entry.inputs;
   e.payload_kind = PayloadKind::pipeline_cache;
   e.payload = std::move(wrapped_blob);
@@ -82,17 +173,28 @@ Result<PipelineRecipe> read_pipeline_recipe(const Entry& e) {
   const auto& f = e.ir_fields;
   if (f.empty() || f[0].first != "pipeline_scheme")
     return bad_recipe(e, "its ir fields do not start with pipeline_scheme (not a kcache pipeline recipe)");
-  if (f[0].second != k_pipeline_scheme)
-    return fail(Category::version_mismatch,
-                "vulkan entry '{}': pipeline recipe scheme {} is not supported (this kcache reads {}); rebuild it",
-                e.kernel, f[0].second, k_pipeline_scheme);
+  if (f[0].second != k_pipeline_scheme && f[0].second != "1")
+    return fail(
+        Category::version_mismatch,
+        "vulkan entry '{}': pipeline recipe scheme {} is not supported (this kcache reads 1 and {}); rebuild it",
+        e.kernel, util::shown_untrusted(f[0].second), k_pipeline_scheme);
+  // Scheme 2 ends in the interface's fields (read_pipeline_interface).
+  const std::size_t interface_fields = f[0].second == "1" ? 0 : std::size(k_pipeline_product_fields);
   const char* names[] = {"pipeline_scheme", "spirv_namespace", "spirv_digest", "entry"};
   if (f.size() < std::size(names)) return bad_recipe(e, "its pipeline recipe is truncated");
   for (std::size_t i = 0; i < std::size(names); ++i)
     if (f[i].first != names[i])
       return bad_recipe(e, fmt::format("pipeline recipe field {} is '{}', expected '{}'", i, f[i].first, names[i]));
 
+  if (f.size() < std::size(names) + interface_fields) return bad_recipe(e, "its pipeline recipe is truncated");
+  const std::size_t recipe_end = f.size() - interface_fields;
+  for (std::size_t i = 0; i < interface_fields; ++i)
+    if (f[recipe_end + i].first != k_pipeline_product_fields[i])
+      return bad_recipe(e, fmt::format("pipeline interface field {} is '{}', expected '{}'", i,
+                                       util::shown_untrusted(f[recipe_end + i].first), k_pipeline_product_fields[i]));
+
   PipelineRecipe r;
+  r.scheme = f[0].second;
   r.spirv_namespace = f[1].second;
   auto ns = parse_namespace_name(r.spirv_namespace);
   if (!ns || ns->first != "spirv")
@@ -102,7 +204,7 @@ Result<PipelineRecipe> read_pipeline_recipe(const Entry& e) {
   r.spirv_digest = *digest;
   r.entry = f[3].second;
   if (r.entry.empty()) return bad_recipe(e, "its entry point is empty");
-  for (std::size_t i = std::size(names); i < f.size(); ++i) {
+  for (std::size_t i = std::size(names); i < recipe_end; ++i) {
     const auto& [name, value] = f[i];
     SpecValue s;
     if (!name.starts_with(k_spec_prefix) ||
@@ -116,6 +218,21 @@ Result<PipelineRecipe> read_pipeline_recipe(const Entry& e) {
   }
   if (recipe_hash(r) != e.key.ir) return bad_recipe(e, "its key does not match its pipeline recipe");
   return r;
+}
+
+Result<std::optional<PipelineInterface>> read_pipeline_interface(const Entry& e) {
+  const auto& f = e.ir_fields;
+  if (f.empty() || f[0].first != "pipeline_scheme")
+    return bad_recipe(e, "its ir fields do not start with pipeline_scheme (not a kcache pipeline recipe)");
+  if (f[0].second == "1") return std::optional<PipelineInterface>();
+  constexpr std::size_t n = std::size(k_pipeline_product_fields);
+  if (f.size() < 1 + n) return bad_recipe(e, "its pipeline interface is truncated");
+  const Field* at = f.data() + f.size() - n;
+  for (std::size_t i = 0; i < n; ++i)
+    if (at[i].first != k_pipeline_product_fields[i])
+      return bad_recipe(e, fmt::format("pipeline interface field {} is '{}', expected '{}'", i,
+                                       util::shown_untrusted(at[i].first), k_pipeline_product_fields[i]));
+  return std::optional<PipelineInterface>(KCACHE_TRY(parse_interface(e, at[0].second, at[1].second, at[2].second)));
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include "kcache/definition/kernel_spec.hpp"
 #include "kcache/device/pipeline_entry.hpp"
 #include "kcache/util/ordered_parallel_map.hpp"
+#include "kcache/util/text.hpp"
 #include "kcache/util/worker_pool.hpp"
 
 #include <fmt/format.h>
@@ -38,6 +39,14 @@ Result<Entry> recipe_module(store::Reader& reader, const Entry& e, const device:
   return std::move(*module);
 }
 
+// An interface as its recorded fields read, for a message.
+std::string describe(const device::PipelineInterface& i) {
+  std::string out;
+  for (const auto& [name, value] : i.fields())
+    out += fmt::format("{}{} = \"{}\"", out.empty() ? "" : ", ", name, util::shown_untrusted(value));
+  return out;
+}
+
 Result<void> check_spirv_entry(const Entry& e, const Namespace& ns) {
   if (e.payload_kind != PayloadKind::spirv)
     return fail(Category::corruption, "payload kind {} in a spirv namespace", static_cast<int>(e.payload_kind));
@@ -51,8 +60,28 @@ Result<void> check_vulkan_entry(store::Reader& reader, const Entry& e, const Nam
   if (e.payload_kind != PayloadKind::pipeline_cache)
     return fail(Category::corruption, "payload kind {} in a vulkan namespace", static_cast<int>(e.payload_kind));
   auto recipe = KCACHE_TRY(device::read_pipeline_recipe(e));
+  auto recorded = KCACHE_TRY(device::read_pipeline_interface(e));
   KCACHE_CHECK(device::check_blob_against_record(e.payload, ns.record));
-  KCACHE_CHECK(recipe_module(reader, e, recipe));
+  auto module = KCACHE_TRY(recipe_module(reader, e, recipe));
+  // A trusted runtime serves the recorded interface of a module stored as
+  // validated without reflecting it: it must be the module's own. SPIRV-Cross
+  // trusts what it parses, so it sees the module only once spirv-val has
+  // accepted it (a module it rejects is the SPIR-V entry's own problem).
+  if (recorded && definition::recorded_validate_policy(module.id_fields) == definition::ValidatePolicy::strict) {
+    auto words = KCACHE_TRY(compile::spirv_words(module.payload));
+    const std::string target = recipe.spirv_namespace.substr(recipe.spirv_namespace.find('/') + 1);
+    if (!compile::validate(words, target))
+      return fail(Category::corruption, "its SPIR-V module in {} does not pass spirv-val", recipe.spirv_namespace);
+    auto reflected = device::reflect_pipeline_interface(words, recipe.entry, recipe.spec);
+    if (!reflected)
+      return fail(Category::corruption, "its module cannot be reflected for its recorded interface: {}",
+                  reflected.error().message);
+    if (!(*reflected == *recorded))
+      return fail(Category::corruption,
+                  "its recorded pipeline interface is not its module's (recorded: {}; the module's: {}); rebuild it "
+                  "with `kcache build --backend vulkan`",
+                  describe(*recorded), describe(*reflected));
+  }
   return {};
 }
 

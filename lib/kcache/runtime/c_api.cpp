@@ -43,8 +43,8 @@ namespace {
 
 using kcache::Category;
 
-static_assert(sizeof(kcache_spec_entry) == sizeof(kcache::runtime::detail::SpecEntry));
-static_assert(sizeof(kcache_binding) == sizeof(kcache::runtime::detail::Binding));
+static_assert(sizeof(kcache_spec_entry) == sizeof(kcache::runtime::detail::Interface::SpecEntry));
+static_assert(sizeof(kcache_binding) == sizeof(kcache::runtime::detail::Interface::Binding));
 static_assert(KCACHE_PAYLOAD_SPIRV == static_cast<int>(kcache::PayloadKind::spirv));
 static_assert(KCACHE_PAYLOAD_CUBIN == static_cast<int>(kcache::PayloadKind::cubin));
 static_assert(KCACHE_PAYLOAD_PTX == static_cast<int>(kcache::PayloadKind::ptx));

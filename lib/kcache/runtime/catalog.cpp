@@ -8,7 +8,6 @@
 // The same reflection the device stage builds pipelines with: an application
 // must create its layout and specialization exactly as kcache did, or the
 // driver misses the blob.
-#include "kcache/device/reflect.hpp"
 
 #include "kcache/util/text.hpp"
 
@@ -94,16 +93,6 @@ Result<std::vector<std::uint32_t>> spirv_words(const Entry& e, std::string_view 
   return words;
 }
 
-Interface to_interface(const device::detail::ModuleInterface& m) {
-  Interface out;
-  for (const auto& b : m.bindings)
-    out.bindings.push_back({b.set, b.binding, static_cast<std::uint32_t>(b.type), b.count});
-  out.push_constant_size = m.push_constant_size;
-  for (const auto& s : m.spec_entries) out.spec_entries.push_back({s.constantID, s.offset, s.size});
-  out.spec_data = m.spec_data;
-  return out;
-}
-
 // The interface of a compute kernel, reflected with SPIRV-Cross. SPIRV-Cross
 // trusts its input: a module naming an id past its header's bound makes it
 // index out of its tables and die with SIGSEGV in the application (issue 27
@@ -117,14 +106,22 @@ Interface to_interface(const device::detail::ModuleInterface& m) {
 // A trusted store (Catalog::open) skips spirv-val for modules stored as
 // validated: the validator's cost (most of a lookup) was paid when the
 // module was built or imported, and the application vouches that nobody
-// changed the store since.
-Result<void> reflect_checked(Kernel& k, definition::ValidatePolicy policy, bool trusted) {
+// changed the store since. It also takes the interface the served blob's
+// entry records (`recorded`), which the device stage reflected when it
+// created the pipeline, instead of reflecting again: reflection was most of
+// what was left of a trusted lookup.
+Result<void> reflect_checked(Kernel& k, definition::ValidatePolicy policy, bool trusted,
+                             std::optional<Interface> recorded) {
   const std::string where = fmt::format("kernel '{}' in spirv/{}", util::shown_untrusted(k.name), k.target);
   if (auto ok = compile::check_structure(k.spirv); !ok)
     return fail(Category::corruption,
                 "{}: its SPIR-V module is damaged ({}); run `kcache verify` on the store, or rebuild or re-import it",
                 where, compile::validation_note(ok.error().message));
   const bool validated_before = trusted && policy == definition::ValidatePolicy::strict;
+  if (validated_before && recorded) {
+    k.interface = std::move(*recorded);
+    return {};
+  }
   if (auto ok = validated_before ? Result<void>{} : compile::validate(k.spirv, k.target); !ok) {
     // validator_unsupported: this library's spirv-val may be older than the
     // one that built the module; not a sign of damage, so not an error.
@@ -139,8 +136,8 @@ Result<void> reflect_checked(Kernel& k, definition::ValidatePolicy policy, bool 
         compile::validation_note(ok.error().message));
     return {};
   }
-  auto iface = device::detail::reflect_module(k.spirv, k.entry_point, k.spec);
-  if (iface) k.interface = to_interface(*iface);
+  auto iface = device::reflect_pipeline_interface(k.spirv, k.entry_point, k.spec);
+  if (iface) k.interface = std::move(*iface);
   else k.interface_error = iface.error().message;
   return {};
 }
@@ -171,16 +168,18 @@ Result<std::optional<Namespace>> other_profile_namespace(store::Reader& reader, 
 }
 
 // The blob part of a lookup: fills blob_status, blob_reason, pipeline_cache,
-// and (from the recipe) entry_point and spec. Never fails: a refusal is data.
+// and (from the recipe) entry_point and spec, and `recorded` with the
+// interface the entry records (scheme 2). Never fails: a refusal is data.
+// `stored` is the read of the device's entry for the kernel.
 Result<void> attach_blob(store::Reader& reader, const device::DeviceInfo& dev, const Entry& spirv,
-                         std::string_view spirv_ns, Kernel& k) {
+                         std::string_view spirv_ns, const Result<std::optional<Entry>>& stored, Kernel& k,
+                         std::optional<Interface>& recorded) {
   const std::string dev_ns = dev.ns.name();
   auto refuse = [&](std::string why) {
     k.blob_status = BlobStatus::refused;
     k.blob_reason = fmt::format("blob in {} not used: {}", dev_ns, why);
     return Result<void>{};
   };
-  auto stored = reader.get(dev_ns, k.name);
   if (!stored) return refuse(stored.error().message);
   if (!*stored) {
     k.blob_status = BlobStatus::absent;
@@ -208,6 +207,9 @@ Result<void> attach_blob(store::Reader& reader, const device::DeviceInfo& dev, c
         "vulkan`");
   auto raw = device::unwrap_blob(v.payload, dev);
   if (!raw) return refuse(raw.error().message);
+  auto interface = device::read_pipeline_interface(v);
+  if (!interface) return refuse(interface.error().message);
+  recorded = std::move(*interface);
   k.blob_status = BlobStatus::served;
   k.pipeline_cache.assign(raw->begin(), raw->end());
   k.entry_point = recipe->entry;
@@ -325,18 +327,19 @@ Result<void> Catalog::list(std::string_view target,
 Result<Kernel> Catalog::find(std::string_view name, const LookupOptions& options) const {
   Kernel k;
   auto policy = definition::ValidatePolicy::strict;
+  std::optional<Interface> recorded;
   KCACHE_CHECK(m_store->read([&](store::Reader& reader) -> Result<void> {
     // Which target: the one asked, else the one the device's blob was built
     // from, else the only one that holds the name.
     std::string spirv_ns;
+    // The device's entry, read once: it names the target and holds the blob.
+    Result<std::optional<Entry>> blob_entry = std::optional<Entry>();
+    if (options.device) blob_entry = reader.get(options.device->ns.name(), name);
     if (!options.target.empty()) {
       spirv_ns = spirv_namespace(options.target).name();
     } else {
-      if (options.device) {
-        auto v = reader.get(options.device->ns.name(), name);
-        if (v && *v)
-          if (auto recipe = device::read_pipeline_recipe(**v)) spirv_ns = recipe->spirv_namespace;
-      }
+      if (blob_entry && *blob_entry)
+        if (auto recipe = device::read_pipeline_recipe(**blob_entry)) spirv_ns = recipe->spirv_namespace;
       if (spirv_ns.empty()) {
         std::vector<std::string> holders;
         for (const auto& info : KCACHE_TRY(reader.namespace_records()))
@@ -363,10 +366,10 @@ Result<Kernel> Catalog::find(std::string_view name, const LookupOptions& options
     k.entry_point = entry ? *entry : "main";
     k.spec = KCACHE_TRY(spec_from_fields(e));
     policy = definition::recorded_validate_policy(e.id_fields);
-    if (options.device) KCACHE_CHECK(attach_blob(reader, *options.device, e, spirv_ns, k));
+    if (options.device) KCACHE_CHECK(attach_blob(reader, *options.device, e, spirv_ns, blob_entry, k, recorded));
     return {};
   }));
-  if (k.stage == "compute") KCACHE_CHECK(reflect_checked(k, policy, m_trusted));
+  if (k.stage == "compute") KCACHE_CHECK(reflect_checked(k, policy, m_trusted, std::move(recorded)));
   return k;
 }
 

@@ -16,6 +16,7 @@
 
 #include "kcache/core/entry.hpp"
 #include "kcache/device/device.hpp"
+#include "kcache/device/pipeline_entry.hpp"
 #include "kcache/runtime/kcache_embedded.h"
 #include "kcache/store/store.hpp"
 #include "kcache/util/error.hpp"
@@ -37,29 +38,9 @@ enum class BlobStatus { served, absent, refused, not_requested };
 /// "served", "absent", "refused", "not-requested".
 std::string_view blob_status_name(BlobStatus status);
 
-/// A descriptor binding: VkDescriptorSetLayoutBinding without the stage.
-struct Binding {
-  std::uint32_t set = 0;
-  std::uint32_t binding = 0;
-  std::uint32_t descriptor_type = 0;  ///< VkDescriptorType
-  std::uint32_t count = 1;
-};
-
-/// Layout-identical to VkSpecializationMapEntry (and kcache_spec_entry).
-struct SpecEntry {
-  std::uint32_t constant_id = 0;
-  std::uint32_t offset = 0;
-  std::size_t size = 0;
-};
-
 /// What a compute pipeline for the kernel must be created with for the
-/// blob to serve it: the same reflection the device stage used.
-struct Interface {
-  std::vector<Binding> bindings;  ///< sorted by (set, binding)
-  std::uint32_t push_constant_size = 0;
-  std::vector<SpecEntry> spec_entries;
-  std::vector<std::uint8_t> spec_data;
-};
+/// blob to serve it: the interface the device stage created it with.
+using Interface = device::PipelineInterface;
 
 /// One looked-up kernel.
 struct Kernel {
@@ -71,7 +52,7 @@ struct Kernel {
   std::string entry_point;
   std::vector<std::uint32_t> spirv;
   std::vector<device::SpecValue> spec;  ///< from the blob's recipe, else from the manifest fields
-  Interface interface;                  ///< empty unless stage is compute and reflection worked
+  Interface interface;                  ///< empty unless stage is compute and its interface is known
   std::string interface_error;          ///< why `interface` is empty for a compute kernel
   BlobStatus blob_status = BlobStatus::not_requested;
   std::string blob_reason;                   ///< empty when served or not requested

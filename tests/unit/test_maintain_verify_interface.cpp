@@ -1,0 +1,58 @@
+// verify's check of the pipeline interface a vulkan entry records (scheme 2,
+// device/pipeline_entry.hpp): a trusted runtime serves it without reflecting
+// the module, so verify reflects the module and compares.
+#include "kcache/core/key_binding.hpp"
+#include "kcache/maintain/verify.hpp"
+
+#include "test_runtime_support.hpp"
+
+using namespace kcache;
+
+TEST_CASE("verify: a vulkan entry whose recorded interface is not its module's is a problem naming both") {
+  test::TempDir dir;
+  const auto store_dir = dir.path() / "store";
+  const auto words = test::compile_glsl(dir, "scale", test::k_runtime_shader);
+  Entry spirv = test::spirv_entry("scale", words);
+  spirv.key = bound_key(spirv);  // as every built record's, which verify checks
+  const device::DeviceInfo lvp = test::lavapipe_info();
+  auto dev = device::Device::open(lvp);
+  REQUIRE_MESSAGE(dev.has_value(), test::why(dev));
+  auto blob = (*dev)->build_pipeline(words, "main", test::k_runtime_spec);
+  REQUIRE_MESSAGE(blob.has_value(), test::why(blob));
+  const Entry v = test::pipeline_entry(spirv, lvp, blob->data);
+  test::put(store_dir, spirv_namespace("vulkan1.2"), {spirv});
+
+  auto check = [&] {
+    auto s = store::open_lmdb_store(store_dir);
+    REQUIRE_MESSAGE(s.has_value(), test::why(s));
+    auto c = maintain::check_store(**s, 1);
+    REQUIRE_MESSAGE(c.has_value(), test::why(c));
+    return *c;
+  };
+
+  SUBCASE("the interface the device stage recorded: no problem") {
+    test::put(store_dir, lvp.ns, {v});
+    auto c = check();
+    CHECK(c.entries == 2);
+    CHECK(c.problems.empty());
+  }
+  SUBCASE("another push-constant size behind the same key: a problem") {
+    Entry forged = v;
+    for (auto& f : forged.ir_fields)
+      if (f.first == "push_constants") f.second = "4096";
+    REQUIRE(bound_key(forged).ir == forged.key.ir);
+    test::put(store_dir, lvp.ns, {forged});
+    auto c = check();
+    REQUIRE(c.problems.size() == 1);
+    const auto& p = c.problems[0];
+    CHECK(p.kernel == "scale");
+    CHECK(p.error.category == Category::corruption);
+    CHECK(p.error.message.find("recorded pipeline interface is not its module's") != std::string::npos);
+    CHECK(p.error.message.find("push_constants = \"4096\"") != std::string::npos);
+    CHECK(p.error.message.find("push_constants = \"4\"") != std::string::npos);
+  }
+  SUBCASE("an entry of an earlier kcache (scheme 1) records none: no problem") {
+    test::put(store_dir, lvp.ns, {test::pipeline_entry(spirv, lvp, blob->data, "vulkan1.2", "1")});
+    CHECK(check().problems.empty());
+  }
+}
