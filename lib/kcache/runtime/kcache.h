@@ -138,10 +138,11 @@ KCACHE_API kcache_status kcache_store_open(const char* dir, kcache_store** out);
 /** kcache_store_open_flags: the application vouches for the store. It
  *  ships the store with itself, where only its installer writes (a
  *  read-only package directory), so a module stored as validated is not
- *  run through spirv-val again at every lookup, most of a lookup's cost;
- *  the module's structure (ids within bounds, word counts) is still checked
- *  before it is reflected. Never for a store other programs or users can
- *  write, or one filled from bundles of unknown origin. */
+ *  run through spirv-val again at every lookup, most of a lookup's cost,
+ *  and a kernel served with a blob gets the interface recorded with the
+ *  blob instead of one reflected again; the module's structure (ids within
+ *  bounds, word counts) is still checked. Never for a store other programs
+ *  or users can write, or one filled from bundles of unknown origin. */
 #define KCACHE_OPEN_TRUSTED 1u
 
 /** kcache_store_open_flags: the application creates its VkDevice with only
