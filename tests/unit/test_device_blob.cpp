@@ -421,7 +421,9 @@ TEST_CASE("pipeline entry: scheme 2 records the interface after the recipe, outs
                                                      {7, "3:ff 3:ff"},
                                                      {7, "0"},
                                                      {7, "99999999999:ff"}};
-  for (const auto& [i, value] : bad) {
+  for (const auto& b : bad) {
+    const std::size_t i = b.first;
+    const char* value = b.second;
     CAPTURE(value);
     Entry forged = e;
     forged.ir_fields[i].second = value;
