@@ -169,7 +169,7 @@ TEST_CASE("B1: truncation at every offset of the first and last 4 KiB, and rando
   for (std::size_t len = bytes.size() - 4096; len < bytes.size(); ++len)
     attempt(t, tally, std::span(bytes).first(len), options);
   Rng rng(11);
-  for (int k = 0; k < 500 * reliability::soak(); ++k)
+  for (int k = 0; k < 250 * reliability::soak(); ++k)
     attempt(t, tally, std::span(bytes).first(rng.below(static_cast<std::uint32_t>(bytes.size()))), options);
   tally.peak_rss_kib = base ? peak_growth_kib(base) : 0;
   figure("B1", fmt::format("library import of a {}-byte bundle cut short: {}", bytes.size(), tally.text()));
@@ -190,7 +190,7 @@ TEST_CASE("B2: every bit of the head flipped alone, then random flips everywhere
     attempt(t, systematic, damaged, options);
   }
   Rng rng(12);
-  for (int k = 0; k < 2000 * reliability::soak(); ++k) {
+  for (int k = 0; k < 1000 * reliability::soak(); ++k) {
     auto damaged = bytes;
     const int flips = k % 4 == 0 ? 1 + static_cast<int>(rng.below(8)) : 1;
     for (int f = 0; f < flips; ++f) {
