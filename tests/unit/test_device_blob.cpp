@@ -420,7 +420,11 @@ TEST_CASE("pipeline entry: scheme 2 records the interface after the recipe, outs
                                                      {7, "0:0g"},
                                                      {7, "3:ff 3:ff"},
                                                      {7, "0"},
-                                                     {7, "99999999999:ff"}};
+                                                     {7, "99999999999:ff"},
+                                                     {5, "0.01:7x1"},
+                                                     {6, "016"},
+                                                     {7, "0:FF"},
+                                                     {7, "+1:ff"}};
   for (const auto& b : bad) {
     const std::size_t i = b.first;
     const char* value = b.second;

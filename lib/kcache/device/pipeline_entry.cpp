@@ -46,6 +46,13 @@ bool parse_uuid(std::string_view text, Uuid& out) {
   return at == text.size();
 }
 
+// A decimal number as PipelineInterface::fields writes it: no sign, no
+// leading zero, so each interface has one encoding.
+template <typename T>
+bool parse_decimal(std::string_view text, T& out) {
+  return (text.size() == 1 || (!text.empty() && text[0] != '0')) && parse_number(text, out, 10);
+}
+
 // The words of a field separated by one space ("" has none; a doubled or
 // trailing space makes an empty word, which no parser accepts).
 std::vector<std::string_view> words(std::string_view text) {
@@ -75,21 +82,22 @@ Result<PipelineInterface> parse_interface(const Entry& e, std::string_view bindi
     std::string_view where, what, set, binding, type, count;
     PipelineInterface::Binding b;
     if (!split_at(word, ':', where, what) || !split_at(where, '.', set, binding) || !split_at(what, 'x', type, count) ||
-        !parse_number(set, b.set, 10) || !parse_number(binding, b.binding, 10) ||
-        !parse_number(type, b.descriptor_type, 10) || !parse_number(count, b.count, 10) || b.count == 0)
+        !parse_decimal(set, b.set) || !parse_decimal(binding, b.binding) || !parse_decimal(type, b.descriptor_type) ||
+        !parse_decimal(count, b.count) || b.count == 0)
       return bad_recipe(e, fmt::format("bindings: '{}' is not SET.BINDING:TYPExCOUNT", util::shown_untrusted(word)));
     if (!out.bindings.empty() &&
         std::pair(out.bindings.back().set, out.bindings.back().binding) >= std::pair(b.set, b.binding))
       return bad_recipe(e, fmt::format("bindings: '{}' is out of order or repeated", util::shown_untrusted(word)));
     out.bindings.push_back(b);
   }
-  if (!parse_number(push, out.push_constant_size, 10))
+  if (!parse_decimal(push, out.push_constant_size))
     return bad_recipe(e, fmt::format("push_constants '{}' is not a number of bytes", util::shown_untrusted(push)));
   for (std::string_view word : words(spec)) {
     std::string_view id, hex;
     PipelineInterface::SpecEntry s;
-    if (!split_at(word, ':', id, hex) || !parse_number(id, s.constant_id, 10) ||
-        (hex.size() != 2 && hex.size() != 4 && hex.size() != 8 && hex.size() != 16))
+    if (!split_at(word, ':', id, hex) || !parse_decimal(id, s.constant_id) ||
+        (hex.size() != 2 && hex.size() != 4 && hex.size() != 8 && hex.size() != 16) ||
+        hex.find_first_not_of("0123456789abcdef") != std::string_view::npos)
       return bad_recipe(
           e, fmt::format("specialization: '{}' is not ID:HEX of 1, 2, 4 or 8 bytes", util::shown_untrusted(word)));
     if (!out.spec_entries.empty() && out.spec_entries.back().constant_id >= s.constant_id)
