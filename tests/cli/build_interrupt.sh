@@ -11,15 +11,23 @@ for i in 2 3 4; do
   sed -n '/^\[\[kernel\]\]/,$p' p/kcache.toml | sed "s/^name = \"\\([^\"]*\\)\"/name = \"\\1_$i\"\npreamble = \"#define KCACHE_COPY $i\"/"
 done > p/more.toml
 cat p/more.toml >> p/kcache.toml
-interrupt() { # SIGNAL WANT_EXIT: builds, sends SIGNAL once entries are stored (a few dozen: so that
+# entries: how many entries the store holds now (0 before it exists); a
+# reader beside the build, as LMDB allows.
+entries() {
+  [[ -f $KCACHE_STORE/data.mdb ]] || { echo 0; return; }
+  "$KCACHE" inspect --json >inspect.json 2>/dev/null && json_get inspect.json 'len(j["entries"])' || echo 0
+}
+interrupt() { # SIGNAL WANT_EXIT: builds, sends SIGNAL once new entries are stored (a few: so that
   # on a loaded machine the build is still far from done when the signal comes, the second time too)
-  local sig=$1 want=$2 rc=0 size=0
-  [[ ! -f $KCACHE_STORE/data.mdb ]] || size=$(stat -c %s "$KCACHE_STORE/data.mdb")
+  local sig=$1 want=$2 rc=0 before
+  before=$(entries)
   "$KCACHE" build p/kcache.toml -j1 >out 2>err &
-  local pid=$! i
-  for ((i = 0; i < 200; i++)); do
-    [[ -f $KCACHE_STORE/data.mdb ]] && (($(stat -c %s "$KCACHE_STORE/data.mdb") > size + 40000)) && break
-    sleep 0.05
+  local pid=$! start=$SECONDS
+  # Counted, not guessed from the file's size: under ASan on a loaded
+  # machine the first entries can take seconds to come.
+  until (($(entries) >= before + 8)); do
+    ((SECONDS - start < 120)) || { kill $pid; fail "SIG$sig: the build stored no 8 new entries in 120 s"; }
+    sleep 0.1
   done
   kill -s "$sig" $pid
   wait $pid || rc=$?

@@ -4,11 +4,10 @@
 #include "kcache/compile/compiler.hpp"
 #include "kcache/core/cuda.hpp"
 #include "kcache/definition/kernel_spec.hpp"
+// The interface the device stage builds pipelines with (recorded, or
+// reflected the same way): an application must create its layout and
+// specialization exactly as kcache did, or the driver misses the blob.
 #include "kcache/device/pipeline_entry.hpp"
-// The same reflection the device stage builds pipelines with: an application
-// must create its layout and specialization exactly as kcache did, or the
-// driver misses the blob.
-
 #include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
