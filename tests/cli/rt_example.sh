@@ -29,6 +29,13 @@ expect_in "$WORK/out" "1 pipelines created, 1 blobs served"
 expect_exit 1 "$EXAMPLE" --device llvmpipe nope
 expect_in "$WORK/err" "no kernel 'nope'"
 expect_exit 3 "$EXAMPLE" --store "$WORK/absent"
+# --device as kcache's: a number is an index, never part of a name ("5" is
+# in "LLVM 15.0.6"); a name that matches nothing lists the devices.
+expect_exit 3 "$EXAMPLE" --device 5
+expect_in "$WORK/err" "no Vulkan device 5"
+expect_in "$WORK/err" "llvmpipe"
+expect_exit 3 "$BENCH" --device no-such-gpu --startup warm
+expect_in "$WORK/err" "no Vulkan device's name or fingerprint id matches 'no-such-gpu'"
 expect_exit 2 "$EXAMPLE" --bogus
 
 # The benchmark tool: cold against warm per kernel; an application's start

@@ -226,6 +226,41 @@ TEST_CASE("runtime C API: every function takes NULL without crashing (kcache.h s
   CHECK(std::string(kcache_status_name(static_cast<kcache_status>(99))) == "unknown");
 }
 
+TEST_CASE("runtime C API: kcache_select_device picks as kcache's --device does") {
+  // Loader order: a CPU device whose name has digits, then a GPU.
+  device::DeviceInfo gpu = lavapipe_info();
+  gpu.vendor_id = 0x10de;
+  gpu.seal_fingerprint();
+  kcache_device_candidate devices[2] = {{c_device(lavapipe_info()), "llvmpipe (LLVM 15.0.6, 256 bits)", 4},
+                                        {c_device(gpu), "NVIDIA H200", 2}};
+  size_t index = 99;
+  CHECK(kcache_select_device(nullptr, devices, 2, &index) == KCACHE_OK);
+  CHECK(index == 1);  // a GPU before a CPU device, whatever the order
+  CHECK(kcache_select_device("", devices, 1, &index) == KCACHE_OK);
+  CHECK(index == 0);
+  CHECK(kcache_select_device("0", devices, 2, &index) == KCACHE_OK);
+  CHECK(index == 0);
+  CHECK(kcache_select_device("nvidia", devices, 2, &index) == KCACHE_OK);
+  CHECK(index == 1);
+  // A number is an index and never a name: "5" is in "LLVM 15.0.6".
+  index = 99;
+  CHECK(kcache_select_device("5", devices, 2, &index) == KCACHE_ERROR_NOT_FOUND);
+  CHECK(index == 99);
+  CHECK(contains(kcache_last_error(), "no Vulkan device 5"));
+  CHECK(contains(kcache_last_error(), "1: NVIDIA H200"));
+  // A name must match one device; the message names the matches.
+  CHECK(kcache_select_device("i", devices, 2, &index) == KCACHE_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(kcache_last_error(), "matches 2 devices"));
+  CHECK(kcache_select_device("amd", devices, 2, &index) == KCACHE_ERROR_NOT_FOUND);
+  // The fingerprint id `kcache devices` prints selects too.
+  const std::string id = gpu.fingerprint().substr(0, 6);
+  CHECK(kcache_select_device(id.c_str(), devices, 2, &index) == KCACHE_OK);
+  CHECK(index == 1);
+  CHECK(kcache_select_device(nullptr, devices, 0, &index) == KCACHE_ERROR_NOT_FOUND);
+  CHECK(kcache_select_device(nullptr, nullptr, 2, &index) == KCACHE_ERROR_INVALID_ARGUMENT);
+  CHECK(kcache_select_device(nullptr, devices, 2, nullptr) == KCACHE_ERROR_INVALID_ARGUMENT);
+}
+
 TEST_CASE("runtime C API: a truncated store is KCACHE_ERROR_CORRUPTION, never SIGBUS in the application") {
   TempDir dir;
   auto store = dir.path() / "store";

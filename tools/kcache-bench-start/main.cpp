@@ -50,15 +50,15 @@
 namespace {
 
 constexpr const char* k_usage =
-    "usage: kcache-bench-start [--store DIR] [--device NAME] [--target ENV]\n"
+    "usage: kcache-bench-start [--store DIR] [--device SEL] [--target ENV]\n"
     "                          [--startup cold|warm [--threads N] | --lookups N] [KERNEL...]\n"
     "\n"
     "Creates the compute pipelines of KERNEL... (default: every compute kernel in the\n"
     "store) on a Vulkan device, cold (no blob) and warm (kcache's pipeline-cache blob),\n"
     "and prints both creation times.\n"
     "  --store DIR     kcache store (default: $KCACHE_STORE, else ~/.cache/kcache)\n"
-    "  --device NAME   the first device whose name contains NAME (default: the first\n"
-    "                  discrete GPU, else integrated, virtual, other, CPU)\n"
+    "  --device SEL    a device index, or the one device whose name contains SEL\n"
+    "                  (default: the first discrete GPU, else integrated, virtual, CPU)\n"
     "  --target ENV    SPIR-V target to look kernels up in, e.g. vulkan1.2\n"
     "  --startup MODE  instead, time an application's start once: store open, every\n"
     "                  lookup and pipeline (cold: empty caches; warm: kcache's blobs)\n"
@@ -148,16 +148,6 @@ std::optional<Args> parse(int argc, char** argv) {
 
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
-int rank(VkPhysicalDeviceType t) {
-  switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 4;
-    default: return 3;
-  }
 }
 
 // A VkDevice with every feature the physical device supports except the
@@ -499,26 +489,18 @@ int main(int argc, char** argv) {
     std::fputs("kcache-bench-start: no Vulkan instance (install a Vulkan driver, e.g. mesa-vulkan-drivers)\n", stderr);
     return 3;
   }
-  std::uint32_t count = 0;
-  vkEnumeratePhysicalDevices(instance, &count, nullptr);
-  std::vector<VkPhysicalDevice> physical(count);
-  vkEnumeratePhysicalDevices(instance, &count, physical.data());
   VkPhysicalDevice pd = VK_NULL_HANDLE;
-  VkPhysicalDeviceProperties props{};
-  for (VkPhysicalDevice candidate : physical) {
-    VkPhysicalDeviceProperties p;
-    vkGetPhysicalDeviceProperties(candidate, &p);
-    const bool named = !args->device.empty() && std::strstr(p.deviceName, args->device.c_str());
-    const bool better = args->device.empty() && (!pd || rank(p.deviceType) < rank(props.deviceType));
-    if (p.apiVersion >= VK_API_VERSION_1_2 && (named || better)) {
-      pd = candidate;
-      props = p;
-      if (named) break;
-    }
+  if (kcache_vulkan_select_device(instance, vkEnumeratePhysicalDevices, vkGetPhysicalDeviceProperties2,
+                                  args->device.c_str(), &pd) != KCACHE_OK) {
+    std::fprintf(stderr, "kcache-bench-start: %s\n", kcache_last_error());
+    vkDestroyInstance(instance, nullptr);
+    return 3;
   }
-  if (!pd) {
-    std::fprintf(stderr, "kcache-bench-start: no Vulkan 1.2 device%s%s\n", args->device.empty() ? "" : " named ",
-                 args->device.c_str());
+  VkPhysicalDeviceProperties props{};
+  vkGetPhysicalDeviceProperties(pd, &props);
+  if (props.apiVersion < VK_API_VERSION_1_2) {
+    std::fprintf(stderr, "kcache-bench-start: %s offers Vulkan %u.%u, not 1.2\n", props.deviceName,
+                 VK_API_VERSION_MAJOR(props.apiVersion), VK_API_VERSION_MINOR(props.apiVersion));
     vkDestroyInstance(instance, nullptr);
     return 3;
   }

@@ -19,19 +19,19 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
 namespace {
 
 constexpr const char* k_usage =
-    "usage: kcache-example [--store DIR] [--device NAME] [--target ENV] [KERNEL...]\n"
+    "usage: kcache-example [--store DIR] [--device SEL] [--target ENV] [KERNEL...]\n"
     "\n"
     "Creates the compute pipeline of KERNEL... (default: every compute kernel in the\n"
     "store) on a Vulkan device with kcache's pipeline-cache blob where there is one.\n"
     "  --store DIR     kcache store (default: $KCACHE_STORE, else ~/.cache/kcache)\n"
-    "  --device NAME   a device whose name contains NAME (default: a GPU, else CPU)\n"
+    "  --device SEL    a device index, or the one device whose name contains SEL\n"
+    "                  (default: a GPU, else CPU; `kcache devices` lists them)\n"
     "  --target ENV    SPIR-V target to look kernels up in, e.g. vulkan1.2\n"
     "Timing: kcache-bench-start.\n";
 
@@ -161,26 +161,19 @@ int main(int argc, char** argv) {
     std::fputs("kcache-example: no Vulkan instance (install a Vulkan driver, e.g. mesa-vulkan-drivers)\n", stderr);
     return 3;
   }
-  std::uint32_t count = 0;
-  vkEnumeratePhysicalDevices(instance, &count, nullptr);
-  std::vector<VkPhysicalDevice> physical(count);
-  vkEnumeratePhysicalDevices(instance, &count, physical.data());
+  // The device as kcache's own --device picks it: a number is an index, a
+  // name must match one device; by default a GPU before a CPU device.
   VkPhysicalDevice pd = VK_NULL_HANDLE;
-  VkPhysicalDeviceProperties props{};
-  // The named device, else a GPU before a CPU (software) one.
-  for (VkPhysicalDevice candidate : physical) {
-    VkPhysicalDeviceProperties p;
-    vkGetPhysicalDeviceProperties(candidate, &p);
-    const bool fits = device_name.empty() ? !pd || props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
-                                          : std::strstr(p.deviceName, device_name.c_str()) != nullptr;
-    if (p.apiVersion >= VK_API_VERSION_1_2 && fits && !(pd && p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU)) {
-      pd = candidate;
-      props = p;
-    }
+  if (kcache_vulkan_select_device(instance, vkEnumeratePhysicalDevices, vkGetPhysicalDeviceProperties2,
+                                  device_name.c_str(), &pd) != KCACHE_OK) {
+    std::fprintf(stderr, "kcache-example: %s\n", kcache_last_error());
+    return 3;
   }
-  if (!pd) {
-    std::fprintf(stderr, "kcache-example: no Vulkan 1.2 device%s%s\n", device_name.empty() ? "" : " named ",
-                 device_name.c_str());
+  VkPhysicalDeviceProperties props{};
+  vkGetPhysicalDeviceProperties(pd, &props);
+  if (props.apiVersion < VK_API_VERSION_1_2) {
+    std::fprintf(stderr, "kcache-example: %s offers Vulkan %u.%u; kcache's pipelines need 1.2\n", props.deviceName,
+                 VK_API_VERSION_MAJOR(props.apiVersion), VK_API_VERSION_MINOR(props.apiVersion));
     return 3;
   }
 

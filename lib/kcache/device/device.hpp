@@ -167,13 +167,21 @@ Result<std::vector<DeviceInfo>> list_devices();
 /// selector. Pure: what --device means, testable without a GPU.
 Result<DeviceInfo> select_from(const std::vector<DeviceInfo>& devices, std::string_view selector);
 
+/// The device kcache uses when none is named among `devices`: the first
+/// discrete GPU, else the first integrated, virtual, other, then CPU
+/// (software) device, so a machine with a GPU and lavapipe picks the GPU
+/// whatever the loader's order. device_unavailable for an empty list. Pure.
+Result<DeviceInfo> default_from(const std::vector<DeviceInfo>& devices);
+
+/// default_from(devices) when `selector` is empty, else select_from: what
+/// `--device SEL` means, in every command that takes it and in the runtime
+/// API's kcache_select_device. Pure.
+Result<DeviceInfo> select_from_or_default(const std::vector<DeviceInfo>& devices, std::string_view selector);
+
 /// select_from(list_devices(), selector); device_unavailable as list_devices.
 Result<DeviceInfo> select_device(std::string_view selector);
 
-/// The device kcache uses when none is named: the first discrete GPU, else
-/// the first integrated, virtual, other, then CPU (software) device, so a
-/// machine with a GPU and lavapipe picks the GPU whatever the loader's order.
-/// device_unavailable as list_devices.
+/// default_from(list_devices()); device_unavailable as list_devices.
 Result<DeviceInfo> default_device();
 
 /// select_device(selector), or default_device() when `selector` is empty:

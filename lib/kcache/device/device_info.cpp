@@ -130,6 +130,7 @@ Result<DeviceInfo> select_from(const std::vector<DeviceInfo>& devices, std::stri
   if (selector.empty())
     return fail(Category::invalid_argument,
                 "empty device selector: give an index, a name substring or a fingerprint id");
+  if (devices.empty()) return fail(Category::device_unavailable, "no Vulkan device to choose from");
   const std::string shown = util::escape_untrusted(selector);
   // A number is an index, never a name substring: "5" must not pick the
   // device whose driver is "LLVM 15.0.6". Only a whole 16-digit fingerprint
@@ -161,8 +162,8 @@ Result<DeviceInfo> select_device(std::string_view selector) {
   return select_from(KCACHE_TRY(list_devices()), selector);
 }
 
-Result<DeviceInfo> default_device() {
-  auto devices = KCACHE_TRY(list_devices());
+Result<DeviceInfo> default_from(const std::vector<DeviceInfo>& devices) {
+  if (devices.empty()) return fail(Category::device_unavailable, "no Vulkan device to choose from");
   auto rank = [](DeviceType t) {
     switch (t) {
       case DeviceType::discrete_gpu: return 0;
@@ -174,13 +175,18 @@ Result<DeviceInfo> default_device() {
     return 5;
   };
   // stable: among equals, the loader's order decides
-  auto best = std::min_element(devices.begin(), devices.end(),
-                               [&](const DeviceInfo& a, const DeviceInfo& b) { return rank(a.type) < rank(b.type); });
-  return *best;  // list_devices never returns an empty list
+  return *std::min_element(devices.begin(), devices.end(),
+                           [&](const DeviceInfo& a, const DeviceInfo& b) { return rank(a.type) < rank(b.type); });
 }
 
+Result<DeviceInfo> select_from_or_default(const std::vector<DeviceInfo>& devices, std::string_view selector) {
+  return selector.empty() ? default_from(devices) : select_from(devices, selector);
+}
+
+Result<DeviceInfo> default_device() { return default_from(KCACHE_TRY(list_devices())); }
+
 Result<DeviceInfo> select_device_or_default(std::string_view selector) {
-  return selector.empty() ? default_device() : select_device(selector);
+  return select_from_or_default(KCACHE_TRY(list_devices()), selector);
 }
 
 }  // namespace kcache::device

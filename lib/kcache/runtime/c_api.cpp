@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 // The opaque handles of kcache.h.
 struct kcache_store {
@@ -100,6 +101,18 @@ kcache::device::DeviceInfo device_info(const kcache_device& d) {
   return kcache::runtime::detail::device_from_properties(p);
 }
 
+/// A VkPhysicalDeviceType value (the C API does not include Vulkan's headers).
+kcache::device::DeviceType device_type(std::uint32_t vk_type) {
+  using kcache::device::DeviceType;
+  switch (vk_type) {
+    case 1: return DeviceType::integrated_gpu;
+    case 2: return DeviceType::discrete_gpu;
+    case 3: return DeviceType::virtual_gpu;
+    case 4: return DeviceType::cpu;
+    default: return DeviceType::other;
+  }
+}
+
 template <typename Find>
 kcache_status lookup(kcache_store* store, const kcache_device* device, const char* target, kcache_kernel** out,
                      Find&& find) {
@@ -182,6 +195,28 @@ const char* kcache_status_name(kcache_status status) {
 }
 
 const char* kcache_last_error(void) { return t_last_error.c_str(); }
+
+kcache_status kcache_select_device(const char* selector, const kcache_device_candidate* devices, size_t count,
+                                   size_t* index) {
+  return guarded([&] {
+    if (!index) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "index must not be NULL");
+    if (count == 0) return failed(KCACHE_ERROR_NOT_FOUND, "no Vulkan device (install a Vulkan driver)");
+    if (!devices) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "devices must not be NULL");
+    std::vector<kcache::device::DeviceInfo> infos;
+    infos.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      auto info = device_info(devices[i].device);
+      info.index = static_cast<std::uint32_t>(i);
+      if (devices[i].name) info.name.assign(devices[i].name, strnlen(devices[i].name, 256));
+      info.type = device_type(devices[i].device_type);
+      infos.push_back(std::move(info));
+    }
+    auto chosen = kcache::device::select_from_or_default(infos, selector ? selector : "");
+    if (!chosen) return failed(chosen.error());
+    *index = chosen->index;
+    return KCACHE_OK;
+  });
+}
 
 kcache_status kcache_store_open(const char* dir, kcache_store** out) { return kcache_store_open_flags(dir, 0, out); }
 

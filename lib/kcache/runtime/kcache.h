@@ -51,8 +51,9 @@
 extern "C" {
 #endif
 
-#define KCACHE_RUNTIME_API_VERSION \
-  4 /* 2: kcache_store_open_embedded; 3: kcache_lookup_cuda; 4: kcache_store_open_flags, kcache_kernel_layout_id */
+#define KCACHE_RUNTIME_API_VERSION                                                                                \
+  5 /* 2: kcache_store_open_embedded; 3: kcache_lookup_cuda; 4: kcache_store_open_flags, kcache_kernel_layout_id; \
+       5: kcache_select_device */
 
 /** Outcome of a call. */
 typedef enum kcache_status {
@@ -99,6 +100,14 @@ typedef struct kcache_device {
   char driver_info[256];           /**< ::driverInfo, NUL-terminated; "" if unknown */
 } kcache_device;
 
+/** One physical device offered to kcache_select_device, as the application
+ *  enumerated it. (API version 5.) */
+typedef struct kcache_device_candidate {
+  kcache_device device; /**< its properties, as for kcache_lookup */
+  const char* name;     /**< VkPhysicalDeviceProperties::deviceName; NULL as "" */
+  uint32_t device_type; /**< a VkPhysicalDeviceType value */
+} kcache_device_candidate;
+
 /** One descriptor binding of a compute kernel's pipeline layout. */
 typedef struct kcache_binding {
   uint32_t set;
@@ -127,6 +136,21 @@ KCACHE_API const char* kcache_status_name(kcache_status status);
 /** The message of the last failed kcache call on this thread ("" if none):
  *  what was wrong and what to do. */
 KCACHE_API const char* kcache_last_error(void);
+
+/** Picks one of `count` devices (in the loader's order) by kcache's rule for
+ *  `--device SEL`, so that an application's device option means what
+ *  kcache's does: NULL or "" = the first discrete GPU, else the first
+ *  integrated, virtual, other, then CPU device; a number = that index and
+ *  nothing else ("5" never picks a device whose driver is "LLVM 15.0.6");
+ *  otherwise the one device whose name contains `selector`
+ *  (case-insensitive) or whose fingerprint id (`kcache devices`) starts
+ *  with it. Sets *index. NOT_FOUND when there is no device, nothing matches
+ *  or an index is out of range; INVALID_ARGUMENT when several devices
+ *  match, or for NULL `devices` or `index`; the message lists the devices.
+ *  kcache_vulkan.h's kcache_vulkan_select_device enumerates them for you.
+ *  (API version 5.) */
+KCACHE_API kcache_status kcache_select_device(const char* selector, const kcache_device_candidate* devices,
+                                              size_t count, size_t* index);
 
 /** Opens the store in directory `dir` read-only; nothing is ever written.
  *  `dir` NULL or "" means kcache's default: $KCACHE_STORE, else

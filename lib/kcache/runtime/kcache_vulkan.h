@@ -1,5 +1,6 @@
 /* kcache_vulkan.h: fills a kcache_device from a Vulkan physical device, the
- * way `kcache devices` does. Header-only, so libkcache itself never links
+ * way `kcache devices` does, and picks a physical device by kcache's rule for
+ * `--device`. Header-only, so libkcache itself never links
  * Vulkan; include it where the application already uses the Vulkan headers.
  * Driver properties (driverID, driverInfo) are read on a device of API
  * version 1.2 or later, as kcache reads them. Thread-safety: as the Vulkan
@@ -7,6 +8,7 @@
 #ifndef KCACHE_RUNTIME_KCACHE_VULKAN_H
 #define KCACHE_RUNTIME_KCACHE_VULKAN_H
 
+#include <stdlib.h>
 #include <string.h>
 #include <vulkan/vulkan.h>
 
@@ -40,6 +42,49 @@ static inline void kcache_device_from_vulkan(VkPhysicalDevice physical_device,
   memcpy(out->pipeline_cache_uuid, props.properties.pipelineCacheUUID, 16);
   memcpy(out->device_uuid, id.deviceUUID, 16);
   memcpy(out->driver_uuid, id.driverUUID, 16);
+}
+
+/** Picks the physical device `selector` names among `instance`'s, by
+ *  kcache_select_device's rule (NULL or "": a GPU before a CPU device; a
+ *  number: that index; else the one device whose name contains it or whose
+ *  fingerprint id starts with it), and stores it in *out. Returns
+ *  kcache_select_device's status (kcache_last_error() says which devices
+ *  there are), or KCACHE_ERROR_INTERNAL when memory runs out or the
+ *  enumeration fails. `enumerate` and `get_properties2` are the
+ *  application's vkEnumeratePhysicalDevices and
+ *  vkGetPhysicalDeviceProperties2. Whether the device suits the
+ *  application (its API version, queues) is the application's check. */
+static inline kcache_status kcache_vulkan_select_device(VkInstance instance, PFN_vkEnumeratePhysicalDevices enumerate,
+                                                        PFN_vkGetPhysicalDeviceProperties2 get_properties2,
+                                                        const char* selector, VkPhysicalDevice* out) {
+  uint32_t count = 0;
+  VkPhysicalDevice* physical = NULL;
+  VkPhysicalDeviceProperties2* props = NULL;
+  kcache_device_candidate* candidates = NULL;
+  size_t chosen = 0;
+  kcache_status status = KCACHE_ERROR_INTERNAL;
+  uint32_t i;
+  if (enumerate(instance, &count, NULL) < 0) return KCACHE_ERROR_INTERNAL;
+  if (count > 0) {
+    physical = (VkPhysicalDevice*)calloc(count, sizeof *physical);
+    props = (VkPhysicalDeviceProperties2*)calloc(count, sizeof *props);
+    candidates = (kcache_device_candidate*)calloc(count, sizeof *candidates);
+    if (!physical || !props || !candidates || enumerate(instance, &count, physical) < 0) goto done;
+  }
+  for (i = 0; i < count; ++i) {
+    props[i].sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    get_properties2(physical[i], &props[i]);
+    kcache_device_from_vulkan(physical[i], get_properties2, &candidates[i].device);
+    candidates[i].name = props[i].properties.deviceName;
+    candidates[i].device_type = (uint32_t)props[i].properties.deviceType;
+  }
+  status = kcache_select_device(selector, candidates, count, &chosen);
+  if (status == KCACHE_OK) *out = physical[chosen];
+done:
+  free(candidates);
+  free(props);
+  free(physical);
+  return status;
 }
 
 #endif /* KCACHE_RUNTIME_KCACHE_VULKAN_H */
