@@ -51,6 +51,19 @@ TEST_CASE("verify: a vulkan entry whose recorded interface is not its module's i
     CHECK(p.error.message.find("push_constants = \"4096\"") != std::string::npos);
     CHECK(p.error.message.find("push_constants = \"4\"") != std::string::npos);
   }
+  SUBCASE("a module spirv-val rejects is a problem of both entries: its verdict is reused only when it passed") {
+    auto bad_words = words;
+    bad_words[1] = 0x00010600;  // SPIR-V 1.6, which vulkan1.2 does not accept; the structure is intact
+    Entry bad = test::spirv_entry("scale", bad_words);
+    bad.key = bound_key(bad);
+    test::put(store_dir, spirv_namespace("vulkan1.2"), {bad});
+    test::put(store_dir, lvp.ns, {test::pipeline_entry(bad, lvp, blob->data)});
+    auto c = check();
+    REQUIRE(c.problems.size() == 2);
+    CHECK(c.problems[0].ns == "spirv/vulkan1.2");
+    CHECK(c.problems[1].ns == lvp.ns.name());
+    CHECK(c.problems[1].error.message.find("does not pass spirv-val") != std::string::npos);
+  }
   SUBCASE("an entry of an earlier kcache (scheme 1) records none: no problem") {
     test::put(store_dir, lvp.ns, {test::pipeline_entry(spirv, lvp, blob->data, "vulkan1.2", "1")});
     CHECK(check().problems.empty());

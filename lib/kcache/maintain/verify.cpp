@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 namespace kcache::maintain {
 namespace {
@@ -47,16 +48,21 @@ std::string describe(const device::PipelineInterface& i) {
   return out;
 }
 
-Result<void> check_spirv_entry(const Entry& e, const Namespace& ns) {
+/// SPIR-V modules spirv-val accepted earlier in the same walk (one read
+/// snapshot), by namespace and payload digest: the check of a vulkan entry
+/// whose module is among them need not run spirv-val on it again.
+using ValidatedModules = std::set<std::pair<std::string, Hash128>>;
+
+Result<Validation> check_spirv_entry(const Entry& e, const Namespace& ns) {
   if (e.payload_kind != PayloadKind::spirv)
     return fail(Category::corruption, "payload kind {} in a spirv namespace", static_cast<int>(e.payload_kind));
   auto words = KCACHE_TRY(compile::spirv_words(e.payload));
   // Under the policy it was stored with (its "validate" id field), as import.
-  KCACHE_CHECK(compile::validate_under(words, ns.fingerprint, definition::recorded_validate_policy(e.id_fields)));
-  return {};
+  return compile::validate_under(words, ns.fingerprint, definition::recorded_validate_policy(e.id_fields));
 }
 
-Result<void> check_vulkan_entry(store::Reader& reader, const Entry& e, const Namespace& ns) {
+Result<void> check_vulkan_entry(store::Reader& reader, const Entry& e, const Namespace& ns,
+                                const ValidatedModules& validated) {
   if (e.payload_kind != PayloadKind::pipeline_cache)
     return fail(Category::corruption, "payload kind {} in a vulkan namespace", static_cast<int>(e.payload_kind));
   auto recipe = KCACHE_TRY(device::read_pipeline_recipe(e));
@@ -70,7 +76,7 @@ Result<void> check_vulkan_entry(store::Reader& reader, const Entry& e, const Nam
   if (recorded && definition::recorded_validate_policy(module.id_fields) == definition::ValidatePolicy::strict) {
     auto words = KCACHE_TRY(compile::spirv_words(module.payload));
     const std::string target = recipe.spirv_namespace.substr(recipe.spirv_namespace.find('/') + 1);
-    if (!compile::validate(words, target))
+    if (!validated.contains({recipe.spirv_namespace, module.payload_digest}) && !compile::validate(words, target))
       return fail(Category::corruption, "its SPIR-V module in {} does not pass spirv-val", recipe.spirv_namespace);
     auto reflected = device::reflect_pipeline_interface(words, recipe.entry, recipe.spec);
     if (!reflected)
@@ -130,9 +136,10 @@ ReadEntry read_entry(store::Reader& reader, const Namespace& ns, const std::stri
 /// back in input order, so problems are listed exactly as a serial walk lists
 /// them. Vulkan entries are checked here: their module lookup needs the
 /// reader, which stays on this thread; cuda entries too (a header check,
-/// check_cuda_payload). Errors: a worker thread the OS refuses.
+/// check_cuda_payload). Modules spirv-val accepts are added to `validated`;
+/// vulkan entries' checks read it. Errors: a worker thread the OS refuses.
 Result<void> check_entries(store::Reader& reader, const Namespace& ns, const std::vector<std::string>& kernels,
-                           unsigned threads, StoreCheck& out) {
+                           unsigned threads, ValidatedModules& validated, StoreCheck& out) {
   if (ns.backend != "spirv") {
     for (const std::string& kernel : kernels) {
       ++out.entries;
@@ -143,16 +150,16 @@ Result<void> check_entries(store::Reader& reader, const Namespace& ns, const std
           return check_cuda_payload(e.entry->payload_kind, ns.fingerprint, e.entry->payload).and_then([&] {
             return check_cuda_symbol(e.entry->payload_kind, e.entry->payload, cuda_function_symbol(*e.entry));
           });
-        return check_vulkan_entry(reader, *e.entry, ns);
+        return check_vulkan_entry(reader, *e.entry, ns, validated);
       }();
       if (!ok) out.problems.push_back({ns.name(), kernel, ok.error()});
     }
     return {};
   }
   if (kernels.empty()) return {};
-  using Window = util::OrderedParallelMap<ReadEntry, Result<void>>;
+  using Window = util::OrderedParallelMap<ReadEntry, Result<Validation>>;
   auto window = KCACHE_TRY(
-      Window::start(std::min<std::size_t>(threads, kernels.size()), [&ns](const ReadEntry& e) -> Result<void> {
+      Window::start(std::min<std::size_t>(threads, kernels.size()), [&ns](const ReadEntry& e) -> Result<Validation> {
         if (!e.entry) return tl::unexpected(e.entry.error());
         return check_spirv_entry(*e.entry, ns);
       }));
@@ -166,6 +173,8 @@ Result<void> check_entries(store::Reader& reader, const Namespace& ns, const std
     if (!checked) return {};
     ++out.entries;
     if (!checked->result) out.problems.push_back({ns.name(), checked->item.kernel, checked->result.error()});
+    else if (*checked->result == Validation::validated)
+      validated.insert({ns.name(), checked->item.entry->payload_digest});
   }
 }
 
@@ -178,6 +187,10 @@ Result<StoreCheck> check_store(store::Store& store, unsigned jobs) {
   const unsigned threads = util::worker_threads(jobs);  // capped as import's validators
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
     auto namespaces = KCACHE_TRY(reader.namespace_records());
+    // "spirv/..." sorts before "vulkan/...", so a module's verdict is known
+    // before the pipelines built from it are checked; in any other order
+    // they would only validate it again.
+    ValidatedModules validated;
     for (const auto& info : namespaces) {
       const Namespace& ns = info.ns;
       ++out.namespaces;
@@ -205,7 +218,7 @@ Result<StoreCheck> check_store(store::Store& store, unsigned jobs) {
         ++out.entries;
         out.problems.push_back({d.ns, d.kernel, d.error});
       }
-      KCACHE_CHECK(check_entries(reader, ns, kernels, threads, out));
+      KCACHE_CHECK(check_entries(reader, ns, kernels, threads, validated, out));
       // Failure records: each must decode and say only what a record may.
       const std::size_t failures_damaged_before = reader.damaged().size();
       auto failures = reader.scan_failures(ns.name(), [&](Failure&& f, std::size_t) {
