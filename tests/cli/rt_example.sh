@@ -47,7 +47,13 @@ expect_in "$WORK/out" "total: 76 kernels, 76 blobs served"
 expect_exit 0 "$BENCH" --device llvmpipe --startup warm --threads 4
 expect_in "$WORK/out" "startup mode=warm threads=4 pipelines=76 failed=0 blobs_served=76 "
 expect_exit 0 "$BENCH" --device llvmpipe --startup cold --threads 4
-expect_in "$WORK/out" "startup mode=cold threads=4 pipelines=76 failed=0 blobs_served=0 "
+expect_in "$WORK/out" "startup mode=cold threads=4 pipelines=76 failed=0 blobs_served=0 hits=-1 misses=-1 "
+# Warm starts probe each blob (lavapipe compiles again: every one a miss);
+# with --inline-modules no shader module is made.
+expect_exit 0 "$BENCH" --device llvmpipe --startup warm --trusted --inline-modules --threads 2
+expect_in "$WORK/out" "pipelines=76 failed=0 blobs_served=76 hits=0 misses=76 modules=inline "
+expect_in "$WORK/out" " module_sum_ms=0.000 "
+cat "$WORK/out"
 expect_exit 0 "$BENCH" --device llvmpipe --lookups 2
 expect_in "$WORK/out" "lookups trusted=0 kernels=76 rounds=2 blobs_served=76 failed=0 mean_us="
 cat "$WORK/out"

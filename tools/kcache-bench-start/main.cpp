@@ -21,6 +21,10 @@
 // once per mode in fresh processes; set the driver's disk-cache variables to
 // measure that cache instead.
 //
+// --inline-modules creates no VkShaderModule: each stage carries its
+// module's create info (VK_EXT_graphics_pipeline_library), which saves the
+// driver an object per pipeline if the blob still hits.
+//
 // With --lookups N it times the runtime's lookups alone: every kernel looked
 // up N times (no pipeline created), the mean per lookup printed.
 //
@@ -51,7 +55,8 @@ namespace {
 
 constexpr const char* k_usage =
     "usage: kcache-bench-start [--store DIR] [--device SEL] [--target ENV]\n"
-    "                          [--startup cold|warm [--threads N] | --lookups N] [KERNEL...]\n"
+    "                          [--startup cold|warm [--threads N] | --lookups N] [--trusted]\n"
+    "                          [--inline-modules] [KERNEL...]\n"
     "\n"
     "Creates the compute pipelines of KERNEL... (default: every compute kernel in the\n"
     "store) on a Vulkan device, cold (no blob) and warm (kcache's pipeline-cache blob),\n"
@@ -65,6 +70,9 @@ constexpr const char* k_usage =
     "  --threads N     threads for --startup (default 1), one pipeline cache per kernel\n"
     "  --lookups N     instead, time N lookups of every kernel (no pipelines created)\n"
     "  --trusted       open the store with KCACHE_OPEN_TRUSTED (no spirv-val per lookup)\n"
+    "  --inline-modules  no VkShaderModule: each module's VkShaderModuleCreateInfo is\n"
+    "                  chained to its stage (needs VK_EXT_graphics_pipeline_library,\n"
+    "                  which the device is then created with)\n"
     "\n"
     "CUDA (no Vulkan used): kcache-bench-start --cuda [--startup nvrtc|ptx|cubin] [--store DIR]\n"
     "                      [--manifest DIR] [--cuda-device N] [--launch] | --cuda --list [--cc X.Y]\n"
@@ -80,6 +88,7 @@ struct Args {
   unsigned threads = 1;
   unsigned lookups = 0;     ///< --lookups: rounds of lookups to time
   unsigned open_flags = 0;  ///< --trusted: KCACHE_OPEN_TRUSTED
+  bool inline_modules = false;
   std::vector<std::string> kernels;
   bool cuda = false;
   CudaArgs cuda_args;
@@ -130,6 +139,8 @@ std::optional<Args> parse(int argc, char** argv) {
       a.threads = static_cast<unsigned>(v);
     } else if (s == "--trusted") {
       a.open_flags = KCACHE_OPEN_TRUSTED;
+    } else if (s == "--inline-modules") {
+      a.inline_modules = true;
     } else if (s == "--lookups") {
       std::string n;
       if (!value(n)) return std::nullopt;
@@ -154,19 +165,28 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 // robustness ones: kernels may need any of them (16-bit types, subgroup size
 // control, ...), and kcache's device stage likewise enables what the device
 // has and never robustBufferAccess, so the pipelines match its blobs.
+// With `inline_modules`, also graphicsPipelineLibrary, the feature that lets
+// a stage carry its VkShaderModuleCreateInfo instead of a module (in Vulkan
+// headers before VK_KHR_maintenance5, the only one).
 struct DeviceFeatures {
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   VkPhysicalDeviceVulkan13Features v13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
-  explicit DeviceFeatures(VkPhysicalDevice pd, std::uint32_t api) {
+  VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT gpl{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT};
+  DeviceFeatures(VkPhysicalDevice pd, std::uint32_t api, bool inline_modules) {
     void** next = &f2.pNext;
     if (api >= VK_API_VERSION_1_2) {
       *next = &v11;
       v11.pNext = &v12;
       next = &v12.pNext;
     }
-    if (api >= VK_API_VERSION_1_3) *next = &v13;
+    if (api >= VK_API_VERSION_1_3) {
+      *next = &v13;
+      next = &v13.pNext;
+    }
+    if (inline_modules) *next = &gpl;
     vkGetPhysicalDeviceFeatures2(pd, &f2);
     f2.features.robustBufferAccess = VK_FALSE;
     v13.robustImageAccess = VK_FALSE;
@@ -180,7 +200,9 @@ struct Gpu {
   }
 };
 
-bool open_device(VkPhysicalDevice pd, std::uint32_t api, Gpu& gpu) {
+/// Creates the device as kcache's device stage does; with `inline_modules`
+/// also with VK_EXT_graphics_pipeline_library (false when the device lacks it).
+bool open_device(VkPhysicalDevice pd, std::uint32_t api, bool inline_modules, Gpu& gpu) {
   std::uint32_t n = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, nullptr);
   std::vector<VkQueueFamilyProperties> families(n);
@@ -193,11 +215,15 @@ bool open_device(VkPhysicalDevice pd, std::uint32_t api, Gpu& gpu) {
   qi.queueFamilyIndex = family;
   qi.queueCount = 1;
   qi.pQueuePriorities = &priority;
-  DeviceFeatures features(pd, api);
+  DeviceFeatures features(pd, api, inline_modules);
+  if (inline_modules && !features.gpl.graphicsPipelineLibrary) return false;
+  const char* extensions[] = {VK_KHR_PIPELINE_LIBRARY_EXTENSION_NAME, VK_EXT_GRAPHICS_PIPELINE_LIBRARY_EXTENSION_NAME};
   VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   di.pNext = &features.f2;
   di.queueCreateInfoCount = 1;
   di.pQueueCreateInfos = &qi;
+  di.enabledExtensionCount = inline_modules ? 2 : 0;
+  di.ppEnabledExtensionNames = extensions;
   return vkCreateDevice(pd, &di, nullptr, &gpu.device) == VK_SUCCESS;
 }
 
@@ -266,31 +292,52 @@ enum class Made { created, hit, miss, failed };
 
 struct Creation {
   Made made = Made::failed;
-  double ms = 0;
+  double ms = 0;                                      ///< vkCreateComputePipelines (the successful call)
+  double module_ms = 0, layout_ms = 0, cache_ms = 0;  ///< creating (and destroying) the other objects
   VkResult result = VK_SUCCESS;
 };
 
-// Creates `k`'s pipeline on `device` from `blob` (empty = cold) and returns
-// how long vkCreateComputePipelines took. With `probe`, first tries with
-// FAIL_ON_PIPELINE_COMPILE_REQUIRED to learn whether the blob served it.
-// The layout comes from `layouts` when given, else is made for this kernel.
-Creation create(VkDevice device, const kcache::runtime::Kernel& k, std::span<const std::uint8_t> blob, bool probe,
-                LayoutCache* layouts = nullptr) {
+struct CreateOptions {
+  /// First try with FAIL_ON_PIPELINE_COMPILE_REQUIRED, to learn whether the blob served it.
+  bool probe = false;
+  /// No VkShaderModule: the stage carries the VkShaderModuleCreateInfo (the
+  /// device was created with graphicsPipelineLibrary).
+  bool inline_module = false;
+  /// Shared layouts; nullptr = a layout made for this kernel.
+  LayoutCache* layouts = nullptr;
+};
+
+// Creates `k`'s pipeline on `device` from `blob` (empty = cold), timing each
+// driver object it makes on the way.
+Creation create(VkDevice device, const kcache::runtime::Kernel& k, std::span<const std::uint8_t> blob,
+                const CreateOptions& options = {}) {
   Creation c;
+  auto timed = [](double& ms, auto&& call) {
+    const auto start = std::chrono::steady_clock::now();
+    auto r = call();
+    ms += ms_since(start);
+    return r;
+  };
   VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   mi.codeSize = k.spirv().size_bytes();
   mi.pCode = k.spirv().data();
   VkShaderModule module = VK_NULL_HANDLE;
-  if ((c.result = vkCreateShaderModule(device, &mi, nullptr, &module)) != VK_SUCCESS) return c;
+  if (!options.inline_module && (c.result = timed(c.module_ms, [&] {
+                                   return vkCreateShaderModule(device, &mi, nullptr, &module);
+                                 })) != VK_SUCCESS)
+    return c;
   Layout own_layout{device};
-  const VkPipelineLayout layout = layouts ? layouts->get(k) : make_layout(k, own_layout) ? own_layout.layout : nullptr;
+  const VkPipelineLayout layout = timed(c.layout_ms, [&] {
+    return options.layouts ? options.layouts->get(k) : make_layout(k, own_layout) ? own_layout.layout : nullptr;
+  });
   VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   ci.initialDataSize = blob.size();
   ci.pInitialData = blob.data();
   VkPipelineCache cache = VK_NULL_HANDLE;
   if (!layout) {
     c.result = VK_ERROR_INITIALIZATION_FAILED;
-  } else if ((c.result = vkCreatePipelineCache(device, &ci, nullptr, &cache)) == VK_SUCCESS) {
+  } else if ((c.result = timed(c.cache_ms, [&] { return vkCreatePipelineCache(device, &ci, nullptr, &cache); })) ==
+             VK_SUCCESS) {
     const auto entries = k.spec_entries();
     const auto data = k.spec_data();
     VkSpecializationInfo si{static_cast<std::uint32_t>(entries.size()),
@@ -298,6 +345,7 @@ Creation create(VkDevice device, const kcache::runtime::Kernel& k, std::span<con
                             data.data()};
     VkComputePipelineCreateInfo pi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     pi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    pi.stage.pNext = options.inline_module ? &mi : nullptr;
     pi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     pi.stage.module = module;
     pi.stage.pName = k.entry_point();
@@ -306,24 +354,28 @@ Creation create(VkDevice device, const kcache::runtime::Kernel& k, std::span<con
     pi.basePipelineIndex = -1;
     VkPipeline pipeline = VK_NULL_HANDLE;
     c.made = Made::created;
-    if (probe) {
+    if (options.probe) {
       pi.flags = VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT;
-      const auto start = std::chrono::steady_clock::now();
-      c.result = vkCreateComputePipelines(device, cache, 1, &pi, nullptr, &pipeline);
-      c.ms = ms_since(start);
+      c.result = timed(c.ms, [&] { return vkCreateComputePipelines(device, cache, 1, &pi, nullptr, &pipeline); });
       c.made = c.result == VK_SUCCESS ? Made::hit : Made::miss;
       pi.flags = 0;
     }
     if (c.made != Made::hit) {
-      const auto start = std::chrono::steady_clock::now();
-      c.result = vkCreateComputePipelines(device, cache, 1, &pi, nullptr, &pipeline);
-      c.ms = ms_since(start);
+      c.ms = 0;
+      c.result = timed(c.ms, [&] { return vkCreateComputePipelines(device, cache, 1, &pi, nullptr, &pipeline); });
       if (c.result != VK_SUCCESS) c.made = Made::failed;
     }
     if (pipeline) vkDestroyPipeline(device, pipeline, nullptr);
-    vkDestroyPipelineCache(device, cache, nullptr);
+    timed(c.cache_ms, [&] {
+      vkDestroyPipelineCache(device, cache, nullptr);
+      return 0;
+    });
   }
-  vkDestroyShaderModule(device, module, nullptr);
+  if (module)
+    timed(c.module_ms, [&] {
+      vkDestroyShaderModule(device, module, nullptr);
+      return 0;
+    });
   if (c.result != VK_SUCCESS && c.made != Made::miss) c.made = Made::failed;
   return c;
 }
@@ -331,12 +383,18 @@ Creation create(VkDevice device, const kcache::runtime::Kernel& k, std::span<con
 // --startup: every kernel looked up and its pipeline created on
 // args.threads threads, as an application would at start, timed from
 // `start` (before the store was opened) to the last pipeline.
-int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, const Args& args,
+// A warm start on a device with pipelineCreationCacheControl (`probe`)
+// creates each pipeline with FAIL_ON_PIPELINE_COMPILE_REQUIRED first: a hit
+// costs the same, and the line then counts hits and misses.
+int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, const Args& args, bool probe,
             std::chrono::steady_clock::time_point process_start) {
   const bool warm = args.startup == "warm";
   Gpu gpu;
-  if (!open_device(pd, api, gpu)) {
-    std::fputs("kcache-bench-start: vkCreateDevice failed\n", stderr);
+  if (!open_device(pd, api, args.inline_modules, gpu)) {
+    std::fputs(args.inline_modules ? "kcache-bench-start: --inline-modules needs a device with "
+                                     "VK_EXT_graphics_pipeline_library, and vkCreateDevice with it failed\n"
+                                   : "kcache-bench-start: vkCreateDevice failed\n",
+               stderr);
     return 3;
   }
   // The application has its device; kcache's part starts with the store.
@@ -359,14 +417,15 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
     names.erase(std::unique(names.begin(), names.end()), names.end());
   }
   const double list_ms = ms_since(start);
-  std::atomic<std::size_t> next{0}, created{0}, failed{0}, served{0}, other_stage{0};
-  std::atomic<std::uint64_t> create_us{0}, lookup_us{0}, other_us{0};
+  std::atomic<std::size_t> next{0}, created{0}, failed{0}, served{0}, other_stage{0}, hits{0}, misses{0};
+  std::atomic<std::uint64_t> create_us{0}, lookup_us{0}, module_us{0}, layout_us{0}, cache_us{0};
   LayoutCache layouts(gpu.device);
+  auto us = [](double ms) { return static_cast<std::uint64_t>(ms * 1000); };
   auto work = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < names.size();) {
       const auto looking = std::chrono::steady_clock::now();
       auto k = store.lookup(names[i], &dev, args.target);
-      lookup_us += static_cast<std::uint64_t>(ms_since(looking) * 1000);
+      lookup_us += us(ms_since(looking));
       if (!k) {
         std::fprintf(stderr, "kcache-bench-start: %s\n", k.error().message.c_str());
         ++failed;
@@ -378,11 +437,15 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
       }
       const bool has_blob = k->blob_status() == KCACHE_BLOB_SERVED;
       served += has_blob;
-      const auto creating = std::chrono::steady_clock::now();
-      const Creation c = create(
-          gpu.device, *k, warm && has_blob ? k->pipeline_cache() : std::span<const std::uint8_t>{}, false, &layouts);
-      create_us += static_cast<std::uint64_t>(c.ms * 1000);
-      other_us += static_cast<std::uint64_t>((ms_since(creating) - c.ms) * 1000);
+      const bool use_blob = warm && has_blob;
+      const Creation c = create(gpu.device, *k, use_blob ? k->pipeline_cache() : std::span<const std::uint8_t>{},
+                                {use_blob && probe, args.inline_modules, &layouts});
+      create_us += us(c.ms);
+      module_us += us(c.module_ms);
+      layout_us += us(c.layout_ms);
+      cache_us += us(c.cache_ms);
+      hits += c.made == Made::hit;
+      misses += c.made == Made::miss;
       if (c.made == Made::failed) {
         std::fprintf(stderr, "kcache-bench-start: %.*s: pipeline creation failed (VkResult %d)\n",
                      static_cast<int>(k->name().size()), k->name().data(), c.result);
@@ -401,14 +464,20 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
   // from store open to the last pipeline; device_ms before it (process start
   // to VkDevice, the application's cost with or without kcache); the *_sum_ms
   // are summed over threads: lookups, vkCreateComputePipelines, and the other
-  // objects (shader module, layouts, pipeline cache); list_ms is store open and
-  // the kernel list.
+  // driver objects, each (shader modules, shared layouts, pipeline caches;
+  // created and destroyed) and together (objects); list_ms is store open and
+  // the kernel list; hits and misses, of blobs, when probed (else -1).
+  auto sum_ms = [](const std::atomic<std::uint64_t>& v) { return static_cast<double>(v.load()) / 1000.0; };
+  const bool probed = warm && probe;
   std::printf(
-      "startup mode=%s threads=%u pipelines=%zu failed=%zu blobs_served=%zu wall_ms=%.3f device_ms=%.3f "
-      "create_sum_ms=%.3f lookup_sum_ms=%.3f objects_sum_ms=%.3f list_ms=%.3f\n",
-      args.startup.c_str(), args.threads, created.load(), failed.load(), warm ? served.load() : 0, wall_ms, device_ms,
-      static_cast<double>(create_us.load()) / 1000.0, static_cast<double>(lookup_us.load()) / 1000.0,
-      static_cast<double>(other_us.load()) / 1000.0, list_ms);
+      "startup mode=%s threads=%u pipelines=%zu failed=%zu blobs_served=%zu hits=%lld misses=%lld modules=%s "
+      "wall_ms=%.3f device_ms=%.3f create_sum_ms=%.3f lookup_sum_ms=%.3f objects_sum_ms=%.3f module_sum_ms=%.3f "
+      "layout_sum_ms=%.3f cache_sum_ms=%.3f list_ms=%.3f\n",
+      args.startup.c_str(), args.threads, created.load(), failed.load(), warm ? served.load() : 0,
+      probed ? static_cast<long long>(hits.load()) : -1LL, probed ? static_cast<long long>(misses.load()) : -1LL,
+      args.inline_modules ? "inline" : "objects", wall_ms, device_ms, sum_ms(create_us), sum_ms(lookup_us),
+      sum_ms(module_us) + sum_ms(layout_us) + sum_ms(cache_us), sum_ms(module_us), sum_ms(layout_us), sum_ms(cache_us),
+      list_ms);
   return failed ? 1 : 0;
 }
 
@@ -518,7 +587,7 @@ int main(int argc, char** argv) {
     return rc;
   }
   if (!args->startup.empty()) {
-    const int rc = startup(pd, api, dev, *args, process_start);
+    const int rc = startup(pd, api, dev, *args, probe, process_start);
     vkDestroyInstance(instance, nullptr);
     return rc;
   }
@@ -557,20 +626,21 @@ int main(int argc, char** argv) {
   std::vector<Creation> cold, warm;
   {
     Gpu gpu;
-    if (!open_device(pd, api, gpu)) {
+    if (!open_device(pd, api, args->inline_modules, gpu)) {
       std::fputs("kcache-bench-start: vkCreateDevice failed\n", stderr);
       return 3;
     }
-    for (const auto& k : kernels) cold.push_back(create(gpu.device, k, {}, false));
+    for (const auto& k : kernels) cold.push_back(create(gpu.device, k, {}, {false, args->inline_modules}));
   }
   {
     Gpu gpu;
-    if (!open_device(pd, api, gpu)) {
+    if (!open_device(pd, api, args->inline_modules, gpu)) {
       std::fputs("kcache-bench-start: vkCreateDevice failed\n", stderr);
       return 3;
     }
     for (const auto& k : kernels)
-      warm.push_back(create(gpu.device, k, k.pipeline_cache(), probe && k.blob_status() == KCACHE_BLOB_SERVED));
+      warm.push_back(create(gpu.device, k, k.pipeline_cache(),
+                            {probe && k.blob_status() == KCACHE_BLOB_SERVED, args->inline_modules}));
   }
 
   double cold_ms = 0, warm_ms = 0;
