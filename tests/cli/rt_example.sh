@@ -49,11 +49,15 @@ expect_in "$WORK/out" "startup mode=warm threads=4 pipelines=76 failed=0 blobs_s
 expect_exit 0 "$BENCH" --device llvmpipe --startup cold --threads 4
 expect_in "$WORK/out" "startup mode=cold threads=4 pipelines=76 failed=0 blobs_served=0 hits=-1 misses=-1 "
 # Warm starts probe each blob (lavapipe compiles again: every one a miss);
-# with --inline-modules no shader module is made.
-expect_exit 0 "$BENCH" --device llvmpipe --startup warm --trusted --inline-modules --threads 2
+# with --modules inline no shader module is made. Lavapipe has no shader
+# module identifiers: that mode says what it needs.
+expect_exit 0 "$BENCH" --device llvmpipe --startup warm --trusted --modules inline --threads 2
 expect_in "$WORK/out" "pipelines=76 failed=0 blobs_served=76 hits=0 misses=76 modules=inline "
 expect_in "$WORK/out" " module_sum_ms=0.000 "
 cat "$WORK/out"
+expect_exit 3 "$BENCH" --device llvmpipe --startup warm --modules identifier
+expect_in "$WORK/err" "needs VK_EXT_shader_module_identifier"
+expect_exit 2 "$BENCH" --modules sideways
 expect_exit 0 "$BENCH" --device llvmpipe --lookups 2
 expect_in "$WORK/out" "lookups trusted=0 kernels=76 rounds=2 blobs_served=76 failed=0 mean_us="
 cat "$WORK/out"

@@ -21,9 +21,12 @@
 // once per mode in fresh processes; set the driver's disk-cache variables to
 // measure that cache instead.
 //
-// --inline-modules creates no VkShaderModule: each stage carries its
-// module's create info (VK_EXT_graphics_pipeline_library), which saves the
-// driver an object per pipeline if the blob still hits.
+// --modules inline|identifier creates no VkShaderModule, to learn whether a
+// blob still hits without one and what that saves: inline, each stage
+// carries its module's create info (VK_EXT_graphics_pipeline_library);
+// identifier, each stage names its module by the identifier the driver
+// computes from it (VK_EXT_shader_module_identifier), and pipeline creation
+// gets no SPIR-V at all: a miss then creates the module and compiles.
 //
 // With --lookups N it times the runtime's lookups alone: every kernel looked
 // up N times (no pipeline created), the mean per lookup printed.
@@ -56,7 +59,7 @@ namespace {
 constexpr const char* k_usage =
     "usage: kcache-bench-start [--store DIR] [--device SEL] [--target ENV]\n"
     "                          [--startup cold|warm [--threads N] | --lookups N] [--trusted]\n"
-    "                          [--inline-modules] [KERNEL...]\n"
+    "                          [--modules objects|inline|identifier] [KERNEL...]\n"
     "\n"
     "Creates the compute pipelines of KERNEL... (default: every compute kernel in the\n"
     "store) on a Vulkan device, cold (no blob) and warm (kcache's pipeline-cache blob),\n"
@@ -70,9 +73,11 @@ constexpr const char* k_usage =
     "  --threads N     threads for --startup (default 1), one pipeline cache per kernel\n"
     "  --lookups N     instead, time N lookups of every kernel (no pipelines created)\n"
     "  --trusted       open the store with KCACHE_OPEN_TRUSTED (no spirv-val per lookup)\n"
-    "  --inline-modules  no VkShaderModule: each module's VkShaderModuleCreateInfo is\n"
-    "                  chained to its stage (needs VK_EXT_graphics_pipeline_library,\n"
-    "                  which the device is then created with)\n"
+    "  --modules MODE  objects: a VkShaderModule per pipeline (default); inline: none,\n"
+    "                  the stage carries the module's create info (needs and enables\n"
+    "                  VK_EXT_graphics_pipeline_library); identifier: none, the stage\n"
+    "                  names the module by its identifier, a miss then makes the module\n"
+    "                  (needs and enables VK_EXT_shader_module_identifier)\n"
     "\n"
     "CUDA (no Vulkan used): kcache-bench-start --cuda [--startup nvrtc|ptx|cubin] [--store DIR]\n"
     "                      [--manifest DIR] [--cuda-device N] [--launch] | --cuda --list [--cc X.Y]\n"
@@ -86,9 +91,9 @@ struct Args {
   std::string store, device, target;
   std::string startup;  ///< "", "cold" or "warm"
   unsigned threads = 1;
-  unsigned lookups = 0;     ///< --lookups: rounds of lookups to time
-  unsigned open_flags = 0;  ///< --trusted: KCACHE_OPEN_TRUSTED
-  bool inline_modules = false;
+  unsigned lookups = 0;             ///< --lookups: rounds of lookups to time
+  unsigned open_flags = 0;          ///< --trusted: KCACHE_OPEN_TRUSTED
+  std::string modules = "objects";  ///< --modules
   std::vector<std::string> kernels;
   bool cuda = false;
   CudaArgs cuda_args;
@@ -139,8 +144,9 @@ std::optional<Args> parse(int argc, char** argv) {
       a.threads = static_cast<unsigned>(v);
     } else if (s == "--trusted") {
       a.open_flags = KCACHE_OPEN_TRUSTED;
-    } else if (s == "--inline-modules") {
-      a.inline_modules = true;
+    } else if (s == "--modules") {
+      if (!value(a.modules) || (a.modules != "objects" && a.modules != "inline" && a.modules != "identifier"))
+        return std::nullopt;
     } else if (s == "--lookups") {
       std::string n;
       if (!value(n)) return std::nullopt;
@@ -165,9 +171,18 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 // robustness ones: kernels may need any of them (16-bit types, subgroup size
 // control, ...), and kcache's device stage likewise enables what the device
 // has and never robustBufferAccess, so the pipelines match its blobs.
-// With `inline_modules`, also graphicsPipelineLibrary, the feature that lets
-// a stage carry its VkShaderModuleCreateInfo instead of a module (in Vulkan
-// headers before VK_KHR_maintenance5, the only one).
+// Without shader-module objects (--modules), also the feature that allows
+// it: graphicsPipelineLibrary lets a stage carry its VkShaderModuleCreateInfo
+// (in Vulkan headers before VK_KHR_maintenance5 the only one that does),
+// shaderModuleIdentifier lets it name the module by identifier.
+enum class ModuleMode { objects, inline_info, identifier };
+
+ModuleMode module_mode(const std::string& name) {
+  return name == "inline"       ? ModuleMode::inline_info
+         : name == "identifier" ? ModuleMode::identifier
+                                : ModuleMode::objects;
+}
+
 struct DeviceFeatures {
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
@@ -175,7 +190,9 @@ struct DeviceFeatures {
   VkPhysicalDeviceVulkan13Features v13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT gpl{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT};
-  DeviceFeatures(VkPhysicalDevice pd, std::uint32_t api, bool inline_modules) {
+  VkPhysicalDeviceShaderModuleIdentifierFeaturesEXT identifier{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_MODULE_IDENTIFIER_FEATURES_EXT};
+  DeviceFeatures(VkPhysicalDevice pd, std::uint32_t api, ModuleMode modules) {
     void** next = &f2.pNext;
     if (api >= VK_API_VERSION_1_2) {
       *next = &v11;
@@ -186,7 +203,8 @@ struct DeviceFeatures {
       *next = &v13;
       next = &v13.pNext;
     }
-    if (inline_modules) *next = &gpl;
+    if (modules == ModuleMode::inline_info) *next = &gpl;
+    if (modules == ModuleMode::identifier) *next = &identifier;
     vkGetPhysicalDeviceFeatures2(pd, &f2);
     f2.features.robustBufferAccess = VK_FALSE;
     v13.robustImageAccess = VK_FALSE;
@@ -195,14 +213,16 @@ struct DeviceFeatures {
 
 struct Gpu {
   VkDevice device = VK_NULL_HANDLE;
+  /// With --modules identifier: the driver's identifier of a module's create info.
+  PFN_vkGetShaderModuleCreateInfoIdentifierEXT module_identifier = nullptr;
   ~Gpu() {
     if (device) vkDestroyDevice(device, nullptr);
   }
 };
 
-/// Creates the device as kcache's device stage does; with `inline_modules`
-/// also with VK_EXT_graphics_pipeline_library (false when the device lacks it).
-bool open_device(VkPhysicalDevice pd, std::uint32_t api, bool inline_modules, Gpu& gpu) {
+/// Creates the device as kcache's device stage does, and with the extension
+/// `modules` needs (false when the device lacks it).
+bool open_device(VkPhysicalDevice pd, std::uint32_t api, ModuleMode modules, Gpu& gpu) {
   std::uint32_t n = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, nullptr);
   std::vector<VkQueueFamilyProperties> families(n);
@@ -215,16 +235,37 @@ bool open_device(VkPhysicalDevice pd, std::uint32_t api, bool inline_modules, Gp
   qi.queueFamilyIndex = family;
   qi.queueCount = 1;
   qi.pQueuePriorities = &priority;
-  DeviceFeatures features(pd, api, inline_modules);
-  if (inline_modules && !features.gpl.graphicsPipelineLibrary) return false;
-  const char* extensions[] = {VK_KHR_PIPELINE_LIBRARY_EXTENSION_NAME, VK_EXT_GRAPHICS_PIPELINE_LIBRARY_EXTENSION_NAME};
+  DeviceFeatures features(pd, api, modules);
+  std::vector<const char*> extensions;
+  if (modules == ModuleMode::inline_info) {
+    if (!features.gpl.graphicsPipelineLibrary) return false;
+    extensions = {VK_KHR_PIPELINE_LIBRARY_EXTENSION_NAME, VK_EXT_GRAPHICS_PIPELINE_LIBRARY_EXTENSION_NAME};
+  } else if (modules == ModuleMode::identifier) {
+    if (!features.identifier.shaderModuleIdentifier || !features.v13.pipelineCreationCacheControl) return false;
+    extensions = {VK_EXT_SHADER_MODULE_IDENTIFIER_EXTENSION_NAME};
+  }
   VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   di.pNext = &features.f2;
   di.queueCreateInfoCount = 1;
   di.pQueueCreateInfos = &qi;
-  di.enabledExtensionCount = inline_modules ? 2 : 0;
-  di.ppEnabledExtensionNames = extensions;
-  return vkCreateDevice(pd, &di, nullptr, &gpu.device) == VK_SUCCESS;
+  di.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
+  di.ppEnabledExtensionNames = extensions.data();
+  if (vkCreateDevice(pd, &di, nullptr, &gpu.device) != VK_SUCCESS) return false;
+  if (modules == ModuleMode::identifier)
+    gpu.module_identifier = reinterpret_cast<PFN_vkGetShaderModuleCreateInfoIdentifierEXT>(
+        vkGetDeviceProcAddr(gpu.device, "vkGetShaderModuleCreateInfoIdentifierEXT"));
+  return modules != ModuleMode::identifier || gpu.module_identifier;
+}
+
+/// The message and exit status when open_device failed.
+int device_failed(ModuleMode modules) {
+  const char* why =
+      modules == ModuleMode::inline_info ? " (--modules inline needs VK_EXT_graphics_pipeline_library)"
+      : modules == ModuleMode::identifier
+          ? " (--modules identifier needs VK_EXT_shader_module_identifier and pipelineCreationCacheControl)"
+          : "";
+  std::fprintf(stderr, "kcache-bench-start: vkCreateDevice failed%s\n", why);
+  return 3;
 }
 
 // The pipeline layout kcache's device stage creates: one set layout per set
@@ -300,18 +341,20 @@ struct Creation {
 struct CreateOptions {
   /// First try with FAIL_ON_PIPELINE_COMPILE_REQUIRED, to learn whether the blob served it.
   bool probe = false;
-  /// No VkShaderModule: the stage carries the VkShaderModuleCreateInfo (the
-  /// device was created with graphicsPipelineLibrary).
-  bool inline_module = false;
+  /// How the stage gets its module (the device was created for it).
+  ModuleMode modules = ModuleMode::objects;
   /// Shared layouts; nullptr = a layout made for this kernel.
   LayoutCache* layouts = nullptr;
 };
 
-// Creates `k`'s pipeline on `device` from `blob` (empty = cold), timing each
-// driver object it makes on the way.
-Creation create(VkDevice device, const kcache::runtime::Kernel& k, std::span<const std::uint8_t> blob,
+// Creates `k`'s pipeline on `gpu` from `blob` (empty = cold), timing each
+// driver object it makes on the way. With ModuleMode::identifier the first
+// try names the module by identifier (and so fails on a compile): a hit, or
+// a miss that then creates the module and compiles.
+Creation create(const Gpu& gpu, const kcache::runtime::Kernel& k, std::span<const std::uint8_t> blob,
                 const CreateOptions& options = {}) {
   Creation c;
+  const VkDevice device = gpu.device;
   auto timed = [](double& ms, auto&& call) {
     const auto start = std::chrono::steady_clock::now();
     auto r = call();
@@ -322,10 +365,11 @@ Creation create(VkDevice device, const kcache::runtime::Kernel& k, std::span<con
   mi.codeSize = k.spirv().size_bytes();
   mi.pCode = k.spirv().data();
   VkShaderModule module = VK_NULL_HANDLE;
-  if (!options.inline_module && (c.result = timed(c.module_ms, [&] {
-                                   return vkCreateShaderModule(device, &mi, nullptr, &module);
-                                 })) != VK_SUCCESS)
-    return c;
+  auto make_module = [&] {
+    c.result = timed(c.module_ms, [&] { return vkCreateShaderModule(device, &mi, nullptr, &module); });
+    return c.result == VK_SUCCESS;
+  };
+  if (options.modules == ModuleMode::objects && !make_module()) return c;
   Layout own_layout{device};
   const VkPipelineLayout layout = timed(c.layout_ms, [&] {
     return options.layouts ? options.layouts->get(k) : make_layout(k, own_layout) ? own_layout.layout : nullptr;
@@ -343,26 +387,45 @@ Creation create(VkDevice device, const kcache::runtime::Kernel& k, std::span<con
     VkSpecializationInfo si{static_cast<std::uint32_t>(entries.size()),
                             reinterpret_cast<const VkSpecializationMapEntry*>(entries.data()), data.size(),
                             data.data()};
+    VkShaderModuleIdentifierEXT id{VK_STRUCTURE_TYPE_SHADER_MODULE_IDENTIFIER_EXT};
+    VkPipelineShaderStageModuleIdentifierCreateInfoEXT by_id{
+        VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_MODULE_IDENTIFIER_CREATE_INFO_EXT};
     VkComputePipelineCreateInfo pi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     pi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-    pi.stage.pNext = options.inline_module ? &mi : nullptr;
     pi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     pi.stage.module = module;
     pi.stage.pName = k.entry_point();
     pi.stage.pSpecializationInfo = entries.empty() ? nullptr : &si;
     pi.layout = layout;
     pi.basePipelineIndex = -1;
+    if (options.modules == ModuleMode::inline_info) pi.stage.pNext = &mi;
+    if (options.modules == ModuleMode::identifier) {
+      timed(c.module_ms, [&] {
+        gpu.module_identifier(device, &mi, &id);
+        return 0;
+      });
+      by_id.identifierSize = id.identifierSize;
+      by_id.pIdentifier = id.identifier;
+      pi.stage.pNext = &by_id;
+    }
     VkPipeline pipeline = VK_NULL_HANDLE;
     c.made = Made::created;
-    if (options.probe) {
+    if (options.probe || options.modules == ModuleMode::identifier) {
       pi.flags = VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT;
       c.result = timed(c.ms, [&] { return vkCreateComputePipelines(device, cache, 1, &pi, nullptr, &pipeline); });
       c.made = c.result == VK_SUCCESS ? Made::hit : Made::miss;
       pi.flags = 0;
     }
     if (c.made != Made::hit) {
-      c.ms = 0;
-      c.result = timed(c.ms, [&] { return vkCreateComputePipelines(device, cache, 1, &pi, nullptr, &pipeline); });
+      // A miss by identifier: the driver needs the code after all.
+      if (options.modules == ModuleMode::identifier) {
+        pi.stage.pNext = nullptr;
+        if (make_module()) pi.stage.module = module;
+      }
+      if (pi.stage.module != VK_NULL_HANDLE || options.modules == ModuleMode::inline_info) {
+        c.ms = 0;
+        c.result = timed(c.ms, [&] { return vkCreateComputePipelines(device, cache, 1, &pi, nullptr, &pipeline); });
+      }
       if (c.result != VK_SUCCESS) c.made = Made::failed;
     }
     if (pipeline) vkDestroyPipeline(device, pipeline, nullptr);
@@ -390,13 +453,8 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
             std::chrono::steady_clock::time_point process_start) {
   const bool warm = args.startup == "warm";
   Gpu gpu;
-  if (!open_device(pd, api, args.inline_modules, gpu)) {
-    std::fputs(args.inline_modules ? "kcache-bench-start: --inline-modules needs a device with "
-                                     "VK_EXT_graphics_pipeline_library, and vkCreateDevice with it failed\n"
-                                   : "kcache-bench-start: vkCreateDevice failed\n",
-               stderr);
-    return 3;
-  }
+  const ModuleMode modules = module_mode(args.modules);
+  if (!open_device(pd, api, modules, gpu)) return device_failed(modules);
   // The application has its device; kcache's part starts with the store.
   const double device_ms = ms_since(process_start);
   const auto start = std::chrono::steady_clock::now();
@@ -438,8 +496,8 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
       const bool has_blob = k->blob_status() == KCACHE_BLOB_SERVED;
       served += has_blob;
       const bool use_blob = warm && has_blob;
-      const Creation c = create(gpu.device, *k, use_blob ? k->pipeline_cache() : std::span<const std::uint8_t>{},
-                                {use_blob && probe, args.inline_modules, &layouts});
+      const Creation c = create(gpu, *k, use_blob ? k->pipeline_cache() : std::span<const std::uint8_t>{},
+                                {use_blob && probe, modules, &layouts});
       create_us += us(c.ms);
       module_us += us(c.module_ms);
       layout_us += us(c.layout_ms);
@@ -468,14 +526,14 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
   // created and destroyed) and together (objects); list_ms is store open and
   // the kernel list; hits and misses, of blobs, when probed (else -1).
   auto sum_ms = [](const std::atomic<std::uint64_t>& v) { return static_cast<double>(v.load()) / 1000.0; };
-  const bool probed = warm && probe;
+  const bool probed = (warm && probe) || modules == ModuleMode::identifier;
   std::printf(
       "startup mode=%s threads=%u pipelines=%zu failed=%zu blobs_served=%zu hits=%lld misses=%lld modules=%s "
       "wall_ms=%.3f device_ms=%.3f create_sum_ms=%.3f lookup_sum_ms=%.3f objects_sum_ms=%.3f module_sum_ms=%.3f "
       "layout_sum_ms=%.3f cache_sum_ms=%.3f list_ms=%.3f\n",
       args.startup.c_str(), args.threads, created.load(), failed.load(), warm ? served.load() : 0,
       probed ? static_cast<long long>(hits.load()) : -1LL, probed ? static_cast<long long>(misses.load()) : -1LL,
-      args.inline_modules ? "inline" : "objects", wall_ms, device_ms, sum_ms(create_us), sum_ms(lookup_us),
+      args.modules.c_str(), wall_ms, device_ms, sum_ms(create_us), sum_ms(lookup_us),
       sum_ms(module_us) + sum_ms(layout_us) + sum_ms(cache_us), sum_ms(module_us), sum_ms(layout_us), sum_ms(cache_us),
       list_ms);
   return failed ? 1 : 0;
@@ -621,26 +679,20 @@ int main(int argc, char** argv) {
     if (k->stage() == "compute") kernels.push_back(std::move(*k));
   }
 
+  const ModuleMode modules = module_mode(args->modules);
   std::printf("device: %s; %zu compute kernels; blob hits %s\n", props.deviceName, kernels.size(),
               probe ? "probed with FAIL_ON_PIPELINE_COMPILE_REQUIRED" : "not observable on this device");
   std::vector<Creation> cold, warm;
   {
     Gpu gpu;
-    if (!open_device(pd, api, args->inline_modules, gpu)) {
-      std::fputs("kcache-bench-start: vkCreateDevice failed\n", stderr);
-      return 3;
-    }
-    for (const auto& k : kernels) cold.push_back(create(gpu.device, k, {}, {false, args->inline_modules}));
+    if (!open_device(pd, api, modules, gpu)) return device_failed(modules);
+    for (const auto& k : kernels) cold.push_back(create(gpu, k, {}, {false, modules}));
   }
   {
     Gpu gpu;
-    if (!open_device(pd, api, args->inline_modules, gpu)) {
-      std::fputs("kcache-bench-start: vkCreateDevice failed\n", stderr);
-      return 3;
-    }
+    if (!open_device(pd, api, modules, gpu)) return device_failed(modules);
     for (const auto& k : kernels)
-      warm.push_back(create(gpu.device, k, k.pipeline_cache(),
-                            {probe && k.blob_status() == KCACHE_BLOB_SERVED, args->inline_modules}));
+      warm.push_back(create(gpu, k, k.pipeline_cache(), {probe && k.blob_status() == KCACHE_BLOB_SERVED, modules}));
   }
 
   double cold_ms = 0, warm_ms = 0;
