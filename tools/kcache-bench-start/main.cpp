@@ -27,6 +27,9 @@
 // identifier, each stage names its module by the identifier the driver
 // computes from it (VK_EXT_shader_module_identifier), and pipeline creation
 // gets no SPIR-V at all: a miss then creates the module and compiles.
+// --caches thread measures one pipeline cache per thread instead of one per
+// kernel: every blob is merged into one beforehand, outside the timed start
+// (kcache stores no merged blob: this measures what one would give).
 //
 // With --lookups N it times the runtime's lookups alone: every kernel looked
 // up N times (no pipeline created), the mean per lookup printed.
@@ -59,7 +62,8 @@ namespace {
 constexpr const char* k_usage =
     "usage: kcache-bench-start [--store DIR] [--device SEL] [--target ENV]\n"
     "                          [--startup cold|warm [--threads N] | --lookups N] [--trusted]\n"
-    "                          [--modules objects|inline|identifier] [KERNEL...]\n"
+    "                          [--modules objects|inline|identifier] [--caches kernel|thread]\n"
+    "                          [KERNEL...]\n"
     "\n"
     "Creates the compute pipelines of KERNEL... (default: every compute kernel in the\n"
     "store) on a Vulkan device, cold (no blob) and warm (kcache's pipeline-cache blob),\n"
@@ -78,6 +82,9 @@ constexpr const char* k_usage =
     "                  VK_EXT_graphics_pipeline_library); identifier: none, the stage\n"
     "                  names the module by its identifier, a miss then makes the module\n"
     "                  (needs and enables VK_EXT_shader_module_identifier)\n"
+    "  --caches MODE   for a warm --startup: kernel = a VkPipelineCache per kernel from\n"
+    "                  its blob (default); thread = every blob merged into one beforehand\n"
+    "                  (untimed), and one VkPipelineCache per thread made from that\n"
     "\n"
     "CUDA (no Vulkan used): kcache-bench-start --cuda [--startup nvrtc|ptx|cubin] [--store DIR]\n"
     "                      [--manifest DIR] [--cuda-device N] [--launch] | --cuda --list [--cc X.Y]\n"
@@ -94,6 +101,7 @@ struct Args {
   unsigned lookups = 0;             ///< --lookups: rounds of lookups to time
   unsigned open_flags = 0;          ///< --trusted: KCACHE_OPEN_TRUSTED
   std::string modules = "objects";  ///< --modules
+  std::string caches = "kernel";    ///< --caches
   std::vector<std::string> kernels;
   bool cuda = false;
   CudaArgs cuda_args;
@@ -144,6 +152,8 @@ std::optional<Args> parse(int argc, char** argv) {
       a.threads = static_cast<unsigned>(v);
     } else if (s == "--trusted") {
       a.open_flags = KCACHE_OPEN_TRUSTED;
+    } else if (s == "--caches") {
+      if (!value(a.caches) || (a.caches != "kernel" && a.caches != "thread")) return std::nullopt;
     } else if (s == "--modules") {
       if (!value(a.modules) || (a.modules != "objects" && a.modules != "inline" && a.modules != "identifier"))
         return std::nullopt;
@@ -345,6 +355,8 @@ struct CreateOptions {
   ModuleMode modules = ModuleMode::objects;
   /// Shared layouts; nullptr = a layout made for this kernel.
   LayoutCache* layouts = nullptr;
+  /// A pipeline cache to create with instead of one made from the blob.
+  VkPipelineCache cache = VK_NULL_HANDLE;
 };
 
 // Creates `k`'s pipeline on `gpu` from `blob` (empty = cold), timing each
@@ -377,11 +389,12 @@ Creation create(const Gpu& gpu, const kcache::runtime::Kernel& k, std::span<cons
   VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   ci.initialDataSize = blob.size();
   ci.pInitialData = blob.data();
-  VkPipelineCache cache = VK_NULL_HANDLE;
+  VkPipelineCache cache = options.cache;
   if (!layout) {
     c.result = VK_ERROR_INITIALIZATION_FAILED;
-  } else if ((c.result = timed(c.cache_ms, [&] { return vkCreatePipelineCache(device, &ci, nullptr, &cache); })) ==
-             VK_SUCCESS) {
+  } else if (cache || (c.result = timed(c.cache_ms, [&] {
+                         return vkCreatePipelineCache(device, &ci, nullptr, &cache);
+                       })) == VK_SUCCESS) {
     const auto entries = k.spec_entries();
     const auto data = k.spec_data();
     VkSpecializationInfo si{static_cast<std::uint32_t>(entries.size()),
@@ -429,10 +442,11 @@ Creation create(const Gpu& gpu, const kcache::runtime::Kernel& k, std::span<cons
       if (c.result != VK_SUCCESS) c.made = Made::failed;
     }
     if (pipeline) vkDestroyPipeline(device, pipeline, nullptr);
-    timed(c.cache_ms, [&] {
-      vkDestroyPipelineCache(device, cache, nullptr);
-      return 0;
-    });
+    if (cache != options.cache)
+      timed(c.cache_ms, [&] {
+        vkDestroyPipelineCache(device, cache, nullptr);
+        return 0;
+      });
   }
   if (module)
     timed(c.module_ms, [&] {
@@ -441,6 +455,58 @@ Creation create(const Gpu& gpu, const kcache::runtime::Kernel& k, std::span<cons
     });
   if (c.result != VK_SUCCESS && c.made != Made::miss) c.made = Made::failed;
   return c;
+}
+
+/// The kernels named on the command line, else every kernel of the store
+/// (once, whatever the targets); nullopt after saying why.
+std::optional<std::vector<std::string>> kernel_names(const kcache::runtime::Store& store, const Args& args) {
+  if (!args.kernels.empty()) return args.kernels;
+  auto all = store.kernels(args.target);
+  if (!all) {
+    std::fprintf(stderr, "kcache-bench-start: %s\n", all.error().message.c_str());
+    return std::nullopt;
+  }
+  all->erase(std::unique(all->begin(), all->end()), all->end());  // once per target
+  return std::move(*all);
+}
+
+/// --caches thread: every served blob of `names` merged into one pipeline
+/// cache, as data: what a merged blob stored by kcache would hand an
+/// application. Made on a device of its own, destroyed before the start is
+/// timed, so that nothing of it stays in the driver. nullopt after saying why.
+std::optional<std::vector<std::uint8_t>> merged_blobs(VkPhysicalDevice pd, std::uint32_t api, ModuleMode modules,
+                                                      const kcache_device& dev, const Args& args) {
+  Gpu gpu;
+  if (!open_device(pd, api, modules, gpu)) return device_failed(modules), std::nullopt;
+  auto store = kcache::runtime::Store::open(args.store, args.open_flags);
+  if (!store) {
+    std::fprintf(stderr, "kcache-bench-start: %s\n", store.error().message.c_str());
+    return std::nullopt;
+  }
+  auto names = kernel_names(*store, args);
+  if (!names) return std::nullopt;
+  VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  VkPipelineCache merged = VK_NULL_HANDLE;
+  if (vkCreatePipelineCache(gpu.device, &ci, nullptr, &merged) != VK_SUCCESS) return std::nullopt;
+  for (const auto& name : *names) {
+    auto k = store->lookup(name, &dev, args.target);
+    if (!k || k->blob_status() != KCACHE_BLOB_SERVED) continue;
+    ci.initialDataSize = k->pipeline_cache().size();
+    ci.pInitialData = k->pipeline_cache().data();
+    VkPipelineCache one = VK_NULL_HANDLE;
+    if (vkCreatePipelineCache(gpu.device, &ci, nullptr, &one) != VK_SUCCESS) continue;
+    vkMergePipelineCaches(gpu.device, merged, 1, &one);
+    vkDestroyPipelineCache(gpu.device, one, nullptr);
+  }
+  std::size_t size = 0;
+  std::vector<std::uint8_t> data;
+  if (vkGetPipelineCacheData(gpu.device, merged, &size, nullptr) == VK_SUCCESS) {
+    data.resize(size);
+    if (vkGetPipelineCacheData(gpu.device, merged, &size, data.data()) != VK_SUCCESS) data.clear();
+    data.resize(std::min(size, data.size()));
+  }
+  vkDestroyPipelineCache(gpu.device, merged, nullptr);
+  return data;
 }
 
 // --startup: every kernel looked up and its pipeline created on
@@ -452,11 +518,20 @@ Creation create(const Gpu& gpu, const kcache::runtime::Kernel& k, std::span<cons
 int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, const Args& args, bool probe,
             std::chrono::steady_clock::time_point process_start) {
   const bool warm = args.startup == "warm";
-  Gpu gpu;
   const ModuleMode modules = module_mode(args.modules);
+  std::vector<std::uint8_t> merged;
+  double merge_ms = 0;  // not the application's: kept out of device_ms
+  if (warm && args.caches == "thread") {
+    const auto merging = std::chrono::steady_clock::now();
+    auto m = merged_blobs(pd, api, modules, dev, args);
+    if (!m) return 3;
+    merged = std::move(*m);
+    merge_ms = ms_since(merging);
+  }
+  Gpu gpu;
   if (!open_device(pd, api, modules, gpu)) return device_failed(modules);
   // The application has its device; kcache's part starts with the store.
-  const double device_ms = ms_since(process_start);
+  const double device_ms = ms_since(process_start) - merge_ms;
   const auto start = std::chrono::steady_clock::now();
   auto opened = kcache::runtime::Store::open(args.store, args.open_flags);
   if (!opened) {
@@ -464,22 +539,25 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
     return 3;
   }
   const auto& store = *opened;
-  std::vector<std::string> names = args.kernels;
-  if (names.empty()) {
-    auto all = store.kernels(args.target);
-    if (!all) {
-      std::fprintf(stderr, "kcache-bench-start: %s\n", all.error().message.c_str());
-      return 3;
-    }
-    names = std::move(*all);
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-  }
+  auto listed = kernel_names(store, args);
+  if (!listed) return 3;
+  const std::vector<std::string>& names = *listed;
   const double list_ms = ms_since(start);
   std::atomic<std::size_t> next{0}, created{0}, failed{0}, served{0}, other_stage{0}, hits{0}, misses{0};
   std::atomic<std::uint64_t> create_us{0}, lookup_us{0}, module_us{0}, layout_us{0}, cache_us{0};
   LayoutCache layouts(gpu.device);
   auto us = [](double ms) { return static_cast<std::uint64_t>(ms * 1000); };
   auto work = [&] {
+    // --caches thread: this thread's one pipeline cache, from the merged blob.
+    VkPipelineCache thread_cache = VK_NULL_HANDLE;
+    if (!merged.empty()) {
+      const auto creating = std::chrono::steady_clock::now();
+      VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+      ci.initialDataSize = merged.size();
+      ci.pInitialData = merged.data();
+      if (vkCreatePipelineCache(gpu.device, &ci, nullptr, &thread_cache) != VK_SUCCESS) ++failed;
+      cache_us += us(ms_since(creating));
+    }
     for (std::size_t i; (i = next.fetch_add(1)) < names.size();) {
       const auto looking = std::chrono::steady_clock::now();
       auto k = store.lookup(names[i], &dev, args.target);
@@ -497,7 +575,7 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
       served += has_blob;
       const bool use_blob = warm && has_blob;
       const Creation c = create(gpu, *k, use_blob ? k->pipeline_cache() : std::span<const std::uint8_t>{},
-                                {use_blob && probe, modules, &layouts});
+                                {use_blob && probe, modules, &layouts, thread_cache});
       create_us += us(c.ms);
       module_us += us(c.module_ms);
       layout_us += us(c.layout_ms);
@@ -511,6 +589,11 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
       } else {
         ++created;
       }
+    }
+    if (thread_cache) {
+      const auto destroying = std::chrono::steady_clock::now();
+      vkDestroyPipelineCache(gpu.device, thread_cache, nullptr);
+      cache_us += us(ms_since(destroying));
     }
   };
   std::vector<std::thread> threads;
@@ -529,13 +612,14 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
   const bool probed = (warm && probe) || modules == ModuleMode::identifier;
   std::printf(
       "startup mode=%s threads=%u pipelines=%zu failed=%zu blobs_served=%zu hits=%lld misses=%lld modules=%s "
+      "caches=%s "
       "wall_ms=%.3f device_ms=%.3f create_sum_ms=%.3f lookup_sum_ms=%.3f objects_sum_ms=%.3f module_sum_ms=%.3f "
       "layout_sum_ms=%.3f cache_sum_ms=%.3f list_ms=%.3f\n",
       args.startup.c_str(), args.threads, created.load(), failed.load(), warm ? served.load() : 0,
       probed ? static_cast<long long>(hits.load()) : -1LL, probed ? static_cast<long long>(misses.load()) : -1LL,
-      args.modules.c_str(), wall_ms, device_ms, sum_ms(create_us), sum_ms(lookup_us),
-      sum_ms(module_us) + sum_ms(layout_us) + sum_ms(cache_us), sum_ms(module_us), sum_ms(layout_us), sum_ms(cache_us),
-      list_ms);
+      args.modules.c_str(), merged.empty() ? "kernel" : "thread", wall_ms, device_ms, sum_ms(create_us),
+      sum_ms(lookup_us), sum_ms(module_us) + sum_ms(layout_us) + sum_ms(cache_us), sum_ms(module_us), sum_ms(layout_us),
+      sum_ms(cache_us), list_ms);
   return failed ? 1 : 0;
 }
 
@@ -548,16 +632,9 @@ int time_lookups(const kcache_device& dev, const Args& args) {
     std::fprintf(stderr, "kcache-bench-start: %s\n", store.error().message.c_str());
     return 3;
   }
-  std::vector<std::string> names = args.kernels;
-  if (names.empty()) {
-    auto all = store->kernels(args.target);
-    if (!all) {
-      std::fprintf(stderr, "kcache-bench-start: %s\n", all.error().message.c_str());
-      return 3;
-    }
-    names = std::move(*all);
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-  }
+  auto listed = kernel_names(*store, args);
+  if (!listed) return 3;
+  const std::vector<std::string>& names = *listed;
   std::size_t served = 0, failed = 0;
   double total_ms = 0, best_ms = -1;
   for (unsigned round = 0; round < args.lookups; ++round) {
@@ -658,16 +735,12 @@ int main(int argc, char** argv) {
 
   // The kernels: named ones, else every compute kernel in the store.
   std::vector<kcache::runtime::Kernel> kernels;
-  std::vector<std::string> names = args->kernels;
-  if (names.empty()) {
-    auto all = store->kernels(args->target);
-    if (!all) {
-      std::fprintf(stderr, "kcache-bench-start: %s\n", all.error().message.c_str());
-      return 3;
-    }
-    names = std::move(*all);
-    names.erase(std::unique(names.begin(), names.end()), names.end());  // once per target
+  auto listed = kernel_names(*store, *args);
+  if (!listed) {
+    vkDestroyInstance(instance, nullptr);
+    return 3;
   }
+  const std::vector<std::string>& names = *listed;
   int failures = 0;
   for (const auto& name : names) {
     auto k = store->lookup(name, &dev, args->target);
