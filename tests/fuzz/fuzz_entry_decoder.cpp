@@ -48,10 +48,11 @@ void decode_through(std::span<const std::uint8_t> bytes) {
   auto again = kcache::encode_entry(*e);
   // A record of the current version re-encodes to exactly its bytes; an
   // older one (accepted, read with the newer fields' defaults) re-encodes in
-  // the current version, which must decode to the same entry.
+  // the current version, which must decode to the same entry. kcache writes
+  // versions 2 and 3 (3 only for an entry with diagnostics).
   std::uint16_t version = 0;
   std::memcpy(&version, bytes.data() + 4, sizeof version);  // after the 4-byte magic; decoding proved it is there
-  if (version == kcache::k_entry_max_version) {
+  if (version >= 2) {
     if (again.size() != bytes.size() || std::memcmp(again.data(), bytes.data(), bytes.size()) != 0) std::abort();
   } else {
     auto reread = kcache::decode_entry(again);
@@ -73,6 +74,10 @@ void decode_through(std::span<const std::uint8_t> bytes) {
   for (const auto* list : {&e->id_fields, &e->ir_fields})
     for (const auto& [name, value] : *list)
       if (!kcache::util::is_printable_utf8(name) || !kcache::util::is_printable_utf8(value)) std::abort();
+  // Diagnostics are shown on terminals: printable lines, bounded.
+  if (e->diagnostics.size() > kcache::k_max_diagnostics) std::abort();
+  for (char c : e->diagnostics)
+    if (c != '\n' && static_cast<unsigned char>(c) < 0x20) std::abort();
 }
 
 }  // namespace

@@ -194,6 +194,10 @@ int main(int argc, char** argv) {
     flagged.validation_note.clear();
     flagged.id_fields.back().second = "off";
     write(ed, "valid_not_validated", encode_entry(flagged));
+    Entry warned = entries[2];
+    warned.diagnostics =
+        "k2.comp:3: warning: '#extension' : extension not supported: GL_FOO_bar\nk2.comp:9: warning: w";
+    write(ed, "valid_diagnostics", encode_entry(warned));  // record version 3
   }
   // Failure records (core/failure.hpp): valid ones of each phase, broken ones.
   {

@@ -1,13 +1,16 @@
-// Entry record version 2 (the validation flag) and the version-1 records
-// every store and bundle written before it holds: lib/kcache/core/entry.hpp.
-// The golden records in tests/data/entries/ are byte-exact fixtures of both
-// versions; set KCACHE_FIXTURE_OUT to a folder to write them again.
+// Entry record versions 2 (the validation flag) and 3 (the compiler's
+// warnings, written only for a module that has some), and the version-1
+// records every store and bundle written before them holds:
+// lib/kcache/core/entry.hpp. The golden records in tests/data/entries/ are
+// byte-exact fixtures of each version; set KCACHE_FIXTURE_OUT to a folder to
+// write them again.
 #include "kcache/core/entry.hpp"
 
 #include "kcache/util/bytes.hpp"
 #include "kcache/util/file.hpp"
 #include "test_support.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -103,7 +106,7 @@ TEST_CASE("a version-1 record reads as validated, with no note") {
   CHECK(refused.error().message.find("trailing bytes") != std::string::npos);
 }
 
-TEST_CASE("an unknown validation value, a cut note and a version 3 are refused") {
+TEST_CASE("an unknown validation value, a cut note and a version 4 are refused") {
   auto bytes = encode_entry(sample(Validation::validated, ""));
   auto reseal = [](std::vector<std::uint8_t>& b) {
     auto digest = util::hash_bytes(std::span(b).first(b.size() - 16));
@@ -115,12 +118,72 @@ TEST_CASE("an unknown validation value, a cut note and a version 3 are refused")
   auto r = decode_entry(bad);
   REQUIRE_FALSE(r);
   CHECK(r.error().message.find("unknown validation kind") != std::string::npos);
-  auto v3 = bytes;
-  v3[4] = 3;
-  reseal(v3);
-  auto newer = decode_entry(v3);
+  auto v4 = bytes;
+  v4[4] = 4;
+  reseal(v4);
+  auto newer = decode_entry(v4);
   REQUIRE_FALSE(newer);
   CHECK(newer.error().category == Category::version_mismatch);
+  // A version-2 record relabelled 3 lacks the diagnostics: truncated.
+  auto relabelled = bytes;
+  relabelled[4] = 3;
+  reseal(relabelled);
+  auto cut = decode_entry(relabelled);
+  REQUIRE_FALSE(cut);
+  CHECK(cut.error().category == Category::corruption);
+}
+
+TEST_CASE("version 3 records carry the compiler's warnings; without warnings a record stays version 2") {
+  auto e = sample(Validation::validated, "");
+  CHECK(encode_entry(e)[4] == 2);
+  e.diagnostics = "dot.comp:2: warning: '#extension' : extension not supported: GL_FOO_bar";
+  auto bytes = encode_entry(e);
+  CHECK(bytes[4] == 3);
+  auto back = decode_entry(bytes);
+  REQUIRE(back);
+  CHECK(*back == e);
+  // One encoding per entry: a version-3 record with no warnings is refused.
+  auto none = e;
+  none.diagnostics.clear();
+  auto v2 = encode_entry(none);
+  std::vector<std::uint8_t> v3(v2.begin(), v2.end() - 16);
+  v3[4] = 3;
+  v3.insert(v3.end(), 4, 0);  // an empty str
+  v3.resize(v3.size() + 16);
+  auto digest = util::hash_bytes(std::span(v3).first(v3.size() - 16));
+  std::copy(digest.bytes.begin(), digest.bytes.end(), v3.end() - 16);
+  auto empty = decode_entry(v3);
+  REQUIRE_FALSE(empty);
+  CHECK(empty.error().message.find("no diagnostics") != std::string::npos);
+}
+
+TEST_CASE("validate_entry_record: warnings are printable lines within the limit; cut_diagnostics keeps whole lines") {
+  auto e = sample(Validation::validated, "");
+  e.diagnostics = "a.comp:1: warning: one\na.comp:2: warning: two";
+  CHECK(validate_entry_record(e));
+  e.diagnostics = "a.comp:1: warning: \x1b]0;title\x07";
+  auto escape = validate_entry_record(e);
+  REQUIRE_FALSE(escape);
+  CHECK(escape.error().message.find("diagnostics line") != std::string::npos);
+  e.diagnostics = std::string(k_max_diagnostics + 1, 'x');
+  CHECK_FALSE(validate_entry_record(e));
+
+  std::string many;
+  for (int i = 0; i < 2000; ++i) many += (i ? "\n" : "") + std::string("a.comp:") + std::to_string(i) + ": warning: w";
+  REQUIRE(many.size() > k_max_diagnostics);
+  const std::string kept = cut_diagnostics(many);
+  CHECK(kept.size() <= k_max_diagnostics);
+  CHECK(kept.starts_with("a.comp:0: warning: w\n"));
+  const auto last_break = kept.rfind('\n');
+  const std::string note = kept.substr(last_break + 1);
+  CHECK(note.starts_with("("));
+  CHECK(note.ends_with(" more lines of warnings not kept)"));
+  // The kept lines and the count add up to every line.
+  const auto kept_lines = static_cast<int>(std::count(kept.begin(), kept.end(), '\n'));
+  CHECK(note == "(" + std::to_string(2000 - kept_lines) + " more lines of warnings not kept)");
+  e.diagnostics = kept;
+  CHECK(validate_entry_record(e));
+  CHECK(cut_diagnostics("short") == "short");
 }
 
 TEST_CASE("validate_entry_record bounds the note and checks preamble_file like source") {
@@ -137,19 +200,29 @@ TEST_CASE("validate_entry_record bounds the note and checks preamble_file like s
   CHECK(outside.error().message.find("preamble_file") != std::string::npos);
 }
 
-TEST_CASE("golden records of versions 1 and 2 still decode to what they recorded") {
+TEST_CASE("golden records of versions 1, 2 and 3 still decode to what they recorded") {
   const auto v1 = encode_v1(sample(Validation::validated, ""));
   const auto v2 = encode_entry(sample(Validation::validator_unsupported, "Invalid capability operand: 6912"));
+  auto warned = sample(Validation::validated, "");
+  warned.diagnostics = "dot.comp:2: warning: '#extension' : extension not supported: GL_FOO_bar";
+  const auto v3 = encode_entry(warned);
   write_fixture("entry-v1.rec", v1);
   write_fixture("entry-v2.rec", v2);
+  write_fixture("entry-v3.rec", v3);
   auto g1 = golden("entry-v1.rec");
   auto g2 = golden("entry-v2.rec");
+  auto g3 = golden("entry-v3.rec");
   CHECK(g1 == v1);  // the encoder of version 1 above is the format, byte for byte
   CHECK(g2 == v2);  // today's encoder still writes version 2 as it did
+  CHECK(g3 == v3);
   auto d1 = decode_entry(g1);
   auto d2 = decode_entry(g2);
+  auto d3 = decode_entry(g3);
   REQUIRE(d1);
   REQUIRE(d2);
+  REQUIRE(d3);
+  CHECK(d3->diagnostics == warned.diagnostics);
+  CHECK(d2->diagnostics.empty());
   CHECK(d1->validation == Validation::validated);
   CHECK(d2->validation == Validation::validator_unsupported);
   CHECK(d2->validation_note == "Invalid capability operand: 6912");

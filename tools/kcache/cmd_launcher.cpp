@@ -144,6 +144,11 @@ int run_launcher(const std::string& tool, const std::vector<std::string>& args) 
     return exec_real(tool, args,
                      served->receipt.error ? served->receipt.error->message : std::string("the compile failed"));
   }
+  // What the tool prints of a compile that succeeded: its warnings, on a
+  // hit as on a miss (the entry keeps them).
+  const auto messages = launcher::tool_messages(plan, served->root, served->diagnostics);
+  std::fwrite(messages.out.data(), 1, messages.out.size(), stdout);
+  std::fwrite(messages.err.data(), 1, messages.err.size(), stderr);
   if (!plan.output) {
     const std::string text = launcher::format_module(served->module, plan.command.format);
     std::fwrite(text.data(), 1, text.size(), stdout);

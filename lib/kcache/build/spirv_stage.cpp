@@ -80,6 +80,7 @@ class SpirvBackend final : public PerUnitBackend {
         p.validation = compiled->validation;
         p.validation_note = compiled->validation_note;
         p.warnings = compiled->warnings;
+        p.diagnostics = cut_diagnostics(compiled->warnings);
         promise->set_value(std::move(p));
       }
     }

@@ -107,6 +107,7 @@ Entry make_entry(const Unit& unit, const Key& key, const Prepared& prepared, Pro
   e.origin_detail = options.origin;
   e.validation = product.validation;
   e.validation_note = std::move(product.validation_note);
+  e.diagnostics = std::move(product.diagnostics);
   return e;
 }
 

@@ -87,7 +87,11 @@ struct Product {
   std::string validation_note;
   /// Product fields (core/key_binding.hpp), recorded after the ir fields.
   std::vector<Field> product_fields;
-  std::string warnings;
+  std::string warnings;  ///< the compiler's, for the receipt
+  /// What the entry keeps of them (Entry::diagnostics): a backend records
+  /// warnings only where the same key always gives the same text (glslang's
+  /// name files relative to the manifest's folder).
+  std::string diagnostics;
   bool shared_compile = false;  ///< another unit's identical compile was reused
 };
 

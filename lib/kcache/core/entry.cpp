@@ -103,7 +103,30 @@ Result<void> validate_entry_record(const Entry& e) {
   if (!util::is_printable_utf8(e.validation_note))
     return refuse(
         fmt::format("validation note '{}' holds control characters or invalid UTF-8", shown(e.validation_note)));
+  // Shown on a terminal at every launcher hit: lines of printable text only.
+  if (e.diagnostics.size() > k_max_diagnostics)
+    return refuse(fmt::format("diagnostics are {} bytes; limit {}", e.diagnostics.size(), k_max_diagnostics));
+  for (std::size_t at = 0; at <= e.diagnostics.size();) {
+    const std::size_t end = std::min(e.diagnostics.find('\n', at), e.diagnostics.size());
+    const std::string_view line = std::string_view(e.diagnostics).substr(at, end - at);
+    if (!util::is_printable_utf8(line))
+      return refuse(fmt::format("diagnostics line '{}' holds control characters or invalid UTF-8", shown(line)));
+    at = end + 1;
+  }
   return {};
+}
+
+std::string cut_diagnostics(std::string_view warnings) {
+  if (warnings.size() <= k_max_diagnostics) return std::string(warnings);
+  // Whole lines, leaving room for the note.
+  std::size_t keep = warnings.rfind('\n', k_max_diagnostics - 128);
+  if (keep == std::string_view::npos) keep = 0;
+  std::size_t dropped = 0;
+  for (std::size_t i = keep; i < warnings.size(); ++i) dropped += warnings[i] == '\n';
+  std::string out(warnings.substr(0, keep));
+  if (!out.empty()) out += '\n';
+  out += fmt::format("({} more lines of warnings not kept)", dropped + (keep == 0 ? 1 : 0));
+  return out;
 }
 
 void put_fields(util::ByteWriter& w, const std::vector<Field>& fields) {
@@ -167,7 +190,9 @@ void seal_payload(Entry& entry) { entry.payload_digest = util::hash_bytes(entry.
 std::vector<std::uint8_t> encode_entry(const Entry& entry) {
   util::ByteWriter w;
   w.raw(k_entry_magic);
-  w.u16(k_entry_max_version);
+  // Version 3 only where it says more than version 2 can.
+  const std::uint16_t version = entry.diagnostics.empty() ? 2 : 3;
+  w.u16(version);
   w.str(entry.kernel);
   put_hash(w, entry.key.id);
   put_hash(w, entry.key.ir);
@@ -186,6 +211,7 @@ std::vector<std::uint8_t> encode_entry(const Entry& entry) {
   w.str(entry.origin_detail);
   w.u8(static_cast<std::uint8_t>(entry.validation));
   w.str(entry.validation_note);
+  if (version >= 3) w.str(entry.diagnostics);
   put_hash(w, util::hash_bytes(w.bytes()));
   return w.take();
 }
@@ -285,6 +311,12 @@ Result<Entry> decode_entry(std::span<const std::uint8_t> bytes) {
     if (*validation < 1 || *validation > 3) return corrupt_entry("unknown validation kind");
     e.validation = static_cast<Validation>(*validation);
     e.validation_note = std::move(*note);
+  }
+  if (version >= 3) {
+    auto diagnostics = r.str(k_max_decoded_string);
+    if (!diagnostics) return corrupt_entry("truncated diagnostics");
+    if (diagnostics->empty()) return corrupt_entry("a version 3 record with no diagnostics (written as version 2)");
+    e.diagnostics = std::move(*diagnostics);
   }
   if (r.remaining() != 0) return corrupt_entry("trailing bytes");
   e.payload.assign(payload.begin(), payload.end());

@@ -2,12 +2,12 @@
 // The same encoding is the LMDB value in a store and the entry record inside
 // a bundle, so the bundle module speaks records and knows nothing of LMDB.
 //
-// Entry record format, version 2 (all integers little-endian; str = u32
+// Entry record format, version 3 (all integers little-endian; str = u32
 // length + UTF-8 bytes; h128 = 16 raw bytes):
 //
 //   field            type         meaning
 //   magic            4 bytes      "KCE\x01"
-//   version          u16          record format version (1 or 2)
+//   version          u16          record format version (1 to 3)
 //   kernel           str          kernel name, variant suffix included
 //   key.id           h128         identity hash (kcache::definition key)
 //   key.ir           h128         content hash (expanded source + toolchain)
@@ -37,10 +37,19 @@
 //                                 (validate = "off"). A pipeline-cache entry: 1.
 //   validation_note  str          for 2: what the validator did not know (one
 //                                 line); else empty
+//   -- version 3 appends:
+//   diagnostics      str          the compiler's warnings about this module,
+//                                 one per line, "FILE:LINE: warning: TEXT" with
+//                                 FILE relative to the manifest's folder (what
+//                                 a build reports; the glslc launcher shows them
+//                                 again on a hit, as glslc would). Not empty:
+//                                 a record without warnings is written as
+//                                 version 2, which earlier readers read.
 //   record_digest    h128         XXH3-128 of every byte above
 //
 // A version-1 record has no validation fields and reads as validation = 1
-// (kcache stored nothing else then). Persisted enum values (payload_kind,
+// (kcache stored nothing else then); a version-1 or -2 record has no
+// diagnostics (none, or not recorded: an earlier kcache kept none). Persisted enum values (payload_kind,
 // origin_kind, validation) are append-only. A new
 // field is appended before record_digest and bumps the version; readers accept
 // versions k_entry_min_version..k_entry_max_version.
@@ -131,6 +140,7 @@ struct Entry {
   std::string origin_detail;
   Validation validation = Validation::validated;  ///< record version 2
   std::string validation_note;                    ///< what the validator did not know (validator_unsupported)
+  std::string diagnostics;                        ///< record version 3: compiler warnings, one per line
 
   bool operator==(const Entry&) const = default;
 };
@@ -150,12 +160,13 @@ struct EntryHead {
 };
 
 inline constexpr std::uint16_t k_entry_min_version = 1;
-inline constexpr std::uint16_t k_entry_max_version = 2;
+inline constexpr std::uint16_t k_entry_max_version = 3;
 /// Upper bound on a decoded payload (a single module or blob), as a defence
 /// against hostile records.
 inline constexpr std::size_t k_max_payload_bytes = 256u << 20;
 
-/// Encodes an entry in the current record version (computes both digests).
+/// Encodes an entry (computes both digests): version 3 when it has
+/// diagnostics, else version 2.
 std::vector<std::uint8_t> encode_entry(const Entry& entry);
 
 /// Decodes and checks a record from untrusted bytes: corruption for a bad
@@ -203,6 +214,13 @@ inline constexpr std::size_t k_max_field_value = 64u << 10;
 inline constexpr std::size_t k_max_origin_detail = 8u << 10;
 /// Longest validation_note (one validator message, cut by its writer).
 inline constexpr std::size_t k_max_validation_note = 4u << 10;
+/// Longest diagnostics (a module's warnings, cut by their writer:
+/// cut_diagnostics).
+inline constexpr std::size_t k_max_diagnostics = 32u << 10;
+
+/// `warnings` (lines) as a record keeps them: whole lines up to
+/// k_max_diagnostics bytes, then one line saying how many were left out.
+std::string cut_diagnostics(std::string_view warnings);
 
 /// Checks a kernel name from elsewhere: 1..k_max_kernel_name bytes,
 /// printable UTF-8 (util::is_printable_utf8), and a base name (the part
@@ -220,7 +238,8 @@ Result<void> check_kernel_name(std::string_view kernel);
 /// among the id fields ("source" and "preamble_file", and "include_dir:N",
 /// which may also be "." or end in '/') likewise; origin_detail at most
 /// k_max_origin_detail bytes; validation_note at most k_max_validation_note
-/// printable bytes. corruption naming the first problem (which input or
+/// printable bytes; diagnostics at most k_max_diagnostics bytes of printable
+/// lines (newlines between them). corruption naming the first problem (which input or
 /// field, its value escaped). Pure; what the payload holds is the importer's check.
 Result<void> validate_entry_record(const Entry& entry);
 

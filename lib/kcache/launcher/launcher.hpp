@@ -94,15 +94,36 @@ struct Served {
   /// The one-kernel manifest the command became (what an eviction after it
   /// must keep: maintain::evict_to_limit).
   manifest::Manifest manifest;
-  std::vector<std::uint8_t> module;     ///< the SPIR-V written (empty when failed)
+  std::vector<std::uint8_t> module;  ///< the SPIR-V written (empty when failed)
+  /// The module's warnings as its entry records them (FILE relative to
+  /// `root`; "" for none, or an entry of a kcache that kept none).
+  std::string diagnostics;
   std::optional<Error> record_warning;  ///< the run record could not be written
 };
 
 /// Builds or finds the module of `plan` in `store` and writes the output
 /// (and depfile) as the tool would. A failed compile is a receipt (nothing
-/// written); errors: the store cannot be read, an output cannot be written.
+/// written), and so is a module with warnings under glslc -Werror (without
+/// -w), which the tool refuses: the caller runs it to say so. Errors: the
+/// store cannot be read, an output cannot be written.
 Result<Served> serve(const Plan& plan, store::Store& store, const ServeOptions& options,
                      const store::Invocation& invocation);
+
+/// What the tool prints about a compile that succeeded with `diagnostics`
+/// (Served::diagnostics, FILE relative to `root`), each FILE named as the
+/// command names its files (the source as given; others relative to the
+/// folder it runs in, or absolute when the source was given so):
+///   glslc, to stderr: each "FILE:LINE: warning: TEXT", then "N warning(s)
+///     generated."; nothing under -w;
+///   glslangValidator, to stdout: the source as given, then each "WARNING:
+///     FILE:LINE: TEXT" and an empty line after them; only the source
+///     under -w.
+/// A line that is not printable text is shown escaped.
+struct ToolMessages {
+  std::string out;  ///< for standard output
+  std::string err;  ///< for standard error
+};
+ToolMessages tool_messages(const Plan& plan, const std::filesystem::path& root, std::string_view diagnostics);
 
 /// The module as glslc -mfmt writes it: the bytes for bin; for c, "{" the
 /// words as 0x%08x, four to a line separated by ",", "}" and a newline; for

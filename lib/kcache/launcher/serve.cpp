@@ -5,9 +5,12 @@
 #include "kcache/build/run.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/util/file.hpp"
+#include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 
+#include <optional>
+#include <regex>
 #include <unordered_set>
 
 namespace kcache::launcher {
@@ -35,20 +38,25 @@ definition::KernelSpec spec_of(const Plan& plan, const fs::path& root, std::stri
   return spec;
 }
 
-/// The files a depfile lists after the source, as glslc lists them: paths
-/// in the style the source was given (relative to the working folder, or
-/// absolute), in the order of an unordered set of the inclusion order —
-/// glslc keeps its requested files in one (libstdc++'s, as kcache's), so
-/// the same files come out in the same order.
-std::vector<std::string> depfile_inputs(const Plan& plan, const fs::path& root, const std::vector<InputFile>& inputs) {
+/// A file the compile read (`rel`, relative to `root`) as the tool names
+/// it: the source as given; another file in the style the source was given
+/// (relative to the working folder, or absolute). nullopt for the source.
+std::optional<std::string> shown_input(const Plan& plan, const fs::path& root, std::string_view rel) {
+  const fs::path abs = (root / rel).lexically_normal();
+  if (abs == plan.source) return std::nullopt;
   const bool relative = !fs::path(plan.command.source_as_given).is_absolute();
+  return relative ? abs.lexically_relative(plan.directory).generic_string() : abs.generic_string();
+}
+
+/// The files a depfile lists after the source, as glslc lists them: paths
+/// in the style the source was given (shown_input), in the order of an
+/// unordered set of the inclusion order — glslc keeps its requested files
+/// in one (libstdc++'s, as kcache's), so the same files come out in the
+/// same order.
+std::vector<std::string> depfile_inputs(const Plan& plan, const fs::path& root, const std::vector<InputFile>& inputs) {
   std::unordered_set<std::string> includes;
-  for (const auto& input : inputs) {
-    const fs::path abs = (root / input.path).lexically_normal();
-    if (abs == plan.source) continue;
-    std::string shown = relative ? abs.lexically_relative(plan.directory).generic_string() : abs.generic_string();
-    includes.insert(std::move(shown));
-  }
+  for (const auto& input : inputs)
+    if (auto shown = shown_input(plan, root, input.path)) includes.insert(std::move(*shown));
   std::vector<std::string> out{plan.command.source_as_given};
   for (const auto& s : includes) out.push_back(s);
   return out;
@@ -63,6 +71,36 @@ Result<void> write_text(const fs::path& path, std::string_view text) {
 }
 
 }  // namespace
+
+ToolMessages tool_messages(const Plan& plan, const fs::path& root, std::string_view diagnostics) {
+  ToolMessages out;
+  const bool glslc = plan.command.tool == "glslc";
+  if (!glslc) out.out = plan.command.source_as_given + "\n";
+  if (plan.command.suppress_warnings || diagnostics.empty()) return out;
+  static const std::regex placed(R"(^(.*?):([0-9]+): warning: (.*)$)");
+  std::size_t warnings = 0;
+  std::string& text = glslc ? out.err : out.out;
+  for (std::size_t at = 0; at <= diagnostics.size();) {
+    const std::size_t end = std::min(diagnostics.find('\n', at), diagnostics.size());
+    std::string line(diagnostics.substr(at, end - at));
+    at = end + 1;
+    if (!util::is_printable_utf8(line)) line = util::escape_untrusted(line);
+    std::smatch m;
+    if (std::regex_match(line, m, placed)) {
+      ++warnings;
+      const std::string file = shown_input(plan, root, m[1].str()).value_or(plan.command.source_as_given);
+      line = glslc ? fmt::format("{}:{}: warning: {}", file, m[2].str(), m[3].str())
+                   : fmt::format("WARNING: {}:{}: {}", file, m[2].str(), m[3].str());
+    } else if (line.starts_with("warning: ")) {
+      ++warnings;
+      if (!glslc) line = "WARNING: " + line.substr(9);
+    }
+    text += line + "\n";
+  }
+  if (glslc && warnings > 0) text += fmt::format("{} warning{} generated.\n", warnings, warnings == 1 ? "" : "s");
+  if (!glslc) text += "\n";
+  return out;
+}
 
 Result<Served> serve(const Plan& plan, store::Store& store, const ServeOptions& options,
                      const store::Invocation& invocation) {
@@ -96,6 +134,12 @@ Result<Served> serve(const Plan& plan, store::Store& store, const ServeOptions& 
   if (!entry || entry->key != out.receipt.key || entry->payload_kind != PayloadKind::spirv) {
     out.receipt.outcome = build::Outcome::failed;
     out.receipt.error = Error{Category::busy, "the stored module changed while it was being served"};
+    return out;
+  }
+  out.diagnostics = std::move(entry->diagnostics);
+  if (plan.command.warnings_as_errors && !plan.command.suppress_warnings && !out.diagnostics.empty()) {
+    out.receipt.outcome = build::Outcome::failed;
+    out.receipt.error = Error{Category::compile_failed, "the module has warnings and -Werror makes them errors"};
     return out;
   }
   out.module = std::move(entry->payload);

@@ -567,8 +567,10 @@ class CommandParser {
                       "kcache compiles with the bindings the shader declares; write them in the shader "
                       "(layout(set = S, binding = B))");
       } else if (a == "-w") {
+        m_cmd.suppress_warnings = true;
         drop(a, "suppresses warnings (kcache reports them; the module is the same)");
       } else if (a == "-Werror") {
+        m_cmd.warnings_as_errors = true;
         drop(a, "turns warnings into errors (kcache reports warnings; the module is the same)");
       } else if (a == "-MD" || a == "-MMD") {
         m_cmd.write_depfile = true;
@@ -667,8 +669,10 @@ class CommandParser {
                  (a.size() >= 4 && a.size() <= 7 && a.starts_with("--s") && a.ends_with("b")) ||
                  a.starts_with("--resource-set-binding") || a.starts_with("--rsb") || a.starts_with("--hlsl")) {
         return cannot(a, "kcache compiles with the bindings the shader declares; write them in the shader");
-      } else if (a == "-s" || a == "--quiet" || a == "-q" || a == "-w" || a == "--suppress-warnings" || a == "-t" ||
-                 a == "-l" || a == "--link") {
+      } else if (a == "-w" || a == "--suppress-warnings") {
+        m_cmd.suppress_warnings = true;
+        drop(a, "changes what glslangValidator prints or how it runs, not the module");
+      } else if (a == "-s" || a == "--quiet" || a == "-q" || a == "-t" || a == "-l" || a == "--link") {
         drop(a, "changes what glslangValidator prints or how it runs, not the module");
       } else if (a == "-x" || a == "--vn" || a == "-H" || a == "-E" || a == "-i" || a == "-c") {
         return cannot(a, "it writes something other than a SPIR-V binary (hex text, C source, a listing)");

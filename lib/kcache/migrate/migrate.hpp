@@ -86,6 +86,10 @@ struct Command {
   std::string output_as_given;              ///< -o exactly as written (a depfile's default target)
   std::string source_as_given;              ///< the source exactly as written (a depfile's first input)
   std::vector<std::string> include_dirs_as_given;
+  // What the tool does with the compiler's warnings (the launcher does the
+  // same; a manifest has no such key: `kcache build` reports them).
+  bool suppress_warnings = false;   ///< glslc -w (it wins over -Werror); glslangValidator -w
+  bool warnings_as_errors = false;  ///< glslc -Werror
 };
 
 /// A manifest key set on the kernels whose name matches a glob

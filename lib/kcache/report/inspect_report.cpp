@@ -138,6 +138,14 @@ std::string kernel_text(const maintain::KernelReport& report, bool why_only) {
           fmt::format("{} in {}\n  id {}\n  ir {}\n  {} bytes, origin: {} ({})\n", report.kernel, ns, e.key.id.hex(),
                       e.key.ir.hex(), e.payload.size(), origin_name(e.origin_kind), e.origin_detail);
       if (e.payload_kind == PayloadKind::spirv) text += validation_text(e);
+      if (!e.diagnostics.empty()) {
+        text += "  compiler warnings:\n";
+        for (std::size_t at = 0; at <= e.diagnostics.size();) {
+          const std::size_t end = std::min(e.diagnostics.find('\n', at), e.diagnostics.size());
+          text += fmt::format("    {}\n", std::string_view(e.diagnostics).substr(at, end - at));
+          at = end + 1;
+        }
+      }
       text += "  inputs:\n";
       for (const auto& in : e.inputs) text += fmt::format("    {}  {}\n", in.hash.hex().substr(0, 16), in.path);
       text += "  identity:\n";
@@ -180,6 +188,7 @@ std::string kernel_json(const maintain::KernelReport& report, bool why_only) {
         j["validation"] = validation_name(e.validation);
         if (!e.validation_note.empty()) j["validation_note"] = e.validation_note;
       }
+      if (!e.diagnostics.empty()) j["warnings"] = e.diagnostics;
       j["identity"] = json::object();
       for (const auto& [k, v] : e.id_fields) j["identity"][k] = v;
       j["toolchain"] = json::object();

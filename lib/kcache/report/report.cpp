@@ -111,16 +111,44 @@ std::vector<FailureGroup> failure_groups(const build::BuildResult& result) {
   return groups;
 }
 
+/// The kernels a group's first line names after the first receipt's:
+/// "; the same in N more: A, B, ... and M more".
+std::string others(const std::vector<const build::Receipt*>& receipts) {
+  constexpr std::size_t k_named = 8;
+  if (receipts.size() < 2) return {};
+  std::string names;
+  for (std::size_t i = 1; i < receipts.size() && i <= k_named; ++i)
+    names += fmt::format("{}{}", i == 1 ? "" : ", ", receipts[i]->kernel);
+  if (receipts.size() > k_named + 1) names += fmt::format(", and {} more", receipts.size() - k_named - 1);
+  return fmt::format("{} more: {}", receipts.size() - 1, names);
+}
+
+/// "WARNED K" and the compiler's warnings (FILE:LINE: warning: TEXT), for
+/// the kernels compiled in this build; kernels with the same warnings (the
+/// variants of one source) are named on one line.
+std::string warning_text(const build::BuildResult& result) {
+  std::vector<std::vector<const build::Receipt*>> groups;
+  for (const auto& r : result.receipts) {
+    if (r.warnings.empty() || r.outcome == build::Outcome::failed) continue;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g[0]->warnings == r.warnings; });
+    if (it == groups.end()) groups.push_back({&r});
+    else it->push_back(&r);
+  }
+  std::string out;
+  for (const auto& g : groups) {
+    const std::string more = others(g);
+    out += fmt::format("WARNED {}{}\n{}\n", g[0]->kernel, more.empty() ? "" : "; the same warnings in " + more,
+                       g[0]->warnings);
+  }
+  return out;
+}
+
 /// "FAILED K (...)" and the error, its lines as the compiler wrote them
 /// (FILE:LINE: error: TEXT) so that editors and CI problem matchers find
 /// them; several kernels with the same error are named on the first line.
 std::string failure_text(const FailureGroup& g) {
   const build::Receipt& r = *g.receipts[0];
-  constexpr std::size_t k_named = 8;
-  std::string names;
-  for (std::size_t i = 1; i < g.receipts.size() && i <= k_named; ++i)
-    names += fmt::format("{}{}", i == 1 ? "" : ", ", g.receipts[i]->kernel);
-  if (g.receipts.size() > k_named + 1) names += fmt::format(", and {} more", g.receipts.size() - k_named - 1);
+  const std::string more = others(g.receipts);
   std::string out = fmt::format(
       "FAILED {}{}{}{}{}\n", r.kernel,
       r.remembered ? fmt::format(" (remembered from {}; --retry-failed to compile again)", util::iso_time(r.failed_at))
@@ -129,7 +157,7 @@ std::string failure_text(const FailureGroup& g) {
       r.error ? fmt::format(" ({}{})", category_name(r.error->category),
                             r.failed_phase.empty() ? "" : " in " + r.failed_phase)
               : "",
-      g.receipts.size() > 1 ? fmt::format("; the same error in {} more: {}", g.receipts.size() - 1, names) : "");
+      more.empty() ? "" : "; the same error in " + more);
   if (r.error) out += r.error->message + "\n";
   return out;
 }
@@ -140,6 +168,7 @@ std::string build_summary(const build::BuildResult& result, bool explain) {
   using build::Outcome;
   std::string out;
   std::size_t failed = result.count(Outcome::failed);
+  out += warning_text(result);
   for (const auto& g : failure_groups(result)) out += failure_text(g);
   for (const auto& r : result.receipts) {
     if (r.outcome == Outcome::refused_write) {
