@@ -67,6 +67,12 @@ std::vector<std::uint8_t> golden(const std::string& name) {
   return {text->begin(), text->end()};
 }
 
+/// Recomputes a record's trailing digest after a test edited it.
+void reseal(std::vector<std::uint8_t>& b) {
+  auto digest = util::hash_bytes(std::span(b).first(b.size() - 16));
+  std::copy(digest.bytes.begin(), digest.bytes.end(), b.end() - 16);
+}
+
 void write_fixture(const std::string& name, const std::vector<std::uint8_t>& bytes) {
   if (const char* dir = std::getenv("KCACHE_FIXTURE_OUT")) {
     std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
@@ -99,8 +105,7 @@ TEST_CASE("a version-1 record reads as validated, with no note") {
   longer.push_back(1);
   for (int i = 0; i < 4; ++i) longer.push_back(0);
   longer.resize(longer.size() + 16);
-  auto digest = util::hash_bytes(std::span(longer).first(longer.size() - 16));
-  std::copy(digest.bytes.begin(), digest.bytes.end(), longer.end() - 16);
+  reseal(longer);
   auto refused = decode_entry(longer);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().message.find("trailing bytes") != std::string::npos);
@@ -108,10 +113,6 @@ TEST_CASE("a version-1 record reads as validated, with no note") {
 
 TEST_CASE("an unknown validation value, a cut note and a version 4 are refused") {
   auto bytes = encode_entry(sample(Validation::validated, ""));
-  auto reseal = [](std::vector<std::uint8_t>& b) {
-    auto digest = util::hash_bytes(std::span(b).first(b.size() - 16));
-    std::copy(digest.bytes.begin(), digest.bytes.end(), b.end() - 16);
-  };
   auto bad = bytes;
   bad[bad.size() - 16 - 4 - 1] = 4;  // validation: u8 before the empty note's u32 length
   reseal(bad);
@@ -150,8 +151,7 @@ TEST_CASE("version 3 records carry the compiler's warnings; without warnings a r
   v3[4] = 3;
   v3.insert(v3.end(), 4, 0);  // an empty str
   v3.resize(v3.size() + 16);
-  auto digest = util::hash_bytes(std::span(v3).first(v3.size() - 16));
-  std::copy(digest.bytes.begin(), digest.bytes.end(), v3.end() - 16);
+  reseal(v3);
   auto empty = decode_entry(v3);
   REQUIRE_FALSE(empty);
   CHECK(empty.error().message.find("no diagnostics") != std::string::npos);
