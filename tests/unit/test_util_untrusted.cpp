@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 using namespace kcache::util;
 using namespace std::string_literals;
@@ -70,4 +71,12 @@ TEST_CASE("edit_distance counts insertions, deletions and substitutions") {
   CHECK(edit_distance("", "gc") == 2);
   CHECK(edit_distance("kitten", "sitting") == 3);
   CHECK(edit_distance("ad", "add") == 1);
+}
+
+TEST_CASE("split_lines: every line between newlines, empty ones included") {
+  using V = std::vector<std::string_view>;
+  CHECK(split_lines("") == V{""});
+  CHECK(split_lines("one") == V{"one"});
+  CHECK(split_lines("a\nb") == V{"a", "b"});
+  CHECK(split_lines("a\n\nb\n") == V{"a", "", "b", ""});
 }

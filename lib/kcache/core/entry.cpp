@@ -106,13 +106,9 @@ Result<void> validate_entry_record(const Entry& e) {
   // Shown on a terminal at every launcher hit: lines of printable text only.
   if (e.diagnostics.size() > k_max_diagnostics)
     return refuse(fmt::format("diagnostics are {} bytes; limit {}", e.diagnostics.size(), k_max_diagnostics));
-  for (std::size_t at = 0; at <= e.diagnostics.size();) {
-    const std::size_t end = std::min(e.diagnostics.find('\n', at), e.diagnostics.size());
-    const std::string_view line = std::string_view(e.diagnostics).substr(at, end - at);
+  for (std::string_view line : util::split_lines(e.diagnostics))
     if (!util::is_printable_utf8(line))
       return refuse(fmt::format("diagnostics line '{}' holds control characters or invalid UTF-8", shown(line)));
-    at = end + 1;
-  }
   return {};
 }
 

@@ -49,10 +49,10 @@
 //
 // A version-1 record has no validation fields and reads as validation = 1
 // (kcache stored nothing else then); a version-1 or -2 record has no
-// diagnostics (none, or not recorded: an earlier kcache kept none). Persisted enum values (payload_kind,
-// origin_kind, validation) are append-only. A new
-// field is appended before record_digest and bumps the version; readers accept
-// versions k_entry_min_version..k_entry_max_version.
+// diagnostics (none, or not recorded: an earlier kcache kept none).
+// Persisted enum values (payload_kind, origin_kind, validation) are
+// append-only. A new field is appended before record_digest and bumps the
+// version; readers accept versions k_entry_min_version..k_entry_max_version.
 #pragma once
 
 #include "kcache/util/bytes.hpp"
@@ -239,8 +239,9 @@ Result<void> check_kernel_name(std::string_view kernel);
 /// which may also be "." or end in '/') likewise; origin_detail at most
 /// k_max_origin_detail bytes; validation_note at most k_max_validation_note
 /// printable bytes; diagnostics at most k_max_diagnostics bytes of printable
-/// lines (newlines between them). corruption naming the first problem (which input or
-/// field, its value escaped). Pure; what the payload holds is the importer's check.
+/// lines (newlines between them). corruption naming the first problem (which
+/// input or field, its value escaped). Pure; what the payload holds is the
+/// importer's check.
 Result<void> validate_entry_record(const Entry& entry);
 
 }  // namespace kcache

@@ -80,10 +80,8 @@ ToolMessages tool_messages(const Plan& plan, const fs::path& root, std::string_v
   static const std::regex placed(R"(^(.*?):([0-9]+): warning: (.*)$)");
   std::size_t warnings = 0;
   std::string& text = glslc ? out.err : out.out;
-  for (std::size_t at = 0; at <= diagnostics.size();) {
-    const std::size_t end = std::min(diagnostics.find('\n', at), diagnostics.size());
-    std::string line(diagnostics.substr(at, end - at));
-    at = end + 1;
+  for (std::string_view text_line : util::split_lines(diagnostics)) {
+    std::string line(text_line);
     if (!util::is_printable_utf8(line)) line = util::escape_untrusted(line);
     std::smatch m;
     if (std::regex_match(line, m, placed)) {

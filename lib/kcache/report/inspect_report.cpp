@@ -140,11 +140,7 @@ std::string kernel_text(const maintain::KernelReport& report, bool why_only) {
       if (e.payload_kind == PayloadKind::spirv) text += validation_text(e);
       if (!e.diagnostics.empty()) {
         text += "  compiler warnings:\n";
-        for (std::size_t at = 0; at <= e.diagnostics.size();) {
-          const std::size_t end = std::min(e.diagnostics.find('\n', at), e.diagnostics.size());
-          text += fmt::format("    {}\n", std::string_view(e.diagnostics).substr(at, end - at));
-          at = end + 1;
-        }
+        for (std::string_view line : util::split_lines(e.diagnostics)) text += fmt::format("    {}\n", line);
       }
       text += "  inputs:\n";
       for (const auto& in : e.inputs) text += fmt::format("    {}  {}\n", in.hash.hex().substr(0, 16), in.path);

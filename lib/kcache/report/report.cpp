@@ -75,13 +75,13 @@ std::string json_text(const nlohmann::ordered_json& j) {
 std::string terminal_text(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (;;) {
-    const std::size_t nl = text.find('\n');
-    out += util::printable_text(text.substr(0, nl));
-    if (nl == std::string_view::npos) return out;
-    out += '\n';
-    text.remove_prefix(nl + 1);
+  bool first = true;
+  for (std::string_view line : util::split_lines(text)) {
+    if (!first) out += '\n';
+    first = false;
+    out += util::printable_text(line);
   }
+  return out;
 }
 
 namespace {

@@ -37,6 +37,16 @@ std::string to_hex(std::span<const std::uint8_t> bytes) {
   return out;
 }
 
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  for (;;) {
+    const std::size_t nl = text.find('\n');
+    lines.push_back(text.substr(0, nl));
+    if (nl == std::string_view::npos) return lines;
+    text.remove_prefix(nl + 1);
+  }
+}
+
 std::string iso_time(std::uint64_t unix_seconds) {
   std::time_t t = static_cast<std::time_t>(unix_seconds);
   std::tm tm{};

@@ -61,6 +61,10 @@ Result<std::vector<std::pair<std::size_t, std::string_view>>> versioned_text_lin
                                                                                    std::string_view shown_path,
                                                                                    const VersionedText& rules);
 
+/// The lines of `text`, split at each '\n' (a text without one is one line,
+/// "" one empty line); views into `text`.
+std::vector<std::string_view> split_lines(std::string_view text);
+
 /// "2025-01-31T12:00:00Z": unix seconds as ISO 8601 UTC.
 std::string iso_time(std::uint64_t unix_seconds);
 
