@@ -55,9 +55,10 @@ expect_exit 0 "$BENCH" --device llvmpipe --startup warm --trusted --modules inli
 expect_in "$WORK/out" "pipelines=76 failed=0 blobs_served=76 hits=0 misses=76 modules=inline "
 expect_in "$WORK/out" " module_sum_ms=0.000 "
 cat "$WORK/out"
-# One pipeline cache per thread, from every blob merged beforehand.
-expect_exit 0 "$BENCH" --device llvmpipe --startup warm --caches thread --threads 2
-expect_in "$WORK/out" "pipelines=76 failed=0 blobs_served=76 hits=0 misses=76 modules=objects caches=thread "
+# One pipeline cache per thread, from every blob merged beforehand; every
+# kernel looked up before the first pipeline.
+expect_exit 0 "$BENCH" --device llvmpipe --startup warm --caches thread --lookups-first --threads 2
+expect_in "$WORK/out" "pipelines=76 failed=0 blobs_served=76 hits=0 misses=76 modules=objects caches=thread lookups_first=1 "
 expect_exit 3 "$BENCH" --device llvmpipe --startup warm --modules identifier
 expect_in "$WORK/err" "needs VK_EXT_shader_module_identifier"
 expect_exit 2 "$BENCH" --modules sideways

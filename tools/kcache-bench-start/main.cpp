@@ -63,7 +63,7 @@ constexpr const char* k_usage =
     "usage: kcache-bench-start [--store DIR] [--device SEL] [--target ENV]\n"
     "                          [--startup cold|warm [--threads N] | --lookups N] [--trusted]\n"
     "                          [--modules objects|inline|identifier] [--caches kernel|thread]\n"
-    "                          [KERNEL...]\n"
+    "                          [--lookups-first] [KERNEL...]\n"
     "\n"
     "Creates the compute pipelines of KERNEL... (default: every compute kernel in the\n"
     "store) on a Vulkan device, cold (no blob) and warm (kcache's pipeline-cache blob),\n"
@@ -82,6 +82,8 @@ constexpr const char* k_usage =
     "                  VK_EXT_graphics_pipeline_library); identifier: none, the stage\n"
     "                  names the module by its identifier, a miss then makes the module\n"
     "                  (needs and enables VK_EXT_shader_module_identifier)\n"
+    "  --lookups-first for --startup: look every kernel up before creating any pipeline\n"
+    "                  (default: each lookup just before its pipeline)\n"
     "  --caches MODE   for a warm --startup: kernel = a VkPipelineCache per kernel from\n"
     "                  its blob (default); thread = every blob merged into one beforehand\n"
     "                  (untimed), and one VkPipelineCache per thread made from that\n"
@@ -102,6 +104,7 @@ struct Args {
   unsigned open_flags = 0;          ///< --trusted: KCACHE_OPEN_TRUSTED
   std::string modules = "objects";  ///< --modules
   std::string caches = "kernel";    ///< --caches
+  bool lookups_first = false;       ///< --lookups-first
   std::vector<std::string> kernels;
   bool cuda = false;
   CudaArgs cuda_args;
@@ -152,6 +155,8 @@ std::optional<Args> parse(int argc, char** argv) {
       a.threads = static_cast<unsigned>(v);
     } else if (s == "--trusted") {
       a.open_flags = KCACHE_OPEN_TRUSTED;
+    } else if (s == "--lookups-first") {
+      a.lookups_first = true;
     } else if (s == "--caches") {
       if (!value(a.caches) || (a.caches != "kernel" && a.caches != "thread")) return std::nullopt;
     } else if (s == "--modules") {
@@ -547,6 +552,18 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
   std::atomic<std::uint64_t> create_us{0}, lookup_us{0}, module_us{0}, layout_us{0}, cache_us{0};
   LayoutCache layouts(gpu.device);
   auto us = [](double ms) { return static_cast<std::uint64_t>(ms * 1000); };
+  // --lookups-first: every kernel looked up before any pipeline is created,
+  // on this thread, so that the lookups run back to back with warm caches
+  // instead of between driver calls.
+  auto lookup = [&](std::size_t i) {
+    const auto looking = std::chrono::steady_clock::now();
+    auto k = store.lookup(names[i], &dev, args.target);
+    lookup_us += us(ms_since(looking));
+    return k;
+  };
+  std::vector<std::optional<decltype(lookup(0))>> looked(names.size());
+  if (args.lookups_first)
+    for (std::size_t i = 0; i < names.size(); ++i) looked[i].emplace(lookup(i));
   auto work = [&] {
     // --caches thread: this thread's one pipeline cache, from the merged blob.
     VkPipelineCache thread_cache = VK_NULL_HANDLE;
@@ -559,9 +576,7 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
       cache_us += us(ms_since(creating));
     }
     for (std::size_t i; (i = next.fetch_add(1)) < names.size();) {
-      const auto looking = std::chrono::steady_clock::now();
-      auto k = store.lookup(names[i], &dev, args.target);
-      lookup_us += us(ms_since(looking));
+      auto k = looked[i] ? std::move(*looked[i]) : lookup(i);
       if (!k) {
         std::fprintf(stderr, "kcache-bench-start: %s\n", k.error().message.c_str());
         ++failed;
@@ -612,14 +627,14 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
   const bool probed = (warm && probe) || modules == ModuleMode::identifier;
   std::printf(
       "startup mode=%s threads=%u pipelines=%zu failed=%zu blobs_served=%zu hits=%lld misses=%lld modules=%s "
-      "caches=%s "
+      "caches=%s lookups_first=%d "
       "wall_ms=%.3f device_ms=%.3f create_sum_ms=%.3f lookup_sum_ms=%.3f objects_sum_ms=%.3f module_sum_ms=%.3f "
       "layout_sum_ms=%.3f cache_sum_ms=%.3f list_ms=%.3f\n",
       args.startup.c_str(), args.threads, created.load(), failed.load(), warm ? served.load() : 0,
       probed ? static_cast<long long>(hits.load()) : -1LL, probed ? static_cast<long long>(misses.load()) : -1LL,
-      args.modules.c_str(), merged.empty() ? "kernel" : "thread", wall_ms, device_ms, sum_ms(create_us),
-      sum_ms(lookup_us), sum_ms(module_us) + sum_ms(layout_us) + sum_ms(cache_us), sum_ms(module_us), sum_ms(layout_us),
-      sum_ms(cache_us), list_ms);
+      args.modules.c_str(), merged.empty() ? "kernel" : "thread", args.lookups_first ? 1 : 0, wall_ms, device_ms,
+      sum_ms(create_us), sum_ms(lookup_us), sum_ms(module_us) + sum_ms(layout_us) + sum_ms(cache_us), sum_ms(module_us),
+      sum_ms(layout_us), sum_ms(cache_us), list_ms);
   return failed ? 1 : 0;
 }
 
