@@ -252,16 +252,25 @@ std::vector<std::uint8_t> wrap_blob(const DeviceInfo& device, std::span<const st
 std::vector<std::uint8_t> wrap_blob_for(const util::Hash128& fingerprint, std::uint32_t driver_version,
                                         std::uint32_t pointer_size, std::span<const std::uint8_t> raw);
 
+/// Whether reading a wrapper hashes the blob to compare it with its
+/// blob_digest. `covered` is for a wrapper its caller has just read out of a
+/// record whose digest it checked, from a store it trusts (a trusted runtime
+/// lookup): hashing again would only find what that digest already rules
+/// out. Everything else checks.
+enum class BlobDigest { check, covered };
+
 /// Decodes a wrapper from untrusted bytes, checking only its own integrity:
 /// corruption for a bad magic, non-zero flags, a length that disagrees with
-/// the bytes, an oversized blob or a digest mismatch; version_mismatch for a
-/// version outside the supported range. Says nothing about any device.
-Result<BlobWrapper> parse_blob_wrapper(std::span<const std::uint8_t> wrapped);
+/// the bytes, an oversized blob or (unless `digest` is covered) a digest
+/// mismatch; version_mismatch for a version outside the supported range.
+/// Says nothing about any device.
+Result<BlobWrapper> parse_blob_wrapper(std::span<const std::uint8_t> wrapped, BlobDigest digest = BlobDigest::check);
 
 /// parse_blob_wrapper, then the wrapper against `device` (fingerprint_mismatch
 /// naming pointerSize, driverVersion or the fingerprint), then
 /// check_pipeline_cache_header. Returns the raw blob, borrowed from `wrapped`.
-Result<std::span<const std::uint8_t>> unwrap_blob(std::span<const std::uint8_t> wrapped, const DeviceInfo& device);
+Result<std::span<const std::uint8_t>> unwrap_blob(std::span<const std::uint8_t> wrapped, const DeviceInfo& device,
+                                                  BlobDigest digest = BlobDigest::check);
 
 // ---------------------------------------------------------------------------
 // Pipelines

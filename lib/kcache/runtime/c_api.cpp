@@ -379,8 +379,8 @@ const char* kcache_kernel_blob_reason(const kcache_kernel* k) { return k ? k->k.
 
 const uint8_t* kcache_kernel_pipeline_cache(const kcache_kernel* k, size_t* bytes) {
   const bool served = k && k->k.blob_status == kcache::runtime::detail::BlobStatus::served;
-  if (bytes) *bytes = served ? k->k.pipeline_cache.size() : 0;
-  return served ? k->k.pipeline_cache.data() : nullptr;
+  if (bytes) *bytes = served ? k->k.pipeline_cache().size() : 0;
+  return served ? k->k.pipeline_cache().data() : nullptr;
 }
 
 const kcache_binding* kcache_kernel_bindings(const kcache_kernel* k, uint32_t* count) {

@@ -169,9 +169,11 @@ Result<std::optional<Namespace>> other_profile_namespace(store::Reader& reader, 
 // The blob part of a lookup: fills blob_status, blob_reason, pipeline_cache,
 // and (from the recipe) entry_point and spec, and `recorded` with the
 // interface the entry records (scheme 2). Never fails: a refusal is data.
-// `stored` is the read of the device's entry for the kernel.
+// `stored` is the read of the device's entry for the kernel; a served blob
+// takes its payload. `trusted`: the store is trusted (Catalog::open), so
+// the blob is not hashed again past the record digest its read checked.
 Result<void> attach_blob(store::Reader& reader, const device::DeviceInfo& dev, const Entry& spirv,
-                         std::string_view spirv_ns, const Result<std::optional<Entry>>& stored, Kernel& k,
+                         std::string_view spirv_ns, Result<std::optional<Entry>>& stored, bool trusted, Kernel& k,
                          std::optional<Interface>& recorded) {
   const std::string dev_ns = dev.ns.name();
   auto refuse = [&](std::string why) {
@@ -193,7 +195,7 @@ Result<void> attach_blob(store::Reader& reader, const device::DeviceInfo& dev, c
           other->name(), profile_text(other->record), profile_text(dev.record()));
     return {};
   }
-  const Entry& v = **stored;
+  Entry& v = **stored;
   if (v.payload_kind != PayloadKind::pipeline_cache) return refuse("the entry holds no pipeline-cache blob");
   auto recipe = device::read_pipeline_recipe(v);
   if (!recipe) return refuse(recipe.error().message);
@@ -204,13 +206,15 @@ Result<void> attach_blob(store::Reader& reader, const device::DeviceInfo& dev, c
     return refuse(
         "stale: it was built from another version of the SPIR-V module; rebuild with `kcache build --backend "
         "vulkan`");
-  auto raw = device::unwrap_blob(v.payload, dev);
+  auto raw = device::unwrap_blob(v.payload, dev, trusted ? device::BlobDigest::covered : device::BlobDigest::check);
   if (!raw) return refuse(raw.error().message);
   auto interface = device::read_pipeline_interface(v);
   if (!interface) return refuse(interface.error().message);
   recorded = std::move(*interface);
   k.blob_status = BlobStatus::served;
-  k.pipeline_cache.assign(raw->begin(), raw->end());
+  k.blob_offset = static_cast<std::size_t>(raw->data() - v.payload.data());
+  k.blob_size = raw->size();
+  k.wrapped_blob = std::move(v.payload);
   k.entry_point = recipe->entry;
   k.spec = recipe->spec;
   return {};
@@ -365,7 +369,8 @@ Result<Kernel> Catalog::find(std::string_view name, const LookupOptions& options
     k.entry_point = entry ? *entry : "main";
     k.spec = KCACHE_TRY(spec_from_fields(e));
     policy = definition::recorded_validate_policy(e.id_fields);
-    if (options.device) KCACHE_CHECK(attach_blob(reader, *options.device, e, spirv_ns, blob_entry, k, recorded));
+    if (options.device)
+      KCACHE_CHECK(attach_blob(reader, *options.device, e, spirv_ns, blob_entry, m_trusted, k, recorded));
     return {};
   }));
   if (k.stage == "compute") KCACHE_CHECK(reflect_checked(k, policy, m_trusted, std::move(recorded)));

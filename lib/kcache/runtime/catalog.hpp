@@ -55,8 +55,13 @@ struct Kernel {
   Interface interface;                  ///< empty unless stage is compute and its interface is known
   std::string interface_error;          ///< why `interface` is empty for a compute kernel
   BlobStatus blob_status = BlobStatus::not_requested;
-  std::string blob_reason;                   ///< empty when served or not requested
-  std::vector<std::uint8_t> pipeline_cache;  ///< raw, header-checked; empty unless served
+  std::string blob_reason;  ///< empty when served or not requested
+  /// The device entry's payload, kept whole when the blob is served: the
+  /// raw blob (header-checked) is [blob_offset, blob_offset + blob_size) of
+  /// it, not copied out again (pipeline_cache()).
+  std::vector<std::uint8_t> wrapped_blob;
+  std::size_t blob_offset = 0;
+  std::size_t blob_size = 0;
   // A CUDA lookup (find_cuda) fills these instead of spirv/stage/interface;
   // `target` is then the namespace's arch ("sm_90", "compute_90").
   PayloadKind payload_kind = PayloadKind::spirv;
@@ -64,6 +69,11 @@ struct Kernel {
   std::size_t payload_size = 0;       ///< bytes of the cubin or PTX
   std::string function_symbol;        ///< for cuModuleGetFunction (cuda_function_symbol)
   std::vector<Field> id_fields;       ///< what the key's id hashed (source, entry, defines, options, ...)
+
+  /// The raw pipeline-cache blob; empty unless served.
+  std::span<const std::uint8_t> pipeline_cache() const {
+    return std::span<const std::uint8_t>(wrapped_blob).subspan(blob_offset, blob_size);
+  }
 };
 
 /// What a lookup is for.
