@@ -200,18 +200,24 @@ int main(int argc, char** argv) {
     return 3;
   }
 
+  // Every kernel looked up first, then the pipelines created: lookups run
+  // back to back, not between driver calls that evict the CPU's caches.
   std::size_t created = 0, served = 0, failures = 0;
-  std::string absent_note;
+  std::vector<kcache::runtime::Kernel> kernels;
   for (const auto& name : names) {
     auto k = store->lookup(name, &dev, target);
     if (!k) {
       std::fprintf(stderr, "kcache-example: %s\n", k.error().message.c_str());
       ++failures;
-      continue;
+    } else if (k->stage() == "compute") {
+      kernels.push_back(std::move(*k));
     }
-    if (k->stage() != "compute") continue;
-    const bool has_blob = k->blob_status() == KCACHE_BLOB_SERVED;
-    if (const VkResult r = create_pipeline(device, *k); r != VK_SUCCESS) {
+  }
+  std::string absent_note;
+  for (const auto& k : kernels) {
+    const bool has_blob = k.blob_status() == KCACHE_BLOB_SERVED;
+    const std::string name(k.name());
+    if (const VkResult r = create_pipeline(device, k); r != VK_SUCCESS) {
       std::fprintf(stderr, "kcache-example: %s: pipeline creation failed (VkResult %d)\n", name.c_str(), r);
       ++failures;
       continue;
@@ -220,9 +226,9 @@ int main(int argc, char** argv) {
     served += has_blob;
     std::printf("  %-44s %s\n", name.c_str(), has_blob ? "blob served" : "no blob");
     // A refusal is worth a line each; an absent blob is said once below.
-    if (k->blob_status() == KCACHE_BLOB_REFUSED)
-      std::printf("      (%.*s)\n", static_cast<int>(k->blob_reason().size()), k->blob_reason().data());
-    if (k->blob_status() == KCACHE_BLOB_ABSENT && absent_note.empty()) absent_note = k->blob_reason();
+    if (k.blob_status() == KCACHE_BLOB_REFUSED)
+      std::printf("      (%.*s)\n", static_cast<int>(k.blob_reason().size()), k.blob_reason().data());
+    if (k.blob_status() == KCACHE_BLOB_ABSENT && absent_note.empty()) absent_note = k.blob_reason();
   }
   if (!absent_note.empty()) std::printf("kernels without a blob: e.g. %s\n", absent_note.c_str());
   std::printf("device: %s; %zu pipelines created, %zu blobs served\n", props.deviceName, created, served);
