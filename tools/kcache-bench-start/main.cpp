@@ -30,6 +30,8 @@
 // --caches thread measures one pipeline cache per thread instead of one per
 // kernel: every blob is merged into one beforehand, outside the timed start
 // (kcache stores no merged blob: this measures what one would give).
+// --lookups-first looks every kernel up before the first pipeline is
+// created, as kcache-example does.
 //
 // With --lookups N it times the runtime's lookups alone: every kernel looked
 // up N times (no pipeline created), the mean per lookup printed.
