@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 
 using namespace kcache;
 
@@ -73,6 +74,15 @@ void reseal(std::vector<std::uint8_t>& b) {
   std::copy(digest.bytes.begin(), digest.bytes.end(), b.end() - 16);
 }
 
+/// `record` with `extra` bytes inserted before its digest, resealed.
+std::vector<std::uint8_t> appended(std::vector<std::uint8_t> record, std::initializer_list<std::uint8_t> extra) {
+  record.erase(record.end() - 16, record.end());
+  record.insert(record.end(), extra);
+  record.resize(record.size() + 16);
+  reseal(record);
+  return record;
+}
+
 void write_fixture(const std::string& name, const std::vector<std::uint8_t>& bytes) {
   if (const char* dir = std::getenv("KCACHE_FIXTURE_OUT")) {
     std::ofstream(std::filesystem::path(dir) / name, std::ios::binary)
@@ -100,13 +110,7 @@ TEST_CASE("a version-1 record reads as validated, with no note") {
   REQUIRE(back);
   CHECK(*back == e);
   // A version-1 record with the version-2 fields appended is trailing bytes.
-  auto v1 = encode_v1(e);
-  auto longer = std::vector<std::uint8_t>(v1.begin(), v1.end() - 16);
-  longer.push_back(1);
-  for (int i = 0; i < 4; ++i) longer.push_back(0);
-  longer.resize(longer.size() + 16);
-  reseal(longer);
-  auto refused = decode_entry(longer);
+  auto refused = decode_entry(appended(encode_v1(e), {1, 0, 0, 0, 0}));
   REQUIRE_FALSE(refused);
   CHECK(refused.error().message.find("trailing bytes") != std::string::npos);
 }
@@ -146,11 +150,8 @@ TEST_CASE("version 3 records carry the compiler's warnings; without warnings a r
   // One encoding per entry: a version-3 record with no warnings is refused.
   auto none = e;
   none.diagnostics.clear();
-  auto v2 = encode_entry(none);
-  std::vector<std::uint8_t> v3(v2.begin(), v2.end() - 16);
+  auto v3 = appended(encode_entry(none), {0, 0, 0, 0});  // an empty str
   v3[4] = 3;
-  v3.insert(v3.end(), 4, 0);  // an empty str
-  v3.resize(v3.size() + 16);
   reseal(v3);
   auto empty = decode_entry(v3);
   REQUIRE_FALSE(empty);
