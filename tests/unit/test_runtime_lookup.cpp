@@ -9,6 +9,7 @@
 
 #include <lmdb.h>
 
+#include <algorithm>
 #include <fstream>
 
 using namespace kcache;
@@ -219,6 +220,29 @@ TEST_CASE("runtime: a corrupted wrapper is refused before any byte is served") {
   REQUIRE_MESSAGE(served.has_value(), why(served));
   CHECK_MESSAGE(served->blob_status == BlobStatus::served, served->blob_reason);
   CHECK(served->pipeline_cache().size() == longer.size());
+}
+
+TEST_CASE("runtime: a trusted store's payloads are not hashed again past their record digest") {
+  Fixture f;
+  // A module record whose payload disagrees with its payload_digest field
+  // but whose record digest was made to match (a writer's inconsistency):
+  // the generator word (word 2) changed, which no structure check looks at.
+  auto bytes = encode_entry(f.spirv);
+  const auto at = std::search(bytes.begin(), bytes.end(), f.spirv.payload.begin(), f.spirv.payload.end());
+  REQUIRE(at != bytes.end());
+  *(at + 8) ^= 0x01;
+  auto digest = util::hash_bytes(std::span(bytes).first(bytes.size() - 16));
+  std::copy(digest.bytes.begin(), digest.bytes.end(), bytes.end() - 16);
+  raw_put(f.store, "entries", spirv_namespace("vulkan1.2").name() + '\x1f' + "scale",
+          std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  auto plain = f.open()->find("scale", {});
+  REQUIRE_FALSE(plain.has_value());
+  CHECK(contains(plain.error().message, "payload digest mismatch"));
+  auto trusted = Catalog::open(f.store, true);
+  REQUIRE_MESSAGE(trusted.has_value(), why(trusted));
+  auto k = (*trusted)->find("scale", {});
+  REQUIRE_MESSAGE(k.has_value(), why(k));
+  CHECK(k->spirv[2] == (f.words[2] ^ 0x01u));
 }
 
 TEST_CASE("runtime: a blob whose record bytes were damaged in the store is refused, trusted or not") {

@@ -277,7 +277,7 @@ Result<EntryHead> decode_entry_head(std::span<const std::uint8_t> bytes) {
   return h;
 }
 
-Result<Entry> decode_entry(std::span<const std::uint8_t> bytes) {
+Result<Entry> decode_entry(std::span<const std::uint8_t> bytes, PayloadDigest payload_check) {
   const std::uint16_t version = KCACHE_TRY(record_version(bytes));
   Hash128 stored;
   std::memcpy(stored.bytes.data(), bytes.data() + bytes.size() - 16, 16);
@@ -317,7 +317,8 @@ Result<Entry> decode_entry(std::span<const std::uint8_t> bytes) {
   if (r.remaining() != 0) return corrupt_entry("trailing bytes");
   e.payload.assign(payload.begin(), payload.end());
   e.payload_digest = *digest;
-  if (util::hash_bytes(e.payload) != e.payload_digest) return corrupt_entry("payload digest mismatch");
+  if (payload_check == PayloadDigest::check && util::hash_bytes(e.payload) != e.payload_digest)
+    return corrupt_entry("payload digest mismatch");
   e.created = *created;
   e.origin_kind = static_cast<OriginKind>(*origin);
   e.origin_detail = std::move(*detail);

@@ -169,10 +169,18 @@ inline constexpr std::size_t k_max_payload_bytes = 256u << 20;
 /// diagnostics, else version 2.
 std::vector<std::uint8_t> encode_entry(const Entry& entry);
 
+/// Whether decoding hashes the payload again to compare it with the
+/// record's payload_digest, after the record digest (always checked) has
+/// covered the same bytes. `covered` is for a store whose writer is
+/// vouched for (a runtime's KCACHE_OPEN_TRUSTED): the field is then taken
+/// as written. Everything else checks.
+enum class PayloadDigest { check, covered };
+
 /// Decodes and checks a record from untrusted bytes: corruption for a bad
-/// magic, truncation, trailing bytes, oversized fields or a digest mismatch;
-/// version_mismatch for a version outside the supported range.
-Result<Entry> decode_entry(std::span<const std::uint8_t> bytes);
+/// magic, truncation, trailing bytes, oversized fields or a digest mismatch
+/// (the payload's only when `payload` says check); version_mismatch for a
+/// version outside the supported range.
+Result<Entry> decode_entry(std::span<const std::uint8_t> bytes, PayloadDigest payload = PayloadDigest::check);
 
 /// Decodes a record's head without reading its payload or anything after
 /// it: the same checks as decode_entry up to the payload's length (magic,

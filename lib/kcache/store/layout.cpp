@@ -135,8 +135,9 @@ Result<T> decode_keyed(std::string_view key, std::span<const std::uint8_t> value
 
 }  // namespace
 
-Result<Entry> decode_stored_entry(std::string_view key, std::span<const std::uint8_t> value) {
-  return decode_keyed<Entry>(key, value, decode_entry);
+Result<Entry> decode_stored_entry(std::string_view key, std::span<const std::uint8_t> value, PayloadDigest payload) {
+  return decode_keyed<Entry>(key, value,
+                             [payload](std::span<const std::uint8_t> b) { return decode_entry(b, payload); });
 }
 
 Result<EntryHead> decode_stored_entry_head(std::string_view key, std::span<const std::uint8_t> value) {

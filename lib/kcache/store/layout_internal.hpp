@@ -202,7 +202,8 @@ Result<Failure> decode_stored_failure(std::string_view key, std::span<const std:
 /// Decodes the entry record stored under `key` (as entry_key made it),
 /// checking it names the kernel its key says. Errors as decode_entry, with
 /// the key in the message.
-Result<Entry> decode_stored_entry(std::string_view key, std::span<const std::uint8_t> value);
+Result<Entry> decode_stored_entry(std::string_view key, std::span<const std::uint8_t> value,
+                                  PayloadDigest payload = PayloadDigest::check);
 /// As decode_stored_entry, through decode_entry_head: the record's head
 /// only, neither digest checked (core/entry.hpp says when that is enough).
 Result<EntryHead> decode_stored_entry_head(std::string_view key, std::span<const std::uint8_t> value);

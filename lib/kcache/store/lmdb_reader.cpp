@@ -10,14 +10,14 @@ namespace {
 
 class LmdbReader final : public Reader {
  public:
-  LmdbReader(const Txn& txn, std::size_t run_log_capacity)
-      : m_txn(txn), m_env(txn.env()), m_run_log_capacity(run_log_capacity) {}
+  LmdbReader(const Txn& txn, std::size_t run_log_capacity, PayloadDigest payload_digests)
+      : m_txn(txn), m_env(txn.env()), m_run_log_capacity(run_log_capacity), m_payload_digests(payload_digests) {}
 
   Result<std::optional<Entry>> get(std::string_view ns_name, std::string_view kernel) override {
     std::string key = KCACHE_TRY(internal::entry_key(ns_name, kernel));
     auto value = KCACHE_TRY(m_txn.get(m_env.entries(), key, "an entry"));
     if (!value) return std::optional<Entry>{};
-    auto entry = internal::decode_stored_entry(key, *value);
+    auto entry = internal::decode_stored_entry(key, *value, m_payload_digests);
     if (!entry) return in_store(std::move(entry).error());
     return std::optional(std::move(*entry));
   }
@@ -138,7 +138,7 @@ class LmdbReader final : public Reader {
     MDB_val key = to_val(prefix), value{};
     for (bool found = KCACHE_TRY(cursor.get(key, value, MDB_SET_RANGE)); found && to_string(key).starts_with(prefix);
          found = KCACHE_TRY(cursor.get(key, value, MDB_NEXT))) {
-      auto entry = internal::decode_stored_entry(to_string(key), to_bytes(value));
+      auto entry = internal::decode_stored_entry(to_string(key), to_bytes(value), m_payload_digests);
       if (!entry) {
         // One damaged record must not make the rest of the store unreadable.
         note_damaged(ns_name, to_string(key).substr(prefix.size()),
@@ -164,13 +164,14 @@ class LmdbReader final : public Reader {
   const Txn& m_txn;
   Env& m_env;
   std::size_t m_run_log_capacity;
+  PayloadDigest m_payload_digests;
 };
 
 }  // namespace
 
 Result<void> LmdbStore::read(const std::function<Result<void>(Reader&)>& fn) {
   Txn txn = KCACHE_TRY(Txn::begin(*m_env, false));
-  LmdbReader reader(txn, m_run_log_capacity);
+  LmdbReader reader(txn, m_run_log_capacity, m_payload_digests);
   return fn(reader);
 }
 

@@ -115,7 +115,8 @@ Result<std::unique_ptr<Store>> open_lmdb_store(const fs::path& dir, const OpenOp
                 "store {} is already open read-only in this process; close it before opening it for writing",
                 dir.string());
   bool read_only = options.read_only || env->read_only();
-  return std::make_unique<LmdbStore>(std::move(env), read_only, *options.clock, options.run_log_capacity);
+  return std::make_unique<LmdbStore>(std::move(env), read_only, *options.clock, options.run_log_capacity,
+                                     options.payload_digests);
 }
 
 }  // namespace internal

@@ -20,8 +20,13 @@ namespace kcache::store::internal {
 
 class LmdbStore final : public Store {
  public:
-  LmdbStore(std::shared_ptr<Env> env, bool read_only, const util::Clock& clock, std::size_t run_log_capacity)
-      : m_env(std::move(env)), m_read_only(read_only), m_clock(clock), m_run_log_capacity(run_log_capacity) {}
+  LmdbStore(std::shared_ptr<Env> env, bool read_only, const util::Clock& clock, std::size_t run_log_capacity,
+            PayloadDigest payload_digests = PayloadDigest::check)
+      : m_env(std::move(env)),
+        m_read_only(read_only),
+        m_clock(clock),
+        m_run_log_capacity(run_log_capacity),
+        m_payload_digests(payload_digests) {}
 
   // lmdb_reader.cpp
   Result<void> read(const std::function<Result<void>(Reader&)>& fn) override;
@@ -77,7 +82,8 @@ class LmdbStore final : public Store {
   std::shared_ptr<Env> m_env;
   bool m_read_only;
   const util::Clock& m_clock;
-  std::size_t m_run_log_capacity;  ///< OpenOptions::run_log_capacity
+  std::size_t m_run_log_capacity;   ///< OpenOptions::run_log_capacity
+  PayloadDigest m_payload_digests;  ///< OpenOptions::payload_digests
 };
 
 }  // namespace kcache::store::internal

@@ -334,6 +334,10 @@ struct OpenOptions {
   std::size_t run_log_capacity = k_run_log_capacity;
   /// Stamps usage records (written, last used); never null.
   const util::Clock* clock = &util::system_clock();
+  /// covered: entries read through this handle are not hashed again past
+  /// their record digest (core/entry.hpp PayloadDigest). Only for a store
+  /// whose writer is vouched for: a runtime opened KCACHE_OPEN_TRUSTED.
+  PayloadDigest payload_digests = PayloadDigest::check;
 };
 
 /// Opens (creating if needed, unless read-only) the LMDB store in `dir`.
