@@ -10,8 +10,9 @@
  * Vulkan header (vendorID, deviceID, pipelineCacheUUID) were checked against
  * the device the application describes; otherwise the kernel comes without a
  * blob and with the reason, and the SPIR-V is still served. SPIR-V entries
- * passed spirv-val when they were built or imported; their digests are checked
- * again on every read.
+ * passed spirv-val when they were built or imported; every record's digest is
+ * checked again on every read (and its payload's own digest, unless the store
+ * is opened KCACHE_OPEN_TRUSTED).
  *
  * Errors: every fallible call returns a kcache_status; on failure the
  * message of the last failed call on the calling thread is kcache_last_error().
