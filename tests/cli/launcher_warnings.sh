@@ -4,7 +4,8 @@
 #   - glslc: stderr identical to the real glslc's ("FILE:LINE: warning: ...",
 #     an included file named as glslc names it, "N warnings generated."),
 #     nothing under -w;
-#   - glslangValidator: stdout identical (the source, "WARNING: ..." lines);
+#   - glslangValidator: stdout identical (the source, "WARNING: ..." lines),
+#     and "-o -" writes a file named "-" as it does, not standard output;
 #   - glslc -Werror: a module with warnings fails as glslc fails it (exit 1,
 #     its error text, no output file written), on a hit too; -w wins;
 #   - `kcache build` names the kernels whose compile warned, and `kcache
@@ -76,6 +77,10 @@ expect_in "$WORK/kc.out" "WARNING: warn.comp:2: '#extension' : extension not sup
 same glslangValidator -V sub/incl.comp -o out/incl-v.spv
 same glslangValidator -V -w warn.comp -o out/quiet-v.spv
 same glslangValidator -V clean.comp -o out/clean-v.spv
+# "-o -" is a file named "-" to glslangValidator (standard output to glslc).
+rm -f ./-
+same glslangValidator -V clean.comp -o -
+[[ -s ./- ]] || fail "glslangValidator -o - wrote no file named -"
 
 note "glslc -Werror: a module with warnings fails as glslc fails it, hit or miss, and writes nothing"
 same glslc -c warn.comp -o out/strict.spv -Werror

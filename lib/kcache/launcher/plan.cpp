@@ -60,7 +60,9 @@ std::variant<Plan, NotCacheable> plan(std::string_view tool, const std::vector<s
   std::error_code ec;
   if (!fs::is_regular_file(p.source, ec))
     return NotCacheable{fmt::format("source '{}' is not a regular file", command->source_as_given)};
-  if (command->output_as_given == "-") {
+  // "-o -" is standard output to glslc; glslangValidator writes a file
+  // named "-" (and its own messages to standard output).
+  if (command->output_as_given == "-" && command->tool == "glslc") {
     p.output_as_given = "-";
   } else {
     // The tools' names when -o is missing: glslc -c writes SOURCE_NAME.spv
