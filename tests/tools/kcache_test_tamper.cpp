@@ -44,20 +44,18 @@ int run(int argc, char** argv) {
   auto w = device::parse_blob_wrapper(entry->payload);
   if (!w) return fmt::print(stderr, "{}\n", w.error().message), 1;
   std::vector<std::uint8_t> raw(w->blob.begin(), w->blob.end());
-  // The wrapper is rebuilt from a DeviceInfo carrying the namespace's record
-  // (so its fingerprint hash is right) and the blob's driver version.
-  device::DeviceInfo as_built;
-  as_built.ns = *ns;
-  as_built.driver_version = w->driver_version;
+  // The wrapper is rebuilt with the hash of the namespace's record (so that
+  // only the field named differs) and the blob's driver version.
+  std::uint32_t driver_version = w->driver_version;
   // Header offsets (VkPipelineCacheHeaderVersionOne): headerSize 0,
   // headerVersion 4, vendorID 8, deviceID 12, pipelineCacheUUID 16.
   if (field == "headerVersion") raw.at(4) ^= 0x02;
   else if (field == "vendorID") raw.at(8) ^= 0x01;
   else if (field == "deviceID") raw.at(12) ^= 0x01;
   else if (field == "pipelineCacheUUID") raw.at(16) ^= 0x01;
-  else if (field == "driverVersion") as_built.driver_version ^= 1;
+  else if (field == "driverVersion") driver_version ^= 1;
   else return fmt::print(stderr, "unknown field {}\n", field), 1;
-  entry->payload = device::wrap_blob(as_built, raw);
+  entry->payload = device::wrap_blob_for(device::fingerprint_hash(ns->record), driver_version, w->pointer_size, raw);
   seal_payload(*entry);
   auto put = (*store)->put(*ns, std::span(&*entry, 1));
   if (!put) return fmt::print(stderr, "{}\n", put.error().message), 1;

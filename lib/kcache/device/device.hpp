@@ -99,8 +99,14 @@ struct DeviceInfo {
   const FingerprintRecord& record() const { return ns.record; }
   /// The short fingerprint id (16 hex digits) used in namespace names and selectors.
   const std::string& fingerprint() const { return ns.fingerprint; }
-  /// Sets `ns` from the fields above (list_devices does this).
-  void seal_fingerprint() { ns = vulkan_namespace(make_fingerprint_record()); }
+  /// fingerprint_hash(record()), the hash a blob wrapper carries; set with
+  /// `ns` by seal_fingerprint(), so that serving a blob does not rebuild and
+  /// hash the record at every lookup. A DeviceInfo whose `ns` was set by
+  /// hand has none: blobs wrapped or unwrapped with it do not match.
+  util::Hash128 blob_fingerprint{};
+  /// Sets `ns` and `blob_fingerprint` from the fields above (list_devices
+  /// does this).
+  void seal_fingerprint();
   /// How kcache creates its VkDevice on it; part of the fingerprint.
   DeviceProfile profile = DeviceProfile::all_supported;
   /// This device with `p`, fingerprint sealed again.

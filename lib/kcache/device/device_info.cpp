@@ -72,6 +72,11 @@ std::string DeviceInfo::api_version_text() const { return device::api_version_te
 
 std::string DeviceInfo::driver_version_text() const { return device::driver_version_text(vendor_id, driver_version); }
 
+void DeviceInfo::seal_fingerprint() {
+  ns = vulkan_namespace(make_fingerprint_record());
+  blob_fingerprint = fingerprint_hash(ns.record);
+}
+
 FingerprintRecord DeviceInfo::make_fingerprint_record() const {
   // A vulkan namespace names a compatibility class: every card whose driver
   // accepts the others' pipeline-cache blobs. Each field below is kept

@@ -95,8 +95,7 @@ std::vector<std::uint8_t> wrap_blob_for(const util::Hash128& fingerprint, std::u
 }
 
 std::vector<std::uint8_t> wrap_blob(const DeviceInfo& device, std::span<const std::uint8_t> raw) {
-  return wrap_blob_for(fingerprint_hash(device.record()), device.driver_version,
-                       static_cast<std::uint32_t>(sizeof(void*)), raw);
+  return wrap_blob_for(device.blob_fingerprint, device.driver_version, static_cast<std::uint32_t>(sizeof(void*)), raw);
 }
 
 Result<BlobWrapper> parse_blob_wrapper(std::span<const std::uint8_t> wrapped, BlobDigest digest_check) {
@@ -146,7 +145,7 @@ Result<std::span<const std::uint8_t>> unwrap_blob(std::span<const std::uint8_t> 
   if (w.driver_version != device.driver_version)
     return fail(Category::fingerprint_mismatch, "pipeline blob: driverVersion: blob {} ≠ device {}",
                 driver_version_text(device.vendor_id, w.driver_version), device.driver_version_text());
-  const util::Hash128 ours = fingerprint_hash(device.record());
+  const util::Hash128& ours = device.blob_fingerprint;
   if (w.fingerprint != ours)
     return fail(Category::fingerprint_mismatch,
                 "pipeline blob: fingerprint: built for a device with record hash {} ≠ device {} ({})",

@@ -108,19 +108,21 @@ Result<std::vector<std::uint32_t>> spirv_words(const Entry& e, std::string_view 
 // changed the store since. It also takes the interface the served blob's
 // entry records (`recorded`), which the device stage reflected when it
 // created the pipeline, instead of reflecting again: reflection was most of
-// what was left of a trusted lookup.
+// what was left of a trusted lookup. With both, nothing here reads the
+// module, so its structure is not walked again either (a sixth of what was
+// left); its record's digest, checked by the read, still covers its bytes.
 Result<void> reflect_checked(Kernel& k, definition::ValidatePolicy policy, bool trusted,
                              std::optional<Interface> recorded) {
-  const std::string where = fmt::format("kernel '{}' in spirv/{}", util::shown_untrusted(k.name), k.target);
-  if (auto ok = compile::check_structure(k.spirv); !ok)
-    return fail(Category::corruption,
-                "{}: its SPIR-V module is damaged ({}); run `kcache verify` on the store, or rebuild or re-import it",
-                where, compile::validation_note(ok.error().message));
   const bool validated_before = trusted && policy == definition::ValidatePolicy::strict;
   if (validated_before && recorded) {
     k.interface = std::move(*recorded);
     return {};
   }
+  auto where = [&] { return fmt::format("kernel '{}' in spirv/{}", util::shown_untrusted(k.name), k.target); };
+  if (auto ok = compile::check_structure(k.spirv); !ok)
+    return fail(Category::corruption,
+                "{}: its SPIR-V module is damaged ({}); run `kcache verify` on the store, or rebuild or re-import it",
+                where(), compile::validation_note(ok.error().message));
   if (auto ok = validated_before ? Result<void>{} : compile::validate(k.spirv, k.target); !ok) {
     // validator_unsupported: this library's spirv-val may be older than the
     // one that built the module; not a sign of damage, so not an error.
@@ -128,7 +130,7 @@ Result<void> reflect_checked(Kernel& k, definition::ValidatePolicy policy, bool 
       return fail(Category::corruption,
                   "{}: its SPIR-V module was stored as validated but spirv-val rejects it now ({}); the store or table "
                   "is damaged: run `kcache verify`, rebuild or re-import it",
-                  where, compile::validation_note(ok.error().message));
+                  where(), compile::validation_note(ok.error().message));
     k.interface_error = fmt::format(
         "not reflected: spirv-val does not accept the module ({}); kcache reflects only modules the validator "
         "accepts",
@@ -170,10 +172,12 @@ Result<std::optional<Namespace>> other_profile_namespace(store::Reader& reader, 
 // and (from the recipe) entry_point and spec, and `recorded` with the
 // interface the entry records (scheme 2). Never fails: a refusal is data.
 // `stored` is the read of the device's entry for the kernel; a served blob
-// takes its payload. `trusted`: the store is trusted (Catalog::open), so
+// takes its payload. `recipe` is that entry's read_pipeline_recipe (when
+// there is one). `trusted`: the store is trusted (Catalog::open), so
 // the blob is not hashed again past the record digest its read checked.
 Result<void> attach_blob(store::Reader& reader, const device::DeviceInfo& dev, const Entry& spirv,
-                         std::string_view spirv_ns, Result<std::optional<Entry>>& stored, bool trusted, Kernel& k,
+                         std::string_view spirv_ns, Result<std::optional<Entry>>& stored,
+                         Result<device::PipelineRecipe>& recipe, bool trusted, Kernel& k,
                          std::optional<Interface>& recorded) {
   const std::string dev_ns = dev.ns.name();
   auto refuse = [&](std::string why) {
@@ -197,7 +201,6 @@ Result<void> attach_blob(store::Reader& reader, const device::DeviceInfo& dev, c
   }
   Entry& v = **stored;
   if (v.payload_kind != PayloadKind::pipeline_cache) return refuse("the entry holds no pipeline-cache blob");
-  auto recipe = device::read_pipeline_recipe(v);
   if (!recipe) return refuse(recipe.error().message);
   if (recipe->spirv_namespace != spirv_ns)
     return refuse(
@@ -341,11 +344,13 @@ Result<Kernel> Catalog::find(std::string_view name, const LookupOptions& options
     // The device's entry, read once: it names the target and holds the blob.
     Result<std::optional<Entry>> blob_entry = std::optional<Entry>();
     if (options.device) blob_entry = reader.get(options.device->ns.name(), name);
+    // Its recipe, read once (it hashes its fields to check the entry's key).
+    Result<device::PipelineRecipe> recipe = fail(Category::not_found, "no blob entry");
+    if (blob_entry && *blob_entry) recipe = device::read_pipeline_recipe(**blob_entry);
     if (!options.target.empty()) {
       spirv_ns = spirv_namespace(options.target).name();
     } else {
-      if (blob_entry && *blob_entry)
-        if (auto recipe = device::read_pipeline_recipe(**blob_entry)) spirv_ns = recipe->spirv_namespace;
+      if (recipe) spirv_ns = recipe->spirv_namespace;
       if (spirv_ns.empty()) {
         std::vector<std::string> holders;
         for (const auto& info : KCACHE_TRY(reader.namespace_records()))
@@ -373,7 +378,7 @@ Result<Kernel> Catalog::find(std::string_view name, const LookupOptions& options
     k.spec = KCACHE_TRY(spec_from_fields(e));
     policy = definition::recorded_validate_policy(e.id_fields);
     if (options.device)
-      KCACHE_CHECK(attach_blob(reader, *options.device, e, spirv_ns, blob_entry, m_trusted, k, recorded));
+      KCACHE_CHECK(attach_blob(reader, *options.device, e, spirv_ns, blob_entry, recipe, m_trusted, k, recorded));
     return {};
   }));
   if (k.stage == "compute") KCACHE_CHECK(reflect_checked(k, policy, m_trusted, std::move(recorded)));

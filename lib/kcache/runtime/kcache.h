@@ -166,8 +166,9 @@ KCACHE_API kcache_status kcache_store_open(const char* dir, kcache_store** out);
  *  run through spirv-val again at every lookup, most of a lookup's cost,
  *  and a kernel served with a blob gets the interface recorded with the
  *  blob instead of one reflected again, and no payload is hashed again
- *  past its record's digest; the module's structure (ids within bounds,
- *  word counts) and every record's digest are still checked. Never for a store other
+ *  past its record's digest, which is still checked on every record read;
+ *  such a kernel's module is not walked again (its structure was checked
+ *  when it was stored; a module that is reflected still is). Never for a store other
  *  programs or users can write, or one filled from bundles of unknown
  *  origin. */
 #define KCACHE_OPEN_TRUSTED 1u

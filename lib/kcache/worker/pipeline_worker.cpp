@@ -67,12 +67,33 @@ class Fd {
   int m_fd = -1;
 };
 
-/// A running worker process: its pid, socket and stderr pipe.
+/// A running worker process: its pid, socket and stderr pipe. One that is
+/// dropped before it was collected (reap()) is killed and collected.
 struct Worker {
   pid_t pid = -1;
   Fd sock;
   Fd err;
   std::string stderr_tail;
+
+  Worker() = default;
+  Worker(Worker&& o) noexcept
+      : pid(std::exchange(o.pid, -1)),
+        sock(std::move(o.sock)),
+        err(std::move(o.err)),
+        stderr_tail(std::move(o.stderr_tail)) {}
+  Worker& operator=(Worker&&) = delete;
+  ~Worker() {
+    if (pid > 0) ::kill(pid, SIGKILL);
+    reap();
+  }
+  /// Waits for the process to end; its exit status.
+  int reap() {
+    int status = 0;
+    if (pid > 0)
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    pid = -1;
+    return status;
+  }
 
   void keep_stderr(const char* data, std::size_t n) {
     stderr_tail.append(data, n);
@@ -158,11 +179,11 @@ PipelineOutcome to_outcome(protocol::JobResult&& r) {
 
 /// Runs `batch` (indices into `jobs`) in one worker of `threads` threads
 /// until it has answered all of them or died.
-Result<RoundEnd> run_round(const device::DeviceInfo& device, JobMode mode, std::span<const PipelineJob> jobs,
+/// `w` is a worker spawned for it (spawn_worker with `mode`).
+Result<RoundEnd> run_round(Worker w, JobMode mode, std::span<const PipelineJob> jobs,
                            const std::vector<std::uint8_t>& validated, const std::vector<std::size_t>& batch,
-                           unsigned threads, const WorkerOptions& options,
+                           const WorkerOptions& options,
                            const std::function<void(std::size_t, PipelineOutcome&&)>& done) {
-  Worker w = KCACHE_TRY(spawn_worker(device, options, threads, mode));
   const auto stall = options.stall_timeout;
 
   // Every job, then END, queued up front: the socket drains as the worker reads.
@@ -277,8 +298,7 @@ Result<RoundEnd> run_round(const device::DeviceInfo& device, JobMode mode, std::
   // Collect the process. After FATAL or a full answer it exits by itself;
   // otherwise it is dead or killed, or must be.
   if (!finished && !killed) ::kill(w.pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {}
+  const int status = w.reap();
   // Whatever it wrote to stderr up to its end.
   for (char buf[4096];;) {
     ssize_t got = ::read(w.err.get(), buf, sizeof buf);
@@ -364,6 +384,14 @@ Result<void> run_pipeline_jobs(const device::DeviceInfo& device, JobMode mode, s
   // otherwise cost more than creating the pipelines from blobs. The worker
   // is told which bytes were validated and skips them (protocol JOB); a
   // module spirv-val rejects never reaches a worker.
+  // The first worker starts now, so that it opens its device (a tenth of a
+  // second or more) while the modules are validated. If it cannot start,
+  // the first round tries again and reports why, after the invalid modules.
+  std::optional<Worker> first;
+  if (!jobs.empty())
+    if (auto w =
+            spawn_worker(device, options, static_cast<unsigned>(std::min<std::size_t>(threads, jobs.size())), mode))
+      first.emplace(std::move(*w));
   std::vector<std::uint8_t> validated(jobs.size(), 0);  // not vector<bool>: written from several threads
   std::vector<std::optional<Error>> invalid(jobs.size());
   const unsigned cores = std::max(threads, std::thread::hardware_concurrency());
@@ -401,7 +429,9 @@ Result<void> run_pipeline_jobs(const device::DeviceInfo& device, JobMode mode, s
     const bool isolating = normal.empty();
     std::vector<std::size_t>& batch = isolating ? suspects : normal;
     const unsigned n_threads = isolating ? 1u : static_cast<unsigned>(std::min<std::size_t>(threads, batch.size()));
-    auto end = KCACHE_TRY(run_round(device, mode, jobs, validated, batch, n_threads, options, done));
+    Worker w = first ? std::move(*first) : KCACHE_TRY(spawn_worker(device, options, n_threads, mode));
+    first.reset();
+    auto end = KCACHE_TRY(run_round(std::move(w), mode, jobs, validated, batch, options, done));
     if (end.fatal) {
       fail_all(normal, *end.fatal, false);
       fail_all(suspects, *end.fatal, false);
