@@ -116,7 +116,8 @@ TEST_CASE("runtime: an embedded table's damaged module is corruption at lookup, 
   kcache_store_close(s);
 }
 
-TEST_CASE("runtime: a trusted store skips spirv-val for validated modules, never the structure check") {
+TEST_CASE(
+    "runtime: a trusted store skips spirv-val for validated modules, never the structure check before reflecting") {
   TempDir dir;
   // A SPIR-V 1.6 module under spirv/vulkan1.2: spirv-val for vulkan1.2
   // rejects its version; SPIRV-Cross reflects it as it is.

@@ -30,6 +30,10 @@
 // --caches thread measures one pipeline cache per thread instead of one per
 // kernel: every blob is merged into one beforehand, outside the timed start
 // (kcache stores no merged blob: this measures what one would give).
+// --caches kernel-sync keeps one cache per kernel but creates each with
+// VK_PIPELINE_CACHE_CREATE_EXTERNALLY_SYNCHRONIZED_BIT (each is used by one
+// thread), to learn whether the driver's locking of the caches is what
+// contends when many threads create pipelines.
 // --lookups-first looks every kernel up before the first pipeline is
 // created, as kcache-example does.
 //
@@ -64,7 +68,8 @@ namespace {
 constexpr const char* k_usage =
     "usage: kcache-bench-start [--store DIR] [--device SEL] [--target ENV]\n"
     "                          [--startup cold|warm [--threads N] | --lookups N] [--trusted]\n"
-    "                          [--modules objects|inline|identifier] [--caches kernel|thread]\n"
+    "                          [--modules objects|inline|identifier]\n"
+    "                          [--caches kernel|kernel-sync|thread]\n"
     "                          [--lookups-first] [KERNEL...]\n"
     "\n"
     "Creates the compute pipelines of KERNEL... (default: every compute kernel in the\n"
@@ -88,7 +93,9 @@ constexpr const char* k_usage =
     "                  (default: each lookup just before its pipeline)\n"
     "  --caches MODE   for a warm --startup: kernel = a VkPipelineCache per kernel from\n"
     "                  its blob (default); thread = every blob merged into one beforehand\n"
-    "                  (untimed), and one VkPipelineCache per thread made from that\n"
+    "                  (untimed), and one VkPipelineCache per thread made from that;\n"
+    "                  kernel-sync = as kernel, each cache created externally synchronized\n"
+    "                  (needs pipelineCreationCacheControl)\n"
     "\n"
     "CUDA (no Vulkan used): kcache-bench-start --cuda [--startup nvrtc|ptx|cubin] [--store DIR]\n"
     "                      [--manifest DIR] [--cuda-device N] [--launch] | --cuda --list [--cc X.Y]\n"
@@ -160,7 +167,8 @@ std::optional<Args> parse(int argc, char** argv) {
     } else if (s == "--lookups-first") {
       a.lookups_first = true;
     } else if (s == "--caches") {
-      if (!value(a.caches) || (a.caches != "kernel" && a.caches != "thread")) return std::nullopt;
+      if (!value(a.caches) || (a.caches != "kernel" && a.caches != "kernel-sync" && a.caches != "thread"))
+        return std::nullopt;
     } else if (s == "--modules") {
       if (!value(a.modules) || (a.modules != "objects" && a.modules != "inline" && a.modules != "identifier"))
         return std::nullopt;
@@ -232,6 +240,8 @@ struct Gpu {
   VkDevice device = VK_NULL_HANDLE;
   /// With --modules identifier: the driver's identifier of a module's create info.
   PFN_vkGetShaderModuleCreateInfoIdentifierEXT module_identifier = nullptr;
+  /// pipelineCreationCacheControl is enabled (externally synchronized caches).
+  bool cache_control = false;
   ~Gpu() {
     if (device) vkDestroyDevice(device, nullptr);
   }
@@ -268,6 +278,7 @@ bool open_device(VkPhysicalDevice pd, std::uint32_t api, ModuleMode modules, Gpu
   di.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
   di.ppEnabledExtensionNames = extensions.data();
   if (vkCreateDevice(pd, &di, nullptr, &gpu.device) != VK_SUCCESS) return false;
+  gpu.cache_control = features.v13.pipelineCreationCacheControl == VK_TRUE;
   if (modules == ModuleMode::identifier)
     gpu.module_identifier = reinterpret_cast<PFN_vkGetShaderModuleCreateInfoIdentifierEXT>(
         vkGetDeviceProcAddr(gpu.device, "vkGetShaderModuleCreateInfoIdentifierEXT"));
@@ -364,6 +375,8 @@ struct CreateOptions {
   LayoutCache* layouts = nullptr;
   /// A pipeline cache to create with instead of one made from the blob.
   VkPipelineCache cache = VK_NULL_HANDLE;
+  /// The kernel's own cache is created externally synchronized.
+  bool external_sync = false;
 };
 
 // Creates `k`'s pipeline on `gpu` from `blob` (empty = cold), timing each
@@ -396,6 +409,7 @@ Creation create(const Gpu& gpu, const kcache::runtime::Kernel& k, std::span<cons
   VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   ci.initialDataSize = blob.size();
   ci.pInitialData = blob.data();
+  if (options.external_sync) ci.flags = VK_PIPELINE_CACHE_CREATE_EXTERNALLY_SYNCHRONIZED_BIT;
   VkPipelineCache cache = options.cache;
   if (!layout) {
     c.result = VK_ERROR_INITIALIZATION_FAILED;
@@ -537,6 +551,11 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
   }
   Gpu gpu;
   if (!open_device(pd, api, modules, gpu)) return device_failed(modules);
+  const bool external_sync = warm && args.caches == "kernel-sync";
+  if (external_sync && !gpu.cache_control) {
+    std::fputs("kcache-bench-start: --caches kernel-sync needs pipelineCreationCacheControl\n", stderr);
+    return 3;
+  }
   // The application has its device; kcache's part starts with the store.
   const double device_ms = ms_since(process_start) - merge_ms;
   const auto start = std::chrono::steady_clock::now();
@@ -592,7 +611,7 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
       served += has_blob;
       const bool use_blob = warm && has_blob;
       const Creation c = create(gpu, *k, use_blob ? k->pipeline_cache() : std::span<const std::uint8_t>{},
-                                {use_blob && probe, modules, &layouts, thread_cache});
+                                {use_blob && probe, modules, &layouts, thread_cache, external_sync});
       create_us += us(c.ms);
       module_us += us(c.module_ms);
       layout_us += us(c.layout_ms);
@@ -634,9 +653,13 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
       "layout_sum_ms=%.3f cache_sum_ms=%.3f list_ms=%.3f\n",
       args.startup.c_str(), args.threads, created.load(), failed.load(), warm ? served.load() : 0,
       probed ? static_cast<long long>(hits.load()) : -1LL, probed ? static_cast<long long>(misses.load()) : -1LL,
-      args.modules.c_str(), merged.empty() ? "kernel" : "thread", args.lookups_first ? 1 : 0, wall_ms, device_ms,
-      sum_ms(create_us), sum_ms(lookup_us), sum_ms(module_us) + sum_ms(layout_us) + sum_ms(cache_us), sum_ms(module_us),
-      sum_ms(layout_us), sum_ms(cache_us), list_ms);
+      args.modules.c_str(),
+      !merged.empty() ? "thread"
+      : external_sync ? "kernel-sync"
+                      : "kernel",
+      args.lookups_first ? 1 : 0, wall_ms, device_ms, sum_ms(create_us), sum_ms(lookup_us),
+      sum_ms(module_us) + sum_ms(layout_us) + sum_ms(cache_us), sum_ms(module_us), sum_ms(layout_us), sum_ms(cache_us),
+      list_ms);
   return failed ? 1 : 0;
 }
 

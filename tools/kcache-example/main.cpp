@@ -180,6 +180,11 @@ int main(int argc, char** argv) {
   // The device's identity for kcache: which blobs fit it.
   kcache_device dev;
   kcache_device_from_vulkan(pd, vkGetPhysicalDeviceProperties2, &dev);
+  // A store other programs can write (kcache's default cache here) is read
+  // as untrusted: every lookup runs spirv-val on its module, milliseconds
+  // for a large one. An application that ships its store where only its
+  // installer writes opens it with KCACHE_OPEN_TRUSTED instead
+  // (Store::open(dir, KCACHE_OPEN_TRUSTED)): tens of microseconds a lookup.
   auto store = kcache::runtime::Store::open(store_dir);
   if (!store) {
     std::fprintf(stderr, "kcache-example: %s\n", store.error().message.c_str());
