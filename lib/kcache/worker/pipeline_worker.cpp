@@ -379,11 +379,6 @@ Result<void> run_pipeline_jobs(const device::DeviceInfo& device, JobMode mode, s
                                const WorkerOptions& options,
                                const std::function<void(std::size_t, PipelineOutcome&&)>& done) {
   const unsigned threads = std::max(1u, options.threads);
-  // Every module through spirv-val here first, on every core, rather than in
-  // the worker on its `threads` creating threads: at -j1 validation would
-  // otherwise cost more than creating the pipelines from blobs. The worker
-  // is told which bytes were validated and skips them (protocol JOB); a
-  // module spirv-val rejects never reaches a worker.
   // The first worker starts now, so that it opens its device (a tenth of a
   // second or more) while the modules are validated. If it cannot start,
   // the first round tries again and reports why, after the invalid modules.
@@ -392,6 +387,11 @@ Result<void> run_pipeline_jobs(const device::DeviceInfo& device, JobMode mode, s
     if (auto w =
             spawn_worker(device, options, static_cast<unsigned>(std::min<std::size_t>(threads, jobs.size())), mode))
       first.emplace(std::move(*w));
+  // Every module through spirv-val here first, on every core, rather than in
+  // the worker on its `threads` creating threads: at -j1 validation would
+  // otherwise cost more than creating the pipelines from blobs. The worker
+  // is told which bytes were validated and skips them (protocol JOB); a
+  // module spirv-val rejects never reaches a worker.
   std::vector<std::uint8_t> validated(jobs.size(), 0);  // not vector<bool>: written from several threads
   std::vector<std::optional<Error>> invalid(jobs.size());
   const unsigned cores = std::max(threads, std::thread::hardware_concurrency());
