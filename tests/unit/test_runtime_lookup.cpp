@@ -203,7 +203,7 @@ TEST_CASE("runtime: a corrupted wrapper is refused before any byte is served") {
   CHECK(contains(k->blob_reason, "digest"));
   CHECK(k->pipeline_cache().empty());
   // A trusted store's blob is not hashed again past its record's digest
-  // (device::BlobDigest::covered): a wrapper its writer made inconsistent
+  // (PayloadDigest::covered): a wrapper its writer made inconsistent
   // is that writer's, whom the application vouches for. Damaged bytes are
   // the record digest's to refuse (the next test). Lavapipe's blob is its
   // 32-byte header alone: a body byte is added to change.

@@ -169,11 +169,12 @@ inline constexpr std::size_t k_max_payload_bytes = 256u << 20;
 /// diagnostics, else version 2.
 std::vector<std::uint8_t> encode_entry(const Entry& entry);
 
-/// Whether decoding hashes the payload again to compare it with the
-/// record's payload_digest, after the record digest (always checked) has
-/// covered the same bytes. `covered` is for a store whose writer is
-/// vouched for (a runtime's KCACHE_OPEN_TRUSTED): the field is then taken
-/// as written. Everything else checks.
+/// Whether a digest inside a record is checked again once the record's own
+/// digest (always checked) has covered the same bytes: the payload's
+/// payload_digest here, a pipeline blob wrapper's blob_digest in the device
+/// module. `covered` is for a store whose writer is vouched for (a
+/// runtime's KCACHE_OPEN_TRUSTED): the inner digest is then taken as
+/// written. Everything else checks.
 enum class PayloadDigest { check, covered };
 
 /// Decodes and checks a record from untrusted bytes: corruption for a bad

@@ -26,6 +26,7 @@
 // compile module's job); this module only reflects it.
 #pragma once
 
+#include "kcache/core/entry.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/util/error.hpp"
 #include "kcache/util/hash.hpp"
@@ -258,25 +259,22 @@ std::vector<std::uint8_t> wrap_blob(const DeviceInfo& device, std::span<const st
 std::vector<std::uint8_t> wrap_blob_for(const util::Hash128& fingerprint, std::uint32_t driver_version,
                                         std::uint32_t pointer_size, std::span<const std::uint8_t> raw);
 
-/// Whether reading a wrapper hashes the blob to compare it with its
-/// blob_digest. `covered` is for a wrapper its caller has just read out of a
-/// record whose digest it checked, from a store it trusts (a trusted runtime
-/// lookup): hashing again would only find what that digest already rules
-/// out. Everything else checks.
-enum class BlobDigest { check, covered };
-
 /// Decodes a wrapper from untrusted bytes, checking only its own integrity:
 /// corruption for a bad magic, non-zero flags, a length that disagrees with
-/// the bytes, an oversized blob or (unless `digest` is covered) a digest
-/// mismatch; version_mismatch for a version outside the supported range.
-/// Says nothing about any device.
-Result<BlobWrapper> parse_blob_wrapper(std::span<const std::uint8_t> wrapped, BlobDigest digest = BlobDigest::check);
+/// the bytes, an oversized blob or a digest mismatch; version_mismatch for a
+/// version outside the supported range. Says nothing about any device.
+/// `digest` covered (core/entry.hpp PayloadDigest) skips hashing the blob:
+/// only for a wrapper just read out of a record whose digest was checked,
+/// from a store its reader trusts (a trusted runtime lookup), where hashing
+/// again would only find what that digest already rules out.
+Result<BlobWrapper> parse_blob_wrapper(std::span<const std::uint8_t> wrapped,
+                                       PayloadDigest digest = PayloadDigest::check);
 
 /// parse_blob_wrapper, then the wrapper against `device` (fingerprint_mismatch
 /// naming pointerSize, driverVersion or the fingerprint), then
 /// check_pipeline_cache_header. Returns the raw blob, borrowed from `wrapped`.
 Result<std::span<const std::uint8_t>> unwrap_blob(std::span<const std::uint8_t> wrapped, const DeviceInfo& device,
-                                                  BlobDigest digest = BlobDigest::check);
+                                                  PayloadDigest digest = PayloadDigest::check);
 
 // ---------------------------------------------------------------------------
 // Pipelines

@@ -98,7 +98,7 @@ std::vector<std::uint8_t> wrap_blob(const DeviceInfo& device, std::span<const st
   return wrap_blob_for(device.blob_fingerprint, device.driver_version, static_cast<std::uint32_t>(sizeof(void*)), raw);
 }
 
-Result<BlobWrapper> parse_blob_wrapper(std::span<const std::uint8_t> wrapped, BlobDigest digest_check) {
+Result<BlobWrapper> parse_blob_wrapper(std::span<const std::uint8_t> wrapped, PayloadDigest digest_check) {
   if (wrapped.size() < k_wrapper_header_size)
     return fail(Category::corruption, "pipeline blob wrapper truncated: {} bytes, its header needs {}", wrapped.size(),
                 k_wrapper_header_size);
@@ -129,13 +129,13 @@ Result<BlobWrapper> parse_blob_wrapper(std::span<const std::uint8_t> wrapped, Bl
     return fail(Category::corruption, "pipeline blob wrapper: blob_length {} but {} bytes follow the header", length,
                 r.remaining());
   out.blob = *r.raw(static_cast<std::size_t>(length));
-  if (digest_check == BlobDigest::check && util::hash_bytes(out.blob) != digest)
+  if (digest_check == PayloadDigest::check && util::hash_bytes(out.blob) != digest)
     return fail(Category::corruption, "pipeline blob wrapper: blob_digest does not match the blob");
   return out;
 }
 
 Result<std::span<const std::uint8_t>> unwrap_blob(std::span<const std::uint8_t> wrapped, const DeviceInfo& device,
-                                                  BlobDigest digest) {
+                                                  PayloadDigest digest) {
   auto w = KCACHE_TRY(parse_blob_wrapper(wrapped, digest));
   // Specific fields first, so the message says what changed; the record hash
   // then covers everything else (UUIDs, driverInfo, ...).

@@ -177,7 +177,7 @@ Result<std::optional<Namespace>> other_profile_namespace(store::Reader& reader, 
 // the blob is not hashed again past the record digest its read checked.
 Result<void> attach_blob(store::Reader& reader, const device::DeviceInfo& dev, const Entry& spirv,
                          std::string_view spirv_ns, Result<std::optional<Entry>>& stored,
-                         Result<device::PipelineRecipe>& recipe, bool trusted, Kernel& k,
+                         const Result<device::PipelineRecipe>& recipe, bool trusted, Kernel& k,
                          std::optional<Interface>& recorded) {
   const std::string dev_ns = dev.ns.name();
   auto refuse = [&](std::string why) {
@@ -209,7 +209,7 @@ Result<void> attach_blob(store::Reader& reader, const device::DeviceInfo& dev, c
     return refuse(
         "stale: it was built from another version of the SPIR-V module; rebuild with `kcache build --backend "
         "vulkan`");
-  auto raw = device::unwrap_blob(v.payload, dev, trusted ? device::BlobDigest::covered : device::BlobDigest::check);
+  auto raw = device::unwrap_blob(v.payload, dev, trusted ? PayloadDigest::covered : PayloadDigest::check);
   if (!raw) return refuse(raw.error().message);
   auto interface = device::read_pipeline_interface(v);
   if (!interface) return refuse(interface.error().message);
@@ -345,8 +345,9 @@ Result<Kernel> Catalog::find(std::string_view name, const LookupOptions& options
     Result<std::optional<Entry>> blob_entry = std::optional<Entry>();
     if (options.device) blob_entry = reader.get(options.device->ns.name(), name);
     // Its recipe, read once (it hashes its fields to check the entry's key).
-    Result<device::PipelineRecipe> recipe = fail(Category::not_found, "no blob entry");
-    if (blob_entry && *blob_entry) recipe = device::read_pipeline_recipe(**blob_entry);
+    const Result<device::PipelineRecipe> recipe = blob_entry && *blob_entry
+                                                      ? device::read_pipeline_recipe(**blob_entry)
+                                                      : fail(Category::not_found, "no blob entry");
     if (!options.target.empty()) {
       spirv_ns = spirv_namespace(options.target).name();
     } else {

@@ -21,7 +21,7 @@ namespace kcache::store::internal {
 class LmdbStore final : public Store {
  public:
   LmdbStore(std::shared_ptr<Env> env, bool read_only, const util::Clock& clock, std::size_t run_log_capacity,
-            PayloadDigest payload_digests = PayloadDigest::check)
+            PayloadDigest payload_digests)
       : m_env(std::move(env)),
         m_read_only(read_only),
         m_clock(clock),
