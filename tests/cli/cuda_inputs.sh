@@ -60,6 +60,36 @@ expect_exit 0 "$KCACHE" build p/kcache.toml "${nv[@]}"
 expect_exit 0 "$KCACHE" get k --namespace cuda/compute_90 -o k.ptx
 expect_in k.ptx "1000014"
 
+note "a header that appears where a search looked in vain is a changed input (issue 39)"
+# "d.cuh" is looked for beside the source (nothing there) before inc/, and
+# __has_include(<opt.cuh>) finds nothing: both are recorded as absent
+# candidates, and a file created at either recompiles the kernel.
+cat > p/src/k.cu <<'C'
+#include "d.cuh"
+#if __has_include(<opt.cuh>)
+#  include <opt.cuh>
+#else
+#  define OPT 0
+#endif
+extern "C" __global__ void k(int* x) { x[0] = D + OPT; }
+C
+expect_exit 0 "$KCACHE" build p/kcache.toml "${nv[@]}" --json
+[[ $(counts out) == "0 0 1 0" ]] || fail "new source: $(counts out)"
+expect_exit 0 "$KCACHE" build p/kcache.toml "${nv[@]}" --json
+[[ $(counts out) == "1 0 0 0" ]] || fail "unchanged: $(counts out)"
+echo '#define OPT 7000' > p/inc/opt.cuh
+expect_exit 0 "$KCACHE" inspect k --why --manifest p/kcache.toml
+expect_in out "include candidate inc/opt.cuh now exists"
+expect_exit 0 "$KCACHE" build p/kcache.toml "${nv[@]}" --json
+[[ $(counts out) == "0 0 1 0" ]] || fail "__has_include's file appeared: $(counts out), expected a rebuild"
+expect_exit 0 "$KCACHE" get k --namespace cuda/compute_90 -o k.ptx
+expect_in k.ptx "7004"
+echo '#define D 40000' > p/src/d.cuh  # beside the source: found before inc/d.cuh
+expect_exit 0 "$KCACHE" build p/kcache.toml "${nv[@]}" --json
+[[ $(counts out) == "0 0 1 0" ]] || fail "a header beside the source appeared: $(counts out), expected a rebuild"
+expect_exit 0 "$KCACHE" get k --namespace cuda/compute_90 -o k.ptx
+expect_in k.ptx "47000"
+
 # fails_with TEXT...: the kernel source becomes TEXT (lines); the build
 # fails within seconds (never hangs) with the message in $WORK/out.
 fails_with() {

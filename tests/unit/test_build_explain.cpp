@@ -91,6 +91,35 @@ TEST_CASE("one manifest edit gives exactly one reason") {
   CHECK(change_kind(e.changes[0].name) == ChangeKind::input);
 }
 
+TEST_CASE("a header created where an #include now finds it first is the reason, and the build compiles again") {
+  Project p;
+  p.dir.write("s/k.comp",
+              "#version 450\n#include \"v.glsl\"\nlayout(local_size_x = 1) in;\n"
+              "layout(std430, binding = 0) buffer B { uint d[]; };\nvoid main() { d[0] = V; }\n");
+  p.dir.write("b/v.glsl", "#define V 1u\n");
+  const std::string toml = "[[kernel]]\nname = \"k\"\nsource = \"s/k.comp\"\ninclude_dirs = [\"a\", \"b\"]\n";
+  p.build(toml);
+  CHECK(p.explain(toml, "k").state == Freshness::fresh);
+  // Beside the including file (searched first for a quoted name), then in
+  // the earlier include folder: each is the one reason, named as a candidate.
+  unsigned value = 1;
+  for (const char* path : {"a/v.glsl", "s/v.glsl"}) {
+    CAPTURE(path);
+    p.dir.write(path, "#define V " + std::to_string(++value) + "u\n");
+    auto e = p.explain(toml, "k");
+    CHECK(e.state == Freshness::stale);
+    CHECK(names(e.changes) == std::string("input:") + path);
+    REQUIRE(!e.changes.empty());
+    CHECK(e.changes[0].old_value == k_absent);
+    CHECK(describe(e).find(std::string("include candidate ") + path + " now exists") != std::string::npos);
+    auto m = p.manifest(toml);
+    auto r = build::build(m, *p.store, {});
+    REQUIRE(r);
+    CHECK(r->count(Outcome::stale_replaced) == 1);
+    CHECK(p.explain(toml, "k").state == Freshness::fresh);
+  }
+}
+
 TEST_CASE("a changed variant value is explained by the nearest stored variant") {
   Project p;
   p.dir.write("k.comp", k_shader);

@@ -36,10 +36,16 @@ TEST_CASE("expand resolves includes relative to the includer, then include dirs,
   PhaseTimes t;
   auto def = compile::expand(spec_for("shaders/k.comp"), files, t);
   REQUIRE(def);
-  REQUIRE(def->inputs.size() == 3);
+  // The quoted "common.glsl" was looked for beside shaders/k.comp first:
+  // that place is recorded absent, where a header made later would win.
+  // "more.glsl" was found beside inc/common.glsl at once.
+  REQUIRE(def->inputs.size() == 4);
   CHECK(def->inputs[0].path == "shaders/k.comp");
-  CHECK(def->inputs[1].path == "inc/common.glsl");
-  CHECK(def->inputs[2].path == "inc/more.glsl");
+  CHECK(def->inputs[1].path == "shaders/common.glsl");
+  CHECK(def->inputs[1].absent());
+  CHECK(def->inputs[2].path == "inc/common.glsl");
+  CHECK(def->inputs[3].path == "inc/more.glsl");
+  CHECK_FALSE(def->inputs[3].absent());
   CHECK(def->expanded.find("2.0 * twice") != std::string::npos);        // SCALE applied
   CHECK(def->expanded.find(dir.path().string()) == std::string::npos);  // no absolute path
 

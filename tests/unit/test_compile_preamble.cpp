@@ -64,7 +64,7 @@ TEST_CASE("#include works without the #extension line, as with glslc") {
   Definition def;
   auto compiled = build(spec, files, &def);
   REQUIRE(compiled);
-  CHECK(def.inputs.size() == 2);
+  CHECK(def.inputs.size() == 3);  // k.comp, common.glsl (absent: beside k.comp), inc/common.glsl
   // Unstripped, the module says which source extensions were on, as glslc's does.
   CHECK(count_opcode(compiled->spirv, k_op_source_extension) >= 1);
   // HLSL gets no GLSL #extension line.

@@ -35,9 +35,12 @@ TEST_CASE("the include scan lists the source, quoted includes beside it, and inc
   auto got = nvrtc::scan_inputs(spec_for("src/k.cu"), files);
   REQUIRE(got);
   std::vector<std::string> paths;
-  for (const auto& f : *got) paths.push_back(f->path);
-  // cuda_fp16.h is not in the project: a toolkit header, not tracked.
+  for (const auto& f : got->inputs) paths.push_back(f->path);
+  // cuda_fp16.h is not in the project: a toolkit header, not tracked; the
+  // place it was looked for is an absent candidate (a project header made
+  // there later would be the one NVRTC reads).
   CHECK(paths == std::vector<std::string>{"src/k.cu", "src/local.cuh", "inc/shared.cuh", "inc/deep.cuh"});
+  CHECK(got->absent == std::vector<std::string>{"inc/cuda_fp16.h"});
 }
 
 TEST_CASE("the include scan never leaves the project: a path outside it fails, naming it; a missing source fails") {

@@ -37,7 +37,7 @@ std::vector<std::string> inputs_of(const fs::path& dir, const std::string& text)
   auto got = nvrtc::scan_inputs(spec_for("src/k.cu"), files);
   REQUIRE_MESSAGE(got, (got ? "" : got.error().message));
   std::vector<std::string> paths;
-  for (const auto& f : *got) paths.push_back(f->path);
+  for (const auto& f : got->inputs) paths.push_back(f->path);
   return paths;
 }
 
@@ -202,7 +202,7 @@ nvrtc::Request request(const fs::path& dir, definition::FileCache& files) {
   nvrtc::Request r;
   auto inputs = nvrtc::scan_inputs(spec_for("src/k.cu"), files);
   REQUIRE_MESSAGE(inputs, (inputs ? "" : inputs.error().message));
-  r.inputs = *inputs;
+  r.inputs = inputs->inputs;
   r.source = r.inputs.front()->content;
   r.source_path = dir / "src/k.cu";
   r.root = dir;
@@ -281,3 +281,22 @@ TEST_CASE("an error in a header names its project path, and the program its proj
   CHECK_FALSE(has(out.error().message, dir.string()));
 }
 #endif
+
+TEST_CASE("every candidate searched in vain is recorded absent, in search order, once") {
+  auto dir = project("absent");
+  write(dir / "inc2/h.cuh", "#if __has_include(<probe.cuh>)\n#endif\n");
+  write(dir / "src/k.cu", "#include \"h.cuh\"\n#include \"h.cuh\"\n#include <sys.h>\n");
+  definition::FileCache files(dir);
+  auto spec = spec_for("src/k.cu");
+  spec.include_dirs = {"inc1", "inc2"};
+  auto scan = nvrtc::scan_inputs(spec, files);
+  REQUIRE_MESSAGE(scan, (scan ? "" : scan.error().message));
+  CHECK(scan->absent == std::vector<std::string>{"src/h.cuh", "inc1/h.cuh", "inc1/sys.h", "inc2/sys.h",
+                                                 "inc1/probe.cuh", "inc2/probe.cuh"});
+  auto recorded = nvrtc::recorded_inputs(*scan);
+  REQUIRE(recorded.size() == 2 + scan->absent.size());
+  CHECK_FALSE(recorded[0].absent());
+  CHECK(recorded[1].path == "inc2/h.cuh");
+  CHECK(recorded[2].path == "src/h.cuh");
+  CHECK(recorded[2].absent());
+}

@@ -10,11 +10,10 @@
 // freed memory mapped costs no extra peak RSS. A MIMALLOC_* variable the user
 // sets still wins.
 //
-// The allocator plays no part in deterministic compiles: the library's
-// compile does not depend on what the heap held before (docs/design.md
-// "Deterministic compiles"; tests/unit/test_compile_reproducible.cpp), so
-// the executable needs no zero-filling operator new, and neither does any
-// other program that links the library.
+// The allocator plays no part in deterministic compiles: the compile module
+// brings its own zero-filling operator new into every program that compiles
+// (lib/kcache/compile/defined_heap.cpp, docs/design.md "Deterministic
+// compiles"); it allocates through calloc, which is mimalloc's here.
 #include "allocator.hpp"
 
 #ifdef KCACHE_WITH_MIMALLOC

@@ -41,13 +41,13 @@ class CudaBackend final : public PerUnitBackend {
     watch.lap(times[Phase::nvrtc]);
     // Not the kernel's fault: not remembered.
     if (!lib) return tl::unexpected(Failed{m_load_error, FailurePhase::nvrtc, false});
-    auto sources = nvrtc::scan_inputs(*unit.spec, m_files);
+    auto scan = nvrtc::scan_inputs(*unit.spec, m_files);
     watch.lap(times[Phase::expand]);
-    if (!sources) return tl::unexpected(Failed{sources.error(), FailurePhase::expand, false});
+    if (!scan) return tl::unexpected(Failed{scan.error(), FailurePhase::expand, false});
     Prepared p;
-    for (const auto& f : *sources) p.inputs.push_back({f->path, f->hash});
+    p.inputs = nvrtc::recorded_inputs(*scan);
     p.ir = definition::compute_cuda_ir(p.inputs, lib->toolchain_fields());
-    p.state = std::make_shared<const Sources>(std::move(*sources));
+    p.state = std::make_shared<const Sources>(std::move(scan->inputs));
     watch.lap(times[Phase::hash]);
     return p;
   }

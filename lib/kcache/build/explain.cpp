@@ -192,12 +192,7 @@ Result<Explanation> Explainer::explain(const definition::KernelSpec& spec, const
     auto id = definition::compute_id(spec);
     std::vector<Change> changes;
     if (stored.key.id != id.hash) changes = definition::diff_fields(stored.id_fields, id.fields);
-    for (const auto& input : stored.inputs) {
-      auto file = m_files.get(input.path);
-      if (!file) changes.push_back({"input:" + input.path, input.hash.hex(), "<missing>"});
-      else if ((*file)->hash != input.hash)
-        changes.push_back({"input:" + input.path, input.hash.hex(), (*file)->hash.hex()});
-    }
+    for (auto& c : input_changes(stored.inputs, m_files)) changes.push_back(std::move(c));
     return essential_changes(std::move(changes));
   };
   auto compare = [&](const Entry& stored) {

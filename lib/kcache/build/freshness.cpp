@@ -37,15 +37,29 @@ Assessment check_direct(const definition::HashedFields& id, const std::vector<Fi
   current_toolchain.insert(current_toolchain.end(), toolchain.begin(), toolchain.end());
   for (auto& c : definition::diff_fields(toolchain_part(stored.ir_fields), current_toolchain))
     a.changes.push_back(std::move(c));
-  for (const auto& input : stored.inputs) {
-    auto file = files.get(input.path);
-    if (!file) a.changes.push_back({"input:" + input.path, input.hash.hex(), "<missing>"});
-    else if ((*file)->hash != input.hash)
-      a.changes.push_back({"input:" + input.path, input.hash.hex(), (*file)->hash.hex()});
-  }
+  for (auto& c : input_changes(stored.inputs, files)) a.changes.push_back(std::move(c));
   if (stored.key.id != id.hash && a.changes.empty()) a.changes.push_back({"id", stored.key.id.hex(), id.hash.hex()});
   if (!a.changes.empty()) a.state = Freshness::stale;
   return a;
+}
+
+std::vector<Change> input_changes(const std::vector<InputFile>& inputs, definition::FileCache& files) {
+  std::vector<Change> out;
+  for (const auto& input : inputs) {
+    auto file = files.get(input.path);
+    if (input.absent()) {
+      // Still nothing there is the one unchanged state; a file, or anything
+      // the project gate refuses, would now be found (or refused) first.
+      if (file) out.push_back({"input:" + input.path, std::string(k_absent), (*file)->hash.hex()});
+      else if (file.error().category != Category::not_found)
+        out.push_back({"input:" + input.path, std::string(k_absent), std::string(k_missing)});
+    } else if (!file) {
+      out.push_back({"input:" + input.path, input.hash.hex(), std::string(k_missing)});
+    } else if ((*file)->hash != input.hash) {
+      out.push_back({"input:" + input.path, input.hash.hex(), (*file)->hash.hex()});
+    }
+  }
+  return out;
 }
 
 std::string describe_changes(const std::vector<Change>& changes, std::size_t max) {
@@ -53,8 +67,12 @@ std::string describe_changes(const std::vector<Change>& changes, std::size_t max
   for (std::size_t i = 0; i < changes.size() && i < max; ++i) {
     const auto& c = changes[i];
     if (!out.empty()) out += "; ";
-    if (c.name.starts_with("input:"))
-      out += c.new_value == "<missing>"
+    if (c.name.starts_with("input:") && c.old_value == k_absent)
+      out += fmt::format("include candidate {} now exists (nothing was there when it was stored, so the include "
+                         "search now finds it first)",
+                         c.name.substr(6));
+    else if (c.name.starts_with("input:"))
+      out += c.new_value == k_missing
                  ? fmt::format("{} removed", c.name)
                  : fmt::format("{} changed ({}… → {}…)", c.name, c.old_value.substr(0, 8), c.new_value.substr(0, 8));
     else out += fmt::format("{} {} → {}", c.name, c.old_value, c.new_value);

@@ -11,6 +11,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kcache::build {
@@ -21,7 +22,8 @@ std::string_view freshness_name(Freshness f);
 /// One reason an entry is stale: a field with its stored and current value.
 /// Field names: id fields ("define:T", "entry", "target", ...), toolchain
 /// fields ("glslang", "spirv-tools", "optimizer", "key_schema") and
-/// "input:<path>" for a source or include whose content hash changed.
+/// "input:<path>" for a source or include whose content hash changed, or an
+/// include candidate that was absent (old value k_absent) and now exists.
 using Change = definition::FieldChange;
 
 struct Assessment {
@@ -61,6 +63,17 @@ inline Assessment check_direct(const definition::HashedFields& id, const std::ve
 /// The ir fields without the expanded-source hash: what check_direct
 /// compares against the current toolchain.
 std::vector<Field> toolchain_part(const std::vector<Field>& ir_fields);
+
+/// The value a Change shows for an input recorded absent (an include
+/// candidate probed in vain) and for a recorded file that is gone.
+inline constexpr std::string_view k_absent = "<absent>";
+inline constexpr std::string_view k_missing = "<missing>";
+
+/// How the recorded `inputs` differ from the project now: a file whose
+/// content hash changed or that is gone, and an absent include candidate
+/// (InputFile::absent) that now holds a file. The one input rule of the
+/// warm path, inspect and --why.
+std::vector<Change> input_changes(const std::vector<InputFile>& inputs, definition::FileCache& files);
 
 /// One-line summary of changes: "define:T float → int; input:include/a.glsl changed".
 std::string describe_changes(const std::vector<Change>& changes, std::size_t max = 3);

@@ -1,6 +1,6 @@
 // `kcache build --check-reproducible`: compiles every kernel of a manifest
-// twice, on the same thread, with the heap left in two different states
-// before the compiles, and compares the bytes. kcache's model is "same key,
+// twice, once in this process and once in a child process whose heap is
+// dirtied with another pattern, and compares the bytes. kcache's model is "same key,
 // same bytes" (docs/design.md "Keys"); a compiler that reads memory it never
 // wrote breaks it silently (docs/design.md "Deterministic compiles"), and
 // this is the check that names every kernel it happens to.
@@ -8,8 +8,9 @@
 // Nothing is read from or written to a store: the check is about the
 // compiler, not about what is stored.
 //
-// Thread-safety: check_reproducible() uses its own threads; call it from one
-// thread.
+// Thread-safety: check_reproducible() uses its own threads and forks; call
+// it while no other thread of the process runs (fork copies only the caller,
+// and a lock another thread held would stay held in the child).
 #pragma once
 
 #include "kcache/build/build.hpp"
@@ -36,15 +37,15 @@ void dirty_heap(std::uint8_t pattern);
 struct ReproducibleOptions {
   unsigned jobs = 0;  ///< compile threads; 0 = number of cores
   std::optional<Shard> shard;
-  /// Runs on the compiling thread just before compile 0 and compile 1 of
-  /// each kernel (the argument). Default: dirty_heap(0x00), then
-  /// dirty_heap(0x7F).
+  /// Runs on the compiling thread just before compile 0 (in this process)
+  /// and compile 1 (in the child) of each kernel (the argument). Default:
+  /// dirty_heap(0x00), then dirty_heap(0x7F).
   std::function<void(int compile)> before_compile;
   /// Test seam (fault injection), never set in production: may alter the
   /// words of a kernel's second compile, so that a test proves the
   /// comparison reports a difference. Called on the compiling thread.
   std::function<void(const definition::KernelSpec&, std::vector<std::uint32_t>& second)> tamper_second;
-  /// Called on the calling thread as each kernel finishes (progress).
+  /// Called on the calling thread as each kernel's two modules are compared.
   std::function<void(std::size_t done, std::size_t total)> on_progress;
   /// The compilers as keys see them; never null.
   const compile::Toolchain* toolchain = &compile::Toolchain::installed();
@@ -76,7 +77,8 @@ struct ReproducibleResult {
 };
 
 /// Expands each kernel of `manifest` (or of its shard) once and compiles it
-/// twice. A kernel whose two compiles fail the same way is `failed`, not
+/// twice: here, then in a child process forked after the first compiles
+/// (io_error if it cannot start or dies). A kernel whose two compiles fail the same way is `failed`, not
 /// `differs`; one whose compiles disagree on failing is `differs`.
 Result<ReproducibleResult> check_reproducible(const manifest::Manifest& manifest, const ReproducibleOptions& options);
 

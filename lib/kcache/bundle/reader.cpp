@@ -566,8 +566,9 @@ Checked BundleReader::Impl::check_batch(const Batch& b) const {
   // Version 2 and later: each record is restored here, on the worker, into
   // one buffer for the batch. On the reading thread, restoring was a third
   // of that thread's CPU, which then bounded the whole read on 2 cores.
-  // malloc, not new: the kcache executable zero-fills operator new (for
-  // deterministic compiles), which this buffer, overwritten, does not need.
+  // malloc, not new: a program that compiles zero-fills operator new (for
+  // deterministic compiles, compile/defined_heap.cpp), which this buffer,
+  // overwritten at once, does not need.
   std::unique_ptr<std::uint8_t, decltype(&std::free)> restored(nullptr, &std::free);
   if (header.format_version >= 2) {
     std::uint64_t largest = 0;

@@ -21,7 +21,16 @@
 #include <utility>
 
 namespace kcache::compile {
+namespace detail {
+/// Defined beside the zero-filling operator new (defined_heap.cpp).
+extern const bool k_defined_heap;
+}  // namespace detail
+
 namespace {
+
+/// A reference the linker must resolve: every program that links this file
+/// (every program that compiles) links defined_heap.cpp's allocator too.
+[[gnu::used]] const bool* const k_defined_heap_anchor = &detail::k_defined_heap;
 
 using definition::Definition;
 using definition::FileCache;
@@ -71,6 +80,10 @@ TargetEnv target_env(std::string_view target) {
 /// glslang is that relative path, so messages and #line markers never carry
 /// an absolute path.
 ///
+/// Every candidate path that held nothing is reported to `missed`, in search
+/// order: a header created there later would be found first, so the caller
+/// records it as an absent input (core::k_absent_input).
+///
 /// An include that is refused (absolute, leaving the project, a special or
 /// oversized file, nested deeper than definition::k_max_include_depth) is
 /// handed back as glslang's failed-include result carrying the reason, so
@@ -78,8 +91,9 @@ TargetEnv target_env(std::string_view target) {
 class ProjectIncluder : public glslang::TShader::Includer {
  public:
   using Open = std::function<Result<std::shared_ptr<const SourceFile>>(const std::string&)>;
-  ProjectIncluder(const std::vector<std::string>& include_dirs, Open open)
-      : m_include_dirs(include_dirs), m_open(std::move(open)) {}
+  using Missed = std::function<void(const std::string&)>;
+  ProjectIncluder(const std::vector<std::string>& include_dirs, Open open, Missed missed)
+      : m_include_dirs(include_dirs), m_open(std::move(open)), m_missed(std::move(missed)) {}
 
   IncludeResult* includeLocal(const char* header, const char* includer, size_t depth) override {
     m_refusal.clear();
@@ -126,7 +140,8 @@ class ProjectIncluder : public glslang::TShader::Includer {
     }
     auto file = m_open(*rel);
     if (!file) {
-      if (file.error().category != Category::not_found && m_refusal.empty()) m_refusal = file.error().message;
+      if (file.error().category == Category::not_found) m_missed(*rel);
+      else if (m_refusal.empty()) m_refusal = file.error().message;
       return nullptr;
     }
     return new IncludeResult((*file)->path, (*file)->content.data(), (*file)->content.size(), nullptr);
@@ -145,6 +160,7 @@ class ProjectIncluder : public glslang::TShader::Includer {
   }
   const std::vector<std::string>& m_include_dirs;
   Open m_open;
+  Missed m_missed;
   std::string m_refusal;                   ///< why a candidate of the current #include was refused
   std::optional<std::string> m_local_dir;  ///< the folder includeLocal searched in vain, for includeSystem
 };
@@ -299,7 +315,12 @@ Result<Definition> expand(const KernelSpec& spec, FileCache& files, PhaseTimes& 
   ShaderInput input;
   glslang::TShader shader(to_glslang(spec.stage));
   configure(shader, spec, **main, def.preamble, input);
-  ProjectIncluder includer(spec.include_dirs, open);
+  auto missed = [&](const std::string& rel) {
+    for (const auto& seen : def.inputs)
+      if (seen.path == rel) return;
+    def.inputs.push_back({rel, k_absent_input});
+  };
+  ProjectIncluder includer(spec.include_dirs, open, missed);
   bool ok = shader.preprocess(GetDefaultResources(), 100, ENoProfile, false, false, messages_for(spec), &def.expanded,
                               includer);
   watch.lap(times[Phase::expand]);
@@ -320,7 +341,7 @@ Result<Compiled> compile(const KernelSpec& spec, const Definition& def, PhaseTim
   ShaderInput input;
   glslang::TShader shader(stage);
   configure(shader, spec, *def.files.front(), def.preamble, input);
-  ProjectIncluder includer(spec.include_dirs, open);
+  ProjectIncluder includer(spec.include_dirs, open, [](const std::string&) {});
   auto messages = messages_for(spec);
   Compiled out;
   if (!shader.parse(GetDefaultResources(), 100, false, messages, includer))

@@ -79,12 +79,24 @@ struct Key {
   auto operator<=>(const Key&) const = default;
 };
 
-/// A file a definition read, with its content hash.
+/// A file a definition read, with its content hash, or a path an include
+/// search probed and found nothing at (hash == k_absent_input): a header
+/// created there later would be read first, so its appearance is a changed
+/// input (docs/design.md "Absent include candidates").
 struct InputFile {
   std::string path;  ///< relative to the manifest's folder, '/'-separated
   Hash128 hash;
+  /// True for a probe that found nothing (k_absent_input).
+  bool absent() const;
   bool operator==(const InputFile&) const = default;
 };
+
+/// The hash an absent include candidate records: all zeros, which no file's
+/// XXH3-128 is in practice. A kcache that predates absent candidates sees a
+/// missing file, expands once and finds the same source: it still hits.
+inline constexpr Hash128 k_absent_input{};
+
+inline bool InputFile::absent() const { return hash == k_absent_input; }
 
 /// A (name, value) pair recorded for explaining keys.
 using Field = std::pair<std::string, std::string>;

@@ -91,7 +91,10 @@ Result<std::string> include_path(std::string_view dir, std::string_view header);
 /// A kernel after include expansion.
 struct Definition {
   std::string expanded;           ///< preprocessed text (defines applied)
-  std::vector<InputFile> inputs;  ///< main source first, then includes in first-read order
+  /// Main source first, then includes in first-read order, with every
+  /// include candidate probed in vain as an absent input (InputFile::absent)
+  /// where the search met it.
+  std::vector<InputFile> inputs;
   /// The text glslang read before the source (compile::expand built it from
   /// the kernel's defines, extensions, preamble and preamble_file), so that
   /// compilation sees exactly what the expansion saw.

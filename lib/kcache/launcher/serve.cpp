@@ -56,7 +56,8 @@ std::optional<std::string> shown_input(const Plan& plan, const fs::path& root, s
 std::vector<std::string> depfile_inputs(const Plan& plan, const fs::path& root, const std::vector<InputFile>& inputs) {
   std::unordered_set<std::string> includes;
   for (const auto& input : inputs)
-    if (auto shown = shown_input(plan, root, input.path)) includes.insert(std::move(*shown));
+    if (input.absent()) continue;  // glslc lists files it read, not places it looked
+    else if (auto shown = shown_input(plan, root, input.path)) includes.insert(std::move(*shown));
   std::vector<std::string> out{plan.command.source_as_given};
   for (const auto& s : includes) out.push_back(s);
   return out;

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <set>
 
 namespace kcache::nvrtc {
 namespace {
@@ -267,6 +268,7 @@ Result<IncludeScan> scan_includes(std::shared_ptr<const definition::SourceFile> 
     std::string where;
   };
   std::map<std::string, Named, std::less<>> named;                // include name → the file it means in this kernel
+  std::set<std::string, std::less<>> absent;                      // candidates probed in vain, to record once
   std::deque<std::pair<std::size_t, std::size_t>> queue{{0, 0}};  // (index into inputs, depth)
   while (!queue.empty()) {
     const auto [index, depth] = queue.front();
@@ -313,7 +315,15 @@ Result<IncludeScan> scan_includes(std::shared_ptr<const definition::SourceFile> 
           found = *got;
           break;
         }
-        if (got.error().category == Category::not_found) continue;  // not here: the next folder
+        if (got.error().category == Category::not_found) {  // not here: the next folder
+          if (absent.insert(candidate).second) out.absent.push_back(candidate);
+          if (out.inputs.size() + out.absent.size() > k_max_record_inputs)
+            return fail(Category::invalid_argument,
+                        "{}: over {} files and include candidates — kcache records at most that many inputs per "
+                        "kernel",
+                        where, k_max_record_inputs);
+          continue;
+        }
         // Refused (a FIFO, a device, a directory, over the size limit):
         // never handed to NVRTC, which would block on a FIFO for ever.
         return fail(got.error().category, "{}: {}", where, got.error().message);
@@ -333,7 +343,7 @@ Result<IncludeScan> scan_includes(std::shared_ptr<const definition::SourceFile> 
                     where, found->path, it->second.path, it->second.where);
       }
       if (input_index.contains(found->path)) continue;
-      if (out.inputs.size() >= k_max_record_inputs)
+      if (out.inputs.size() + out.absent.size() >= k_max_record_inputs)
         return fail(Category::invalid_argument,
                     "{}: over {} included files — kcache records at most that many inputs per kernel", where,
                     k_max_record_inputs);
@@ -348,12 +358,17 @@ Result<IncludeScan> scan_includes(std::shared_ptr<const definition::SourceFile> 
   return out;
 }
 
-Result<std::vector<std::shared_ptr<const definition::SourceFile>>> scan_inputs(const definition::KernelSpec& spec,
-                                                                               definition::FileCache& files) {
+Result<IncludeScan> scan_inputs(const definition::KernelSpec& spec, definition::FileCache& files) {
   auto source = KCACHE_TRY(files.get(spec.source));
-  auto scan = KCACHE_TRY(
-      scan_includes(std::move(source), spec.include_dirs, [&](const std::string& rel) { return files.get(rel); }));
-  return std::move(scan.inputs);
+  return scan_includes(std::move(source), spec.include_dirs, [&](const std::string& rel) { return files.get(rel); });
+}
+
+std::vector<InputFile> recorded_inputs(const IncludeScan& scan) {
+  std::vector<InputFile> out;
+  out.reserve(scan.inputs.size() + scan.absent.size());
+  for (const auto& f : scan.inputs) out.push_back({f->path, f->hash});
+  for (const auto& path : scan.absent) out.push_back({path, k_absent_input});
+  return out;
 }
 
 }  // namespace kcache::nvrtc

@@ -158,6 +158,11 @@ struct Header {
 struct IncludeScan {
   std::vector<std::shared_ptr<const definition::SourceFile>> inputs;  ///< main source first, then first-found order
   std::vector<Header> headers;  ///< every include name found in the project, once each
+  /// Every candidate path a directive probed and found nothing at, once
+  /// each, in probe order: a file created there later would be read
+  /// instead (or would turn a __has_include true), so each is recorded as an
+  /// absent input (core::k_absent_input).
+  std::vector<std::string> absent;
 };
 
 /// Reads a project file by its project-relative path, with
@@ -184,11 +189,15 @@ using ReadFile = std::function<Result<std::shared_ptr<const definition::SourceFi
 Result<IncludeScan> scan_includes(std::shared_ptr<const definition::SourceFile> source,
                                   const std::vector<std::string>& include_dirs, const ReadFile& read);
 
-/// Every project file a CUDA kernel may read, main source first:
-/// scan_includes of spec.source over spec.include_dirs, reading through
-/// `files` (the one gate for project reads). Errors: the source's own
-/// (not_found, invalid_argument) from `files`, and scan_includes'.
-Result<std::vector<std::shared_ptr<const definition::SourceFile>>> scan_inputs(const definition::KernelSpec& spec,
-                                                                               definition::FileCache& files);
+/// Every project file a CUDA kernel may read, main source first, and every
+/// candidate probed in vain: scan_includes of spec.source over
+/// spec.include_dirs, reading through `files` (the one gate for project
+/// reads). Errors: the source's own (not_found, invalid_argument) from
+/// `files`, and scan_includes'.
+Result<IncludeScan> scan_inputs(const definition::KernelSpec& spec, definition::FileCache& files);
+
+/// The recorded inputs of a scan: each file read with its hash, then each
+/// absent candidate (core::k_absent_input).
+std::vector<InputFile> recorded_inputs(const IncludeScan& scan);
 
 }  // namespace kcache::nvrtc

@@ -32,7 +32,11 @@ using nlohmann::json;
 std::string changes_text(const std::vector<build::Change>& changes, std::string_view indent) {
   std::string out;
   for (const auto& c : changes)
-    out += fmt::format("{}{}: stored {} → current {}\n", indent, c.name, c.old_value, c.new_value);
+    if (c.name.starts_with("input:") && c.old_value == build::k_absent)
+      out += fmt::format("{}{}: include candidate {} now exists (nothing was there when stored; an #include now "
+                         "finds it first)\n",
+                         indent, c.name, c.name.substr(6));
+    else out += fmt::format("{}{}: stored {} → current {}\n", indent, c.name, c.old_value, c.new_value);
   return out;
 }
 
@@ -143,7 +147,9 @@ std::string kernel_text(const maintain::KernelReport& report, bool why_only) {
         for (std::string_view line : util::split_lines(e.diagnostics)) text += fmt::format("    {}\n", line);
       }
       text += "  inputs:\n";
-      for (const auto& in : e.inputs) text += fmt::format("    {}  {}\n", in.hash.hex().substr(0, 16), in.path);
+      for (const auto& in : e.inputs)
+        text += in.absent() ? fmt::format("    {:16}  {} (include candidate, nothing there)\n", "absent", in.path)
+                            : fmt::format("    {}  {}\n", in.hash.hex().substr(0, 16), in.path);
       text += "  identity:\n";
       for (const auto& [k, v] : e.id_fields) text += fmt::format("    {} = {}\n", k, v);
       text += "  toolchain:\n";
@@ -190,7 +196,9 @@ std::string kernel_json(const maintain::KernelReport& report, bool why_only) {
       j["toolchain"] = json::object();
       for (const auto& [k, v] : e.ir_fields) j["toolchain"][k] = v;
       j["inputs"] = json::array();
-      for (const auto& in : e.inputs) j["inputs"].push_back({{"path", in.path}, {"hash", in.hash.hex()}});
+      for (const auto& in : e.inputs)
+        j["inputs"].push_back(in.absent() ? json{{"path", in.path}, {"absent", true}}
+                                          : json{{"path", in.path}, {"hash", in.hash.hex()}});
       out["entries"].push_back(std::move(j));
     } else if (!report.in_manifest) {
       out["entries"].push_back({{"namespace", ns},
