@@ -113,6 +113,31 @@ TEST_CASE("a symlink to a regular file: the file it names is replaced, the link 
   CHECK(entries_in(dir.path() / "sub") == 1);
 }
 
+TEST_CASE("a dangling symlink is written through: the file it names is created, the link stays") {
+  // As `cc -o`, glslc and the launcher's users expect (issue 40 item 9):
+  // out.spv → ../artifacts/out.spv before the artifact exists. Relative and
+  // absolute links, and a chain of two.
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "artifacts");
+  auto rel = dir.path() / "rel.bin";
+  std::filesystem::create_symlink("artifacts/rel.bin", rel);
+  auto abs = dir.path() / "abs.bin";
+  std::filesystem::create_symlink(dir.path() / "artifacts/abs.bin", abs);
+  auto chain = dir.path() / "chain.bin";
+  std::filesystem::create_symlink("rel2.bin", chain);
+  std::filesystem::create_symlink("artifacts/chain.bin", dir.path() / "rel2.bin");
+  for (const auto& [link, file] : {std::pair{rel, std::string("artifacts/rel.bin")},
+                                   std::pair{abs, std::string("artifacts/abs.bin")},
+                                   std::pair{chain, std::string("artifacts/chain.bin")}}) {
+    CAPTURE(link);
+    auto written = write_file_atomic(link, bytes("new"));
+    REQUIRE_MESSAGE(written.has_value(), written.error().message);
+    CHECK(lstat_link(link));
+    CHECK(*read_file(dir.path() / file) == "new");
+  }
+  CHECK(entries_in(dir.path() / "artifacts") == 3);
+}
+
 TEST_CASE("a regular target is replaced atomically; the temporary is close-on-exec and beside it") {
   test::TempDir dir;
   auto target = dir.write("out.bin", "old");

@@ -3,6 +3,7 @@
 #include "remote_cli.hpp"
 #include "seams.hpp"
 
+#include "kcache/build/recheck.hpp"
 #include "kcache/build/reproducible.hpp"
 #include "kcache/build/run.hpp"
 #include "kcache/device/device.hpp"
@@ -114,10 +115,24 @@ int run_check_reproducible(const BuildArgs& args, const manifest::Manifest& mani
   return result->all_reproducible() ? k_exit_ok : k_exit_failed;
 }
 
+/// The max_size setting after a build that holds `own` (null: none), which
+/// the eviction does not count among the running builds it must spare.
+Result<void> evict_over_max_size_holding(const std::string& store_dir, const manifest::Manifest& manifest,
+                                         store::Store& store, const store::Lease* own) {
+  auto limit = KCACHE_TRY(setting("max_size", "", store_dir));
+  if (limit.source == settings::Source::none) return {};
+  auto evicted =
+      maintain::evict_to_limit(store, manifest, toolchain(), *util::parse_size(limit.value), clock().now(), own);
+  if (!evicted) return tl::unexpected(std::move(evicted).error().context("evicting down to max_size"));
+  if (*evicted) fmt::print(stderr, "{}", report::eviction_text(**evicted, settings::source_name(limit.source)));
+  return {};
+}
+
 /// An eviction that fails is a store error (exit 4): the build's entries
 /// are stored all the same.
-int evict_to_limit(const BuildArgs& args, const manifest::Manifest& manifest, store::Store& store) {
-  auto evicted = evict_over_max_size(args.store.path(), manifest, store);
+int evict_to_limit(const BuildArgs& args, const manifest::Manifest& manifest, store::Store& store,
+                   const store::Lease* own) {
+  auto evicted = evict_over_max_size_holding(args.store.path(), manifest, store, own);
   return evicted ? k_exit_ok : report_error(evicted.error());
 }
 
@@ -235,7 +250,11 @@ int run_build(const BuildArgs& args) {
   // CI must not go on to export an incomplete store.
   if (auto unstored = build::unstored_error(ran->result)) return report_error(*unstored);
   if (!args.no_evict)
-    if (int code = evict_to_limit(args, *manifest, **store); code != k_exit_ok) return code;
+    if (int code = evict_to_limit(args, *manifest, **store, ran->lease.get()); code != k_exit_ok) return code;
+  // Last, with the lease still held: every kernel reported as stored is
+  // (a concurrent gc or eviction may have missed this build's lease; exit 4).
+  if (auto checked = build::recheck_stored(**store, ran->result, seams::before_recheck()); !checked)
+    return report_error(checked.error());
   return ran->result.any_failed() ? k_exit_failed : k_exit_ok;
 }
 
@@ -243,12 +262,7 @@ int run_build(const BuildArgs& args) {
 
 Result<void> evict_over_max_size(const std::string& store_dir, const manifest::Manifest& manifest,
                                  store::Store& store) {
-  auto limit = KCACHE_TRY(setting("max_size", "", store_dir));
-  if (limit.source == settings::Source::none) return {};
-  auto evicted = maintain::evict_to_limit(store, manifest, toolchain(), *util::parse_size(limit.value), clock().now());
-  if (!evicted) return tl::unexpected(std::move(evicted).error().context("evicting down to max_size"));
-  if (*evicted) fmt::print(stderr, "{}", report::eviction_text(**evicted, settings::source_name(limit.source)));
-  return {};
+  return evict_over_max_size_holding(store_dir, manifest, store, nullptr);
 }
 
 std::string build_origin() { return fmt::format("built by kcache {} on {}", KCACHE_VERSION, host_name()); }
@@ -271,7 +285,10 @@ void register_build(CLI::App& app, Action& action) {
       "but could not be stored (full map or disk) is a store error: exit 4, naming the kernels;\n"
       "what was stored is kept. A store with a max_size setting (`kcache config`) that the build\n"
       "leaves over it evicts its least recently used entries down to it, never one the manifest\n"
-      "uses fresh (so nothing this build used), and says so on stderr.");
+      "uses fresh (so nothing this build used) nor one written or used since another running\n"
+      "build started (each build holds a lease, STORE/leases/), and says so on stderr. Before it\n"
+      "exits, a build checks that every kernel it reported is still stored with the key it\n"
+      "reported; if a concurrent gc took some, it exits 4 naming them: run it again.");
   cmd->add_option("manifest", args->manifest, "the kernel manifest")->capture_default_str();
   args->store.add_to(*cmd);
   cmd->add_option("-j,--jobs", args->jobs,

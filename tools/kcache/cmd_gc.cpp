@@ -72,6 +72,10 @@ int run_gc(const GcArgs& args) {
                                                           *rules.ns)});
   report.candidates = std::move(*candidates);
   rules.now = clock().now();
+  // After the scan, so that a build that wrote what the scan saw is counted.
+  auto leased_since = maintain::running_builds_since(**store, nullptr);
+  if (!leased_since) return report_error(leased_since.error());
+  rules.leased_since = *leased_since;
   report.plan = store::plan_gc(report.candidates, rules);
   auto before = (*store)->space();
   if (!before) return report_error(before.error());
@@ -121,7 +125,8 @@ void register_gc(CLI::App& app, Action& action) {
       "                   take at most S bytes (500M, 2G)\n"
       "--namespace limits every rule to one namespace. An entry the given manifest still uses\n"
       "fresh is never removed unless --include-fresh says so. An entry rewritten by another\n"
-      "build after gc looked at it is kept. Freed pages are reused by later writes; the file\n"
+      "build after gc looked at it is kept, and so is one written or used since a build that is\n"
+      "still running started (its lease, STORE/leases/). Freed pages are reused by later writes; the file\n"
       "only shrinks with `kcache compact`, which gc suggests when it would help.\n"
       "\n"
       "Examples:\n"

@@ -21,6 +21,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,5 +57,11 @@ Result<std::optional<DescribedCuda>> described_cuda_devices();
 /// `build --check-reproducible`'s hook on each kernel's second compile
 /// (build::ReproducibleOptions::tamper_second); empty when none.
 decltype(build::ReproducibleOptions::tamper_second) tamper_second();
+
+/// `kcache build`'s hook before it re-checks its entries
+/// (build::recheck_stored's before_read), with the build's lease held and
+/// everything written: a test holds the build there while another process
+/// evicts. Empty when none (always, in the release build).
+std::function<void()> before_recheck();
 
 }  // namespace kcache::cli::seams

@@ -18,4 +18,6 @@ Result<std::optional<DescribedCuda>> described_cuda_devices() { return std::opti
 
 decltype(build::ReproducibleOptions::tamper_second) tamper_second() { return {}; }
 
+std::function<void()> before_recheck() { return {}; }
+
 }  // namespace kcache::cli::seams

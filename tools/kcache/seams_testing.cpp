@@ -10,6 +10,9 @@
 //                                      (cuda_device::parse_device_description)
 //   KCACHE_TEST_TAMPER_SECOND=GLOB     build --check-reproducible flips a bit of the
 //                                      second compile of matching kernels
+//   KCACHE_TEST_PAUSE_BEFORE_RECHECK=PATH
+//                                      build creates PATH.paused before it re-checks its
+//                                      entries, then waits (at most 120 s) until PATH exists
 // This file is linked into kcache-testing only; the kcache that ships links
 // seams_release.cpp.
 #include "seams.hpp"
@@ -19,6 +22,8 @@
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string_view>
 #include <thread>
 
@@ -94,6 +99,19 @@ decltype(build::ReproducibleOptions::tamper_second) tamper_second() {
   if (!value) return {};
   return [glob = std::string(value)](const definition::KernelSpec& spec, std::vector<std::uint32_t>& words) {
     if (util::match_glob(glob, spec.name) && !words.empty()) words.back() ^= 1u;
+  };
+}
+
+std::function<void()> before_recheck() {
+  const char* value = env("KCACHE_TEST_PAUSE_BEFORE_RECHECK");
+  if (!value) return {};
+  return [go = std::string(value)] {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    { std::ofstream{go + ".paused"}; }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!fs::exists(go, ec) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
   };
 }
 

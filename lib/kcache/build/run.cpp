@@ -24,10 +24,14 @@ Result<std::vector<std::string>> dependencies(const manifest::Manifest& manifest
         // A failed kernel: its source is listed above, and a remembered
         // failure's includes too, so that editing one reruns the build.
         if (auto failure = reader.failure(r.ns, r.kernel); failure && *failure)
-          for (const auto& input : (*failure)->inputs) deps.insert((root / input.path).lexically_normal().string());
+          for (const auto& input : (*failure)->inputs)
+            if (!input.absent()) deps.insert((root / input.path).lexically_normal().string());
         continue;
       }
-      for (const auto& input : (*entry)->inputs) deps.insert((root / input.path).lexically_normal().string());
+      // Absent include candidates are not listed: make and ninja treat a
+      // missing prerequisite as out of date, every time.
+      for (const auto& input : (*entry)->inputs)
+        if (!input.absent()) deps.insert((root / input.path).lexically_normal().string());
     }
     return {};
   }));
@@ -38,6 +42,11 @@ Result<std::vector<std::string>> dependencies(const manifest::Manifest& manifest
 
 Result<RunResult> run(const manifest::Manifest& manifest, store::Store& store, const RunOptions& options) {
   RunResult out;
+  // Before the first lookup: what this build writes is then never older
+  // than its lease, so no eviction elsewhere plans it away; nor are its hits
+  // once record_run has stamped their last use (before that, a hit of an old
+  // entry is left to the caller's recheck_stored).
+  out.lease = KCACHE_TRY(store.begin_lease(options.build.clock->now()));
   out.result = KCACHE_TRY(build(manifest, store, options.build));
   if (options.device) {
     DeviceBuildOptions dev;

@@ -11,6 +11,7 @@
 #include "kcache/store/store.hpp"
 #include "kcache/worker/pipeline_worker.hpp"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,12 @@ struct RunOptions {
 
 struct RunResult {
   BuildResult result;
+  /// The build's lease on the store (Store::begin_lease), taken before
+  /// anything is looked up: while it is held, gc and eviction elsewhere keep
+  /// whatever was written or used since the build started. Keep it (keep
+  /// this result) until the build's last check (recheck.hpp); evicting
+  /// after the build, pass it as the caller's own lease.
+  std::unique_ptr<store::Lease> lease;
   /// The run record could not be written (losing it loses no compiled work).
   std::optional<Error> record_warning;
   /// Absolute, lexically normal, sorted: the manifest, every kernel's source
@@ -43,8 +50,9 @@ struct RunResult {
   std::vector<std::string> dependencies;
 };
 
-/// Runs every stage in order and records the run. Per-kernel failures are
-/// receipts; errors as build() and build_device_stage() (the store cannot be
+/// Takes a lease on `store` (RunResult::lease), runs every stage in order
+/// and records the run. Per-kernel failures are receipts; errors as
+/// Store::begin_lease, build() and build_device_stage() (the store cannot be
 /// read, no worker can start).
 Result<RunResult> run(const manifest::Manifest& manifest, store::Store& store, const RunOptions& options);
 

@@ -84,9 +84,15 @@ Result<std::uint64_t> stored_bytes(store::Store& store, const compile::Toolchain
   return total;
 }
 
+Result<std::optional<std::uint64_t>> running_builds_since(store::Store& store, const store::Lease* own) {
+  auto since = store.oldest_lease(own);
+  if (!since) return tl::unexpected(std::move(since).error().context("reading the leases of running builds"));
+  return since;
+}
+
 Result<std::optional<Eviction>> evict_to_limit(store::Store& store, const manifest::Manifest& manifest,
                                                const compile::Toolchain& toolchain, std::uint64_t limit,
-                                               std::uint64_t now) {
+                                               std::uint64_t now, const store::Lease* own) {
   // The pages in use hold every entry's bytes and more: within the limit,
   // the entries are too, and a warm build pays no scan.
   auto space = KCACHE_TRY(store.space());
@@ -96,6 +102,8 @@ Result<std::optional<Eviction>> evict_to_limit(store::Store& store, const manife
   store::GcRules rules;
   rules.max_size = limit;
   rules.now = now;
+  // After the scan: a build that wrote what the scan saw held its lease first.
+  rules.leased_since = KCACHE_TRY(running_builds_since(store, own));
   Eviction out;
   out.limit = limit;
   out.plan = store::plan_gc(candidates, rules);

@@ -2,7 +2,8 @@
 // (one read snapshot: every entry with its size, usage record and state
 // against an optional manifest), then removes a plan's victims with
 // remove_unchanged, so an entry a concurrent build rewrote after the scan is
-// kept.
+// kept; what a running build wrote or used since it started is never planned
+// for removal (its lease: running_builds_since).
 //
 // Thread-safety: functions block the calling thread; the store serialises
 // the writes.
@@ -49,15 +50,24 @@ struct Eviction {
   std::vector<std::string> names;  ///< "namespace kernel" of each entry evicted, in eviction order
 };
 
+/// The start of the oldest build running on `store` but the caller's own
+/// lease `own` (null: none), taken after the caller's scan, for
+/// GcRules::leased_since: any build that wrote an entry the scan saw held
+/// its lease before that write. Errors as Store::oldest_lease.
+Result<std::optional<std::uint64_t>> running_builds_since(store::Store& store, const store::Lease* own);
+
 /// The max_size setting applied after a build: when the store's entries
 /// (and failure records) take more than `limit` bytes, evicts the least
 /// recently used down to it by plan_gc's max_size rule (the one `gc
 /// --max-size` applies), never an entry `manifest` uses fresh, so nothing
-/// the build just used or stored goes. nullopt when the store is within the
-/// limit; that is known without a scan while the pages in use are within
-/// it. Errors as gc_candidates and apply_gc.
+/// the build just used or stored goes, and never one created or used since
+/// the oldest other running build started (its lease; `own` is the caller's,
+/// null for none), so nothing a concurrent build wrote or used goes either.
+/// nullopt when the store is within the limit; that is known without a
+/// scan while the pages in use are within it. Errors as gc_candidates,
+/// running_builds_since and apply_gc.
 Result<std::optional<Eviction>> evict_to_limit(store::Store& store, const manifest::Manifest& manifest,
                                                const compile::Toolchain& toolchain, std::uint64_t limit,
-                                               std::uint64_t now);
+                                               std::uint64_t now, const store::Lease* own = nullptr);
 
 }  // namespace kcache::maintain

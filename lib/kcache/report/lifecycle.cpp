@@ -182,11 +182,16 @@ std::string gc_text(const GcReport& r) {
         "kept {} entries a rule matched because the manifest uses them fresh (--include-fresh "
         "removes them too)\n",
         r.plan.kept_fresh);
+  if (r.plan.kept_leased)
+    out += fmt::format(
+        "kept {} entries a rule matched because they are in use by a running build (written or used since it "
+        "started)\n",
+        r.plan.kept_leased);
   if (r.removed && r.removed->changed)
     out += fmt::format("kept {} entries rewritten by another process since the scan\n", r.removed->changed);
   if (r.max_size && !r.plan.max_size_reached)
-    out += fmt::format("kcache: warning: could not get under --max-size {} without removing fresh entries\n",
-                       human_bytes(*r.max_size));
+    out += fmt::format("kcache: warning: could not get under --max-size {} without removing fresh entries{}\n",
+                       human_bytes(*r.max_size), r.plan.kept_leased ? " or those in use by a running build" : "");
   out += space_verdict(r);
   return terminal_text(out);
 }
@@ -213,6 +218,7 @@ std::string gc_json(const GcReport& r) {
               {"planned_bytes", bytes},
               {"kept_changed", r.removed ? r.removed->changed : 0},
               {"kept_fresh", r.plan.kept_fresh},
+              {"kept_leased", r.plan.kept_leased},
               {"scope_entries", r.plan.scope_entries},
               {"scope_bytes_before", r.plan.scope_bytes_before},
               {"scope_bytes_after", r.plan.scope_bytes_after},
@@ -233,11 +239,16 @@ std::string eviction_text(const maintain::Eviction& e, std::string_view source) 
     out = fmt::format(
         "kcache: store over its max_size {} ({} setting): evicted {} least recently used entries, {} -> {}\n",
         human_bytes(e.limit), source, e.removed.removed, human_bytes(e.plan.scope_bytes_before), human_bytes(after));
+  if (e.plan.kept_leased)
+    out += fmt::format(
+        "kcache: kept {} entries in use by a running build (written or used since it started): evicted later\n",
+        e.plan.kept_leased);
   if (!e.plan.max_size_reached)
     out += fmt::format(
         "kcache: warning: store still over its max_size {} ({} setting) with {}: the rest is what this build's "
-        "manifest uses; raise max_size (`kcache config set max_size SIZE`)\n",
-        human_bytes(e.limit), source, human_bytes(after));
+        "manifest uses{}; raise max_size (`kcache config set max_size SIZE`)\n",
+        human_bytes(e.limit), source, human_bytes(after),
+        e.plan.kept_leased ? " or a running build wrote or used" : "");
   return terminal_text(out);
 }
 

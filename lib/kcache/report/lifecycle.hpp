@@ -45,8 +45,10 @@ std::string gc_json(const GcReport& report);
 
 /// What an automatic eviction after a build did (the max_size setting, from
 /// `source`: "store", "user", "environment"): a line saying how many entries
-/// went and the store's entries before and after, when any went; a warning
-/// when it could not get under the limit (the rest is what the manifest uses).
+/// went and the store's entries before and after, when any went; a line
+/// counting the entries kept because a running build uses them; a warning
+/// when it could not get under the limit (the rest is what the manifest, or
+/// a running build, uses).
 std::string eviction_text(const maintain::Eviction& eviction, std::string_view source);
 
 /// Text for `kcache compact`.

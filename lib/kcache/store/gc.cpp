@@ -26,12 +26,16 @@ GcPlan plan_gc(std::span<const GcCandidate> candidates, const GcRules& rules) {
 
   auto age = [&](std::uint64_t t) { return rules.now > t ? rules.now - t : 0; };
   std::vector<bool> removed(candidates.size(), false);
-  std::vector<bool> counted_fresh(candidates.size(), false);
+  std::vector<bool> counted_kept(candidates.size(), false);
   std::uint64_t remaining = plan.scope_bytes_before;
   auto take = [&](std::size_t i, GcReason why) {
     const auto& c = candidates[i];
     if (c.fresh && !rules.include_fresh) {
-      if (!counted_fresh[i]) ++plan.kept_fresh, counted_fresh[i] = true;
+      if (!counted_kept[i]) ++plan.kept_fresh, counted_kept[i] = true;
+      return;
+    }
+    if (rules.leased_since && std::max(c.created, c.last_used) >= *rules.leased_since) {
+      if (!counted_kept[i]) ++plan.kept_leased, counted_kept[i] = true;
       return;
     }
     removed[i] = true;

@@ -2,7 +2,8 @@
 // from facts the caller gathered (a store scan plus, with a manifest, each
 // entry's fresh/stale/orphan state). Pure planning: removing is the store's
 // remove_unchanged, so a plan made from one snapshot never deletes an entry
-// a concurrent build rewrote meanwhile.
+// a concurrent build rewrote meanwhile; and it keeps whatever a running
+// build may have written or read since it started (GcRules::leased_since).
 //
 // Thread-safety: pure functions over their arguments.
 #pragma once
@@ -48,6 +49,11 @@ struct GcRules {
   std::optional<std::string> ns;  ///< only entries of this namespace are considered
   bool include_fresh = false;     ///< also remove entries marked fresh
   std::uint64_t now = 0;          ///< unix seconds
+  /// The start of the oldest running build but the caller's
+  /// (Store::oldest_lease): an entry or failure record created or last used
+  /// at or after it is kept whatever the rules say (include_fresh too),
+  /// since that build may have written or read it. nullopt: none running.
+  std::optional<std::uint64_t> leased_since;
 };
 
 /// Why an entry is removed. The names are persisted in gc --json.
@@ -66,7 +72,11 @@ struct GcPlan {
   std::size_t scope_entries = 0;
   /// Fresh entries a rule matched but that were kept (no include_fresh).
   std::size_t kept_fresh = 0;
-  /// False when max_size could not be reached without removing fresh entries.
+  /// Entries a rule matched but that were kept because a running build may
+  /// use them (GcRules::leased_since).
+  std::size_t kept_leased = 0;
+  /// False when max_size could not be reached without removing fresh entries
+  /// or those of a running build.
   bool max_size_reached = true;
 };
 

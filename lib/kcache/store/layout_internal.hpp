@@ -144,6 +144,21 @@
 // environment is open; `kcache compact` takes it exclusively, so no kcache
 // process can have the store open while compaction swaps data.mdb, and any
 // that starts meanwhile waits (store_lock.cpp).
+//
+// Leases (lease.cpp): `leases/`, a folder in the store directory, holds one
+// file per running build (Store::begin_lease), named `<pid>.<16 hex digits,
+// random>`, mode 0644 less the umask, holding ASCII text:
+//   "kcache-lease 1\n" "started " DECIMAL "\n" "pid " DECIMAL "\n"
+// where started is the build's start in unix seconds. Its holder keeps an
+// exclusive flock(2) on it while the build runs; it is written and locked
+// under the name `.<name>.tmp` and renamed into place, so a file under its
+// final name is either locked by a live holder or dead for good (its
+// process ended: the lock went with it). Readers (oldest_lease) ignore
+// names starting with '.', test the lock with LOCK_SH | LOCK_NB, remove a
+// file they find unlocked, and take a locked file whose text does not parse
+// as started at its modification time. Nothing else in the store refers to
+// a lease; deleting the folder loses nothing but the protection of builds
+// that are running.
 #pragma once
 
 #include "kcache/store/store.hpp"
@@ -173,6 +188,7 @@ inline constexpr std::uint16_t k_run_min_version = 1;
 inline constexpr std::uint16_t k_run_max_version = 3;
 inline constexpr std::size_t k_usage_record_bytes = 16;
 inline constexpr std::string_view k_lock_file_name = "kcache.lock";
+inline constexpr std::string_view k_leases_dir_name = "leases";
 inline constexpr std::uint16_t k_namespace_min_version = 1;
 inline constexpr std::uint16_t k_namespace_max_version = 1;
 

@@ -1,7 +1,8 @@
 // The LMDB Store, declared once here and defined by concern: reads
 // (lmdb_reader.cpp, with the Reader), writing entries and failure records
 // (lmdb_writer.cpp), removing them (lmdb_remove.cpp), usage records and the run log
-// (lmdb_usage.cpp), space and transaction ids (lmdb_space.cpp). Opening one
+// (lmdb_usage.cpp), space and transaction ids (lmdb_space.cpp), build leases
+// (lease.cpp). Opening one
 // is lmdb_store.cpp. Internal to the store module. Thread-safety: as store.hpp.
 #pragma once
 
@@ -51,6 +52,10 @@ class LmdbStore final : public Store {
   Result<std::uint64_t> last_transaction_id() override;
 
   bool read_only() const override { return m_read_only; }
+
+  // lease.cpp
+  Result<std::unique_ptr<Lease>> begin_lease(std::uint64_t now) override;
+  Result<std::optional<std::uint64_t>> oldest_lease(const Lease* except = nullptr) override;
 
  private:
   /// put and put_stream: one write transaction fed one prepared entry at a

@@ -130,6 +130,7 @@ class MemoryReader final : public Reader {
   std::shared_ptr<const State> m_state;
 };
 
+/// Build leases: Store's default, a list in this object.
 class MemoryStore final : public Store {
  public:
   MemoryStore(const util::Clock& clock, std::size_t run_log_capacity)

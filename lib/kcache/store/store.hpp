@@ -230,9 +230,32 @@ struct PutSummary {
   std::size_t removed = 0;          ///< entries put_streams removed on request
 };
 
+/// A running build's claim on a store (Store::begin_lease). While it lives,
+/// eviction and gc in every process keep what was created or used at or
+/// after its start (store/gc.hpp GcRules::leased_since). Released when
+/// destroyed, or by the OS when its process dies, so a crashed build never
+/// holds eviction back. Move-only through its unique_ptr; it may outlive the
+/// Store that made it.
+class Lease {
+ public:
+  virtual ~Lease() = default;
+  /// Unix seconds when it was taken (begin_lease's `now`).
+  virtual std::uint64_t started() const = 0;
+  /// Names it among the store's leases (LMDB: its file's name), for
+  /// oldest_lease's `except`.
+  virtual const std::string& id() const = 0;
+};
+
+namespace internal {
+class LeaseList;
+}
+
 class Store {
  public:
-  virtual ~Store() = default;
+  Store();
+  virtual ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
 
   /// Runs `fn` with a reader over one consistent snapshot.
   virtual Result<void> read(const std::function<Result<void>(Reader&)>& fn) = 0;
@@ -317,6 +340,24 @@ class Store {
   virtual Result<std::uint64_t> last_transaction_id() = 0;
 
   virtual bool read_only() const = 0;
+
+  /// Takes a lease for a build that starts at `now` (unix seconds, on the
+  /// clock that stamps its entries and usage records), held until the
+  /// returned object is destroyed. The LMDB store: a file
+  /// STORE/leases/<pid>.<random> holding `now` and flock'ed while held
+  /// (layout_internal.hpp "Leases"), seen by every process. This default,
+  /// which the memory store uses: a list in this Store object. read_only
+  /// on a read-only store; io_error when the lease file cannot be made.
+  virtual Result<std::unique_ptr<Lease>> begin_lease(std::uint64_t now);
+
+  /// The start of the oldest live lease other than `except` (the caller's
+  /// own, or null), nullopt when there is none. The LMDB store removes the
+  /// lease files it finds unlocked (their process died) unless read-only;
+  /// io_error when its leases folder cannot be read.
+  virtual Result<std::optional<std::uint64_t>> oldest_lease(const Lease* except = nullptr);
+
+ private:
+  std::shared_ptr<internal::LeaseList> m_leases;  ///< the default's in-process leases
 };
 
 struct OpenOptions {

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <random>
 
 namespace kcache::util {
@@ -83,10 +84,36 @@ bool is_special(const struct stat& st) { return !S_ISREG(st.st_mode) && !S_ISDIR
 
 }  // namespace
 
+namespace {
+
+/// Where a dangling symlink (or a chain of them) leads: the path a plain
+/// open(O_CREAT) would create, as `cc -o` and glslc write through such a
+/// link. nullopt when `path` is not a symlink or the chain is longer than
+/// the kernel's own limit (ELOOP).
+std::optional<std::filesystem::path> dangling_link_target(const std::filesystem::path& path) {
+  std::filesystem::path at = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    std::error_code ec;
+    const bool link = std::filesystem::is_symlink(std::filesystem::symlink_status(at, ec));
+    if (ec || !link) return hops ? std::optional(at) : std::nullopt;
+    auto next = std::filesystem::read_symlink(at, ec);
+    if (ec) return std::nullopt;
+    at = next.is_absolute() ? next : at.parent_path() / next;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<AtomicFile> AtomicFile::create(const std::filesystem::path& target, mode_t mode) {
   std::filesystem::path dest = target;
   struct stat st {};
-  if (::stat(target.c_str(), &st) == 0) {
+  const bool exists = ::stat(target.c_str(), &st) == 0;
+  if (!exists && errno == ENOENT) {
+    // A dangling symlink: write the file it names and keep the link, as
+    // `cc -o` and glslc do (renaming over it would replace the link).
+    if (auto leads_to = dangling_link_target(target)) dest = *leads_to;
+  } else if (exists) {
     if (is_special(st)) {
       // In place: no O_TRUNC (a device has nothing to truncate, and a file
       // swapped in meanwhile must not lose its bytes), no O_CREAT.

@@ -54,7 +54,8 @@ enum class Flush { to_disk, none };
 /// file or the new one, never a mix; destroyed uncommitted, the temporary is
 /// removed. A symlink to a regular file is followed: the file it names is
 /// replaced and the link stays (so `-o /dev/stdout` redirected to a file
-/// never replaces /dev/stdout). A target that is, or links to, something
+/// never replaces /dev/stdout); a dangling symlink is written through (the
+/// file it names is created, as `cc -o` and glslc do). A target that is, or links to, something
 /// else (a character or block device, a FIFO, e.g. /dev/null, /dev/stdout
 /// on a pipe) cannot be replaced without destroying it: it is opened for
 /// writing in place (no truncation; a FIFO's open waits for its reader), and
