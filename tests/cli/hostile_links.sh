@@ -122,4 +122,20 @@ for cmd in "remote list" "remote add redis://127.0.0.1:1"; do
 done
 [[ -L S/remotes && $(cat outside/remotes) == "$SECRET" ]] || fail "the link or its target was changed"
 
+# --- outputs through a dangling symlink (issue 40 item 9) ---------------------
+note "an output path that is a dangling symlink is written through, as cc -o and glslc do"
+expect_exit 0 "$KCACHE" build p/kcache.toml
+mkdir -p artifacts
+ln -s artifacts/k.spv k-link.spv
+ln -s "$WORK/artifacts/k.kcb" k-link.kcb
+expect_exit 0 "$KCACHE" get k -o k-link.spv
+expect_exit 0 "$KCACHE" export --namespace spirv/vulkan1.2 -o k-link.kcb
+[[ -L k-link.spv && -L k-link.kcb ]] || fail "a dangling output link was replaced by a file"
+[[ -s artifacts/k.spv && -s artifacts/k.kcb ]] || fail "the files the links name were not written"
+mkdir -p lp/.git bin && ln -sf "$KCACHE" bin/glslc
+cp p/k.comp lp/k.comp
+ln -s ../artifacts/launched.spv lp/out.spv
+(cd lp && PATH="$WORK/bin:$PATH" glslc -c k.comp -o out.spv) || fail "the launcher failed"
+[[ -L lp/out.spv && -s artifacts/launched.spv ]] || fail "the launcher replaced the dangling link"
+
 echo "ok"

@@ -12,6 +12,7 @@ cmake --install "$KCACHE_BUILD_DIR" --prefix "$PREFIX" >"$WORK/install.log"
 [[ -L $PREFIX/libexec/kcache/glslc && $(readlink "$PREFIX/libexec/kcache/glslc") == ../../bin/kcache ]] \
   || fail "the launcher's link glslc is not installed as a relative link to bin/kcache"
 cp -r "$KCACHE_SOURCE_DIR/tests/data/launcher_project" src
+mkdir src/.git  # a checkout: the keys' root is src/
 cmake -S src -B build -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX" >"$WORK/configure.log" 2>&1 \
   || { cat "$WORK/configure.log"; fail "configure failed"; }
 grep -q "Vulkan_GLSLC_EXECUTABLE:FILEPATH=$PREFIX/libexec/kcache/glslc" build/CMakeCache.txt \
@@ -40,4 +41,20 @@ sed -i 's/1048576u/524288u/' src/include/limits.h
 ninja -C build >"$WORK/build4.log"
 expect_exit 0 "$KCACHE" stats --json --last 4
 [[ $(json_get "$WORK/out" 'j["totals"]["stale_replaced"]') == 4 ]] || fail "the edit did not recompile: $(cat "$WORK/out")"
+note "another build folder, an out-of-tree folder, a copy without .git: all hits, no new entries (issue 41)"
+expect_exit 0 "$KCACHE" inspect --json
+entries=$(json_get "$WORK/out" 'len(j["entries"])')
+cp -r src copy && rm -rf copy/.git copy/build  # a source tarball: no .git
+for tree in "src build2" "src $WORK/elsewhere/cmake-build-debug" "copy copy/build"; do
+  read -r source folder <<<"$tree"
+  cmake -S "$source" -B "$folder" -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX" >"$WORK/configure.log" 2>&1 \
+    || { cat "$WORK/configure.log"; fail "configure of $folder failed"; }
+  ninja -C "$folder" >"$WORK/build5.log" || { cat "$WORK/build5.log"; fail "build in $folder failed"; }
+  expect_exit 0 "$KCACHE" stats --json --last 4
+  [[ $(json_get "$WORK/out" '(j["totals"]["hit"], j["totals"]["compiled"])') == "(4, 0)" ]] \
+    || fail "$folder was not all hits: $(cat "$WORK/out")"
+  cmp -s "$folder/scale_int_256.spv" build/scale_int_256.spv || fail "$folder got another module"
+done
+expect_exit 0 "$KCACHE" inspect --json
+[[ $(json_get "$WORK/out" 'len(j["entries"])') == "$entries" ]] || fail "other build folders added entries"
 echo "PASS"

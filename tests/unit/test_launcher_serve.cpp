@@ -60,7 +60,7 @@ TEST_CASE("plan: glslc's default outputs and depfile") {
   CHECK_FALSE(std::get<launcher::Plan>(out).output.has_value());
 }
 
-TEST_CASE("keys root: the folder holding .git, widened for include dirs; names from outputs") {
+TEST_CASE("keys root: the folder holding .git, widened for include dirs; names from what is compiled") {
   test::TempDir t;
   fs::create_directories(t.path() / "proj/.git");
   t.write("proj/shaders/a.comp", k_kernel);
@@ -69,11 +69,32 @@ TEST_CASE("keys root: the folder holding .git, widened for include dirs; names f
   const auto& plan = std::get<launcher::Plan>(p);
   CHECK(launcher::keys_root(plan, std::nullopt) == t.path() / "proj");
   CHECK(launcher::keys_root(plan, t.path() / "proj/shaders") == t.path() / "proj");  // widened for inc/
-  // The output is outside the root: still named relative to it.
-  CHECK(launcher::kernel_name(plan, t.path() / "proj") == "up.build.out.a.spv");
-  auto q = launcher::plan("glslc", {"-o", "out dir/b~.spv", "shaders/a.comp"}, t.path() / "proj");
-  REQUIRE(std::holds_alternative<launcher::Plan>(q));
-  CHECK(launcher::kernel_name(std::get<launcher::Plan>(q), t.path() / "proj") == "out_dir.b_.spv");
+  // Named after the source and its options, never the output (issue 41):
+  // the same command writing elsewhere, from another build folder, has the
+  // same name; other options, or another source, another name.
+  const std::string name = launcher::kernel_name(plan, t.path() / "proj");
+  CHECK(name.starts_with("shaders.a.comp@"));
+  CHECK(name.size() == std::string("shaders.a.comp@").size() + 16);
+  auto name_of = [&](std::vector<std::string> args, const fs::path& dir) {
+    auto q = launcher::plan("glslc", args, dir);
+    REQUIRE(std::holds_alternative<launcher::Plan>(q));
+    return launcher::kernel_name(std::get<launcher::Plan>(q), t.path() / "proj");
+  };
+  fs::create_directories(t.path() / "proj/cmake-build-debug/x");
+  CHECK(name_of({"-Iinc", "-o", "out dir/b~.spv", "shaders/a.comp"}, t.path() / "proj") == name);
+  CHECK(name_of({"-I../../inc", "-o", "a.spv", "../../shaders/a.comp"}, t.path() / "proj/cmake-build-debug/x") == name);
+  CHECK(name_of({"-Iinc", "-DX=1", "-o", "a.spv", "shaders/a.comp"}, t.path() / "proj") != name);
+  CHECK(name_of({"-Iinc", "-O", "-o", "a.spv", "shaders/a.comp"}, t.path() / "proj") != name);
+  CHECK(name_of({"-o", "a.spv", "shaders/a.comp"}, t.path() / "proj") != name);
+  // Injective where names made of paths were not (issue 40 item 10):
+  // shaders/x.y.comp and shaders/x/y.comp read alike, the hash (over the
+  // source path too) keeps them apart.
+  t.write("proj/shaders/x.y.comp", k_kernel);
+  t.write("proj/shaders/x/y.comp", k_kernel);
+  const std::string dotted = name_of({"-o", "o.spv", "shaders/x.y.comp"}, t.path() / "proj");
+  const std::string nested = name_of({"-o", "o.spv", "shaders/x/y.comp"}, t.path() / "proj");
+  CHECK(dotted.substr(0, dotted.find('@')) == nested.substr(0, nested.find('@')));
+  CHECK(dotted != nested);
 }
 
 TEST_CASE("format_module: glslc's -mfmt=c and -mfmt=num text") {
@@ -103,7 +124,7 @@ TEST_CASE("serve: compiled and stored, then a hit with the same bytes; the comma
   auto first = launcher::serve(plan, *store, options, inv);
   REQUIRE_MESSAGE(first, first.error().message);
   CHECK(first->receipt.outcome == build::Outcome::compiled);
-  CHECK(first->kernel == "out.k.spv");  // relative to the root (.git)
+  CHECK(first->kernel.starts_with("shaders.k.comp@"));  // relative to the root (.git)
   auto bytes = util::read_file(t.path() / "out/k.spv");
   REQUIRE(bytes);
   CHECK(bytes->size() == first->module.size());

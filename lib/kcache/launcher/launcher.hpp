@@ -75,9 +75,14 @@ std::variant<Plan, NotCacheable> plan(std::string_view tool, const std::vector<s
 /// another folder hit the same entries (and remotes serve it).
 std::filesystem::path keys_root(const Plan& plan, const std::optional<std::filesystem::path>& base_dir);
 
-/// The kernel name a command's module is stored under: its output path
-/// relative to `root`, '/' written as '.', ".." as "up", other characters
-/// a kernel name cannot hold as '_' ("../build/k.spv" → "up.build.k.spv").
+/// The kernel name a command's module is stored under: what is compiled,
+/// never where it goes — the source relative to `root` ('/' written as '.',
+/// characters a kernel name cannot hold as '_'), '@', and 16 hex digits of
+/// the identity hash of everything else that changes the module (stage,
+/// entry, target, optimisation, strip, defines, include dirs relative to
+/// `root`): "shaders.k.comp@3f9a0c2e41d7b855". The same command hits from
+/// any build folder or checkout; two commands that compile differently
+/// never share a name (the output path plays no part).
 std::string kernel_name(const Plan& plan, const std::filesystem::path& root);
 
 struct ServeOptions {

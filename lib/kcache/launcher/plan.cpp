@@ -107,31 +107,4 @@ fs::path keys_root(const Plan& plan, const std::optional<fs::path>& base_dir) {
   return root;
 }
 
-std::string kernel_name(const Plan& plan, const fs::path& root) {
-  // Relative to the root even when outside it ("../build/k.spv"): an
-  // out-of-tree build folder sits in the same place in every checkout.
-  const fs::path rel =
-      plan.output ? plan.output->lexically_relative(root) : fs::path("stdout") / plan.source.lexically_relative(root);
-  std::string name;
-  for (const auto& part : rel) {
-    if (!name.empty()) name += '.';
-    if (part == "..") {
-      name += "up";
-      continue;
-    }
-    for (char c : part.string())
-      name += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ? c : '_';
-  }
-  const std::string path = rel.generic_string();
-  while (name.starts_with('.')) name.erase(0, 1);
-  if (name.empty()) name = "module";
-  // Within the store's key limit: a long path keeps its end and a hash of
-  // the whole, so two long paths never share a name.
-  if (name.size() > k_max_kernel_name - 40) {
-    const std::string hash = util::hash_string(path).hex().substr(0, 16);
-    name = hash + "-" + name.substr(name.size() - (k_max_kernel_name - 60));
-  }
-  return name;
-}
-
 }  // namespace kcache::launcher

@@ -3,12 +3,15 @@
 #include "kcache/launcher/launcher.hpp"
 
 #include "kcache/build/run.hpp"
+#include "kcache/core/entry.hpp"
 #include "kcache/core/namespace.hpp"
+#include "kcache/definition/definition.hpp"
 #include "kcache/util/file.hpp"
 #include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <optional>
 #include <regex>
 #include <unordered_set>
@@ -36,6 +39,19 @@ definition::KernelSpec spec_of(const Plan& plan, const fs::path& root, std::stri
   spec.optimize = c.optimize;
   spec.strip = c.strip;
   return spec;
+}
+
+/// The source path relative to the root as a kernel name can hold it: '/'
+/// written as '.', other characters a name cannot hold as '_'.
+std::string name_of_source(const fs::path& rel) {
+  std::string name;
+  for (const auto& part : rel) {
+    if (!name.empty()) name += '.';
+    for (char c : part.string())
+      name += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ? c : '_';
+  }
+  while (name.starts_with('.')) name.erase(0, 1);
+  return name.empty() ? std::string("module") : name;
 }
 
 /// A file the compile read (`rel`, relative to `root`) as the tool names
@@ -72,6 +88,18 @@ Result<void> write_text(const fs::path& path, std::string_view text) {
 }
 
 }  // namespace
+
+std::string kernel_name(const Plan& plan, const fs::path& root) {
+  // The identity hash of the one-kernel spec under a fixed name: every
+  // option that changes the module, paths relative to the root.
+  const std::string options = definition::compute_id(spec_of(plan, root, "k")).hash.hex().substr(0, 16);
+  std::string name = name_of_source(plan.source.lexically_relative(root));
+  // Within the store's key limit: a long path keeps its end; the options
+  // hash, which covers the whole path, keeps two long paths apart.
+  const std::size_t room = k_max_kernel_name - options.size() - 1;
+  if (name.size() > room) name = name.substr(name.size() - room);
+  return name + "@" + options;
+}
 
 ToolMessages tool_messages(const Plan& plan, const fs::path& root, std::string_view diagnostics) {
   ToolMessages out;
