@@ -21,10 +21,17 @@ source = "bad.comp"
 T
 expect_exit 1 "$KCACHE" build p/kcache.toml
 expect_in out "FAILED bad"
-grep -qx "bad.comp:5: error: 'undefined_call' : no matching overloaded function found" out ||
-  { cat out; fail "the error is not one FILE:LINE: error: line"; }
+# The path as seen from the folder kcache ran in (issue 41): p/bad.comp.
+grep -qx "p/bad.comp:5: error: 'undefined_call' : no matching overloaded function found" out ||
+  { cat out; fail "the error is not one FILE:LINE: error: line with the path from the working folder"; }
 ! grep -q "ERROR:\|compilation terminated" out || { cat out; fail "glslang's own form is left"; }
 expect_in out "4 kernels: 0 hit, 3 compiled, 0 stale replaced, 1 failed"
+(cd p && "$KCACHE" build >../out 2>&1) && fail "a failed build exited 0"
+grep -qx "bad.comp:5: error: 'undefined_call' : no matching overloaded function found" out ||
+  { cat out; fail "run in p/, the error does not name bad.comp"; }
+mkdir -p elsewhere && (cd elsewhere && "$KCACHE" build ../p/kcache.toml >../out 2>&1) && fail "a failed build exited 0"
+grep -qx "$WORK/p/bad.comp:5: error: 'undefined_call' : no matching overloaded function found" out ||
+  { cat out; fail "run outside the project, the error does not name the file by its absolute path"; }
 
 note "one error in six variants is printed once, naming them"
 cat > p/variants.toml <<'T'

@@ -2,9 +2,10 @@
 """Writes a GLSL project whose kernels stress what made glslang's output
 depend on the heap (issue 39): element types of 8, 16 and 64 bits chosen
 through a #define, conversions of literals to them (`D_TYPE(0)`, `D_TYPE(-2)`,
-`D_TYPE(1.5)`) stored in branches, constant folding over them, constant
-tables of narrow types, and a large shared include (about 130 KB, as a
-real ML library's type header), every kernel a variant of the manifest.
+`D_TYPE(1.5)`) stored in branches, constant folding over them (sign() of a
+64-bit constant, which glslang 12.0.0 folds from memory it never wrote),
+constant tables of narrow types, and a large shared include (about 116 KB,
+as a real ML library's type header), every kernel a variant of the manifest.
 
 Usage: gen_determinism.py DIR [--kernels N] [--only NAME]... [--reverse]
                           [--alone ROOT]
@@ -88,6 +89,10 @@ void main() {{
     data_d[i] = D_TYPE(-2) + folded;
   }} else if (i % {m} == 2u) {{
     data_d[i] = D_TYPE(1.5) * D_TYPE(data_a[i]) + zero4.y;
+  }} else if (i % {m} == 3u) {{
+    // glslang 12.0.0 folds sign() of a 64-bit constant from 4 bytes it
+    // wrote and 4 its pool page held before (issue 39).
+    data_d[i] = D_TYPE(sign(int64_t(-5)) + int64_t(sign(int16_t(-3))));
   }} else {{
     data_d[i] = D_TYPE(data_a[i]) + D_TYPE(dequant_{q}(uint8_t(i & 255u), float16_t(0)));
   }}
@@ -105,7 +110,7 @@ def main():
     a = ap.parse_args()
     write_project(pathlib.Path(a.dir), a.kernels, a.only, a.reverse)
     if a.alone:
-        for n in range(a.kernels):
+        for n in list(range(a.kernels)) + [-1]:
             base = kernel_name(n)
             # Two depths per kernel, so that every depth from 1 to 6 is used.
             for depth in sorted({n % 6 + 1, (n + 3) % 6 + 1}):
@@ -114,8 +119,26 @@ def main():
                 print(f"ALONE {project} {base}")
 
 
+# A small kernel of its own (no include): glslang's pool pages are then
+# fresh from operator new[] when it folds sign() of 64-bit constants, so
+# what a page held before (another kernel's compile, in the same process)
+# is what an unset constant half would show.
+SIGN_KERNEL = """#version 450
+#extension GL_EXT_shader_explicit_arithmetic_types : require
+layout(local_size_x = 1) in;
+layout(std430, binding = 0) buffer D { int64_t d64[]; };
+layout(std430, binding = 1) buffer E { int e[]; };
+void main() {
+  d64[0] = sign(int64_t(-5));
+  d64[1] = sign(int64_t(7)) + sign(int64_t(0)) * int64_t(3);
+  e[0] = int(sign(int16_t(-5))) + int(sign(int8_t(-5)));
+}
+"""
+SIGN_NAME = "zz_sign_fold"
+
+
 def kernel_name(n):
-    return f"k{n:02d}_{TYPES[n % len(TYPES)][0]}"
+    return SIGN_NAME if n < 0 else f"k{n:02d}_{TYPES[n % len(TYPES)][0]}"
 
 
 def write_project(root, kernels, only, reverse, quiet=False):
@@ -123,7 +146,16 @@ def write_project(root, kernels, only, reverse, quiet=False):
     (root / "shaders/include/types.glsl").write_text(types_header())
     toml = []
     names = []
-    for n in range(kernels):
+    (root / f"shaders/{SIGN_NAME}.comp").write_text(SIGN_KERNEL)
+    for n in list(range(kernels)) + [-1]:
+        if n < 0:  # last in the manifest: compiled after every other kernel
+            if only and SIGN_NAME not in only:
+                continue
+            src = f"shaders/{SIGN_NAME}.comp"
+            toml.append(f'[[kernel]]\nname = "{SIGN_NAME}"\nsource = "{src}"\noptimize = "none"\nstrip = false\n')
+            toml.append(f'[[kernel]]\nname = "{SIGN_NAME}_opt"\nsource = "{src}"\noptimize = "performance"\n')
+            names += [SIGN_NAME, f"{SIGN_NAME}_opt"]
+            continue
         d_type, d_vec = TYPES[n % len(TYPES)]
         a_type = TYPES[(n // len(TYPES) + n + 3) % len(TYPES)][0]
         name = kernel_name(n)

@@ -132,7 +132,7 @@ TEST_CASE("refusals name the line and the option") {
   CHECK(message_of("glslangValidator -o a.spv a.comp").find("without -V") != std::string::npos);
   CHECK(message_of("glslangValidator -V -e f -o a.spv a.comp").find("--source-entrypoint") != std::string::npos);
   CHECK(message_of("glslc -DA=1 -DA=2 -o a.spv a.comp").find("given twice") != std::string::npos);
-  CHECK(message_of("cc -o a.o a.c").find("not glslc or glslangValidator") != std::string::npos);
+  CHECK(message_of("cc -o a.o a.c").find("no compile commands (1 command that run no shader compiler skipped (1 × cc))") != std::string::npos);
   CHECK(message_of("glslc -o a.spv a.txt").find("no stage") != std::string::npos);
   // Dropped options are notes, not errors.
   auto r = migrate::from_commands("glslc -w -MD -MF a.d -fauto-map-locations -o a.spv a.comp", "log.txt", opts());
@@ -267,4 +267,45 @@ TEST_CASE("recorded commands (the launcher's log) migrate as text does; problems
   auto bad = migrate::from_command_lines(lines, "the run log", opts());
   REQUIRE_FALSE(bad);
   CHECK(bad.error().message.find("the run log:3: glslc -g") != std::string::npos);
+}
+
+TEST_CASE("what CMake and ninja write: cd/&& chains, entries with no command, other compilers skipped") {
+  // ninja -t commands: CMake's custom command chain, a C compile, a no-op.
+  const std::string text =
+      "cd /proj/build && /usr/bin/glslc -O -I/proj/inc -MD -MF k.spv.d -c /proj/src/k.comp -o k.spv && "
+      "/usr/bin/cmake -E cmake_transform_depfile Ninja gccdepfile /proj /proj/src /proj/build /proj/build "
+      "/proj/build/k.spv.d /proj/build/CMakeFiles/d/k.spv.d\n"
+      "/usr/bin/cc -O2 -c /proj/main.c -o main.o\n"
+      ": && /usr/bin/cmake -E echo done\n"
+      "cd '/proj/build/sub dir' && glslc -DX=1 -c ../../src/k.comp -o k2.spv\n";
+  auto r = migrate::from_commands(text, "commands.txt", opts());
+  REQUIRE_MESSAGE(r, r.error().message);
+  REQUIRE(r->commands.size() == 2);
+  CHECK(r->commands[0].source == "src/k.comp");
+  CHECK(r->commands[0].output == "build/k.spv");  // -o relative to the chain's cd
+  CHECK(r->commands[0].include_dirs == std::vector<std::string>{"inc"});
+  CHECK(r->commands[1].output == "build/sub dir/k2.spv");
+  CHECK(r->commands[1].defines == std::vector<Field>{{"X", "1"}});
+  bool noted = false;
+  for (const auto& n : r->notes) noted = noted || n.find("2 commands that run no shader compiler skipped") != std::string::npos;
+  CHECK(noted);
+
+  // ninja -t compdb: the same chain as "command", and phony entries with none.
+  const std::string compdb = R"([
+  {"directory": "/proj/build", "command": "", "file": "all", "output": "all"},
+  {"directory": "/proj/build",
+   "command": "cd /proj/build && /usr/bin/glslc -c /proj/src/k.comp -o k.spv && /usr/bin/cmake -E touch x",
+   "file": "/proj/src/k.comp", "output": "k.spv"}
+])";
+  auto j = migrate::from_commands(compdb, "compdb.json", opts());
+  REQUIRE_MESSAGE(j, j.error().message);
+  REQUIRE(j->commands.size() == 1);
+  CHECK(j->commands[0].output == "build/k.spv");
+
+  // Two compiles in one chain are ambiguous; a log with no compile at all says what it skipped.
+  CHECK(message_of("glslc -c a.comp -o a.spv && glslc -c b.comp -o b.spv\n").find("two shader compiles") !=
+        std::string::npos);
+  CHECK(message_of("/usr/bin/cc -c main.c\n").find("no compile commands (1 command that run") != std::string::npos);
+  // A `&` alone (a background job) is still the shell's business: refused.
+  CHECK(message_of("glslc -c a.comp -o a.spv &\n").find("outside single quotes") != std::string::npos);
 }

@@ -243,7 +243,13 @@ int run_build(const BuildArgs& args) {
       return report_error(written.error());
   }
   if (args.json) fmt::print("{}", report::build_json(ran->result));
-  else fmt::print("{}", report::build_summary(ran->result, args.explain));
+  else {
+    // Compiler messages name files from the folder kcache build ran in.
+    std::error_code ec;
+    const report::DiagnosticPaths paths{std::filesystem::absolute(manifest->root).lexically_normal(),
+                                        std::filesystem::current_path(ec)};
+    fmt::print("{}", report::build_summary(ran->result, args.explain, ec ? nullptr : &paths));
+  }
   if (options->device && !args.json) fmt::print("{}", report::device_stage_summary(ran->result, *options->device));
   // A kernel that compiled but is not in the store is a store error (exit 4),
   // after the report so that the stored ones and each refusal are still shown:

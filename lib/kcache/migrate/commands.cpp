@@ -196,6 +196,70 @@ struct RawCommand {
   std::filesystem::path directory;  ///< absolute
 };
 
+std::string tool_of(std::string_view program);
+std::optional<Stage> stage_from_source(std::string_view path);
+
+/// The byte offsets of each `&&` outside quotes in `line`: where a build
+/// tool's command chain (CMake's `cd DIR && glslc ... && cmake -E ...`)
+/// joins its commands. A backslash escapes the next byte outside single
+/// quotes, as in the shell.
+std::vector<std::size_t> chain_joins(std::string_view line) {
+  std::vector<std::size_t> out;
+  char quote = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote == '\'' ) {
+      if (c == '\'') quote = 0;
+    } else if (c == '\\') {
+      ++i;
+    } else if (quote == '"') {
+      if (c == '"') quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '&' && i + 1 < line.size() && line[i + 1] == '&') {
+      out.push_back(i);
+      ++i;
+    }
+  }
+  return out;
+}
+
+/// What a command line runs, when it is a chain: the one shader compile in
+/// it, in the folder the chain's `cd`s lead to (CMake wraps every custom
+/// command as `cd DIR && COMMAND && cmake -E cmake_transform_depfile ...`).
+/// Other commands of the chain (cmake -E, `:`) write nothing kcache
+/// stores. A line without `&&` is split as it is. invalid_argument for a
+/// chain with two compiles, a `cd` without one folder, or a segment the
+/// shell splitter refuses.
+Result<RawCommand> split_command(std::string_view line, int line_no, const std::filesystem::path& cwd,
+                                 std::size_t max_words) {
+  RawCommand raw{line_no, {}, cwd};
+  const auto joins = chain_joins(line);
+  if (joins.empty()) {
+    raw.words = KCACHE_TRY(split_shell_words(line, max_words));
+    return raw;
+  }
+  std::size_t begin = 0;
+  std::filesystem::path directory_of_compile = cwd;
+  for (std::size_t k = 0; k <= joins.size(); ++k) {
+    const std::size_t end = k < joins.size() ? joins[k] : line.size();
+    auto words = KCACHE_TRY(split_shell_words(line.substr(begin, end - begin), max_words));
+    begin = end + 2;
+    if (words.empty()) continue;
+    if (words.front() == "cd") {
+      if (words.size() != 2) return fail(Category::invalid_argument, "a `cd` in the chain needs exactly one folder");
+      raw.directory = (raw.directory / words[1]).lexically_normal();
+    } else if (!tool_of(words.front()).empty()) {
+      if (!raw.words.empty())
+        return fail(Category::invalid_argument, "two shader compiles in one command chain — give one per line");
+      raw.words = std::move(words);  // it runs where the chain's cds before it led
+      directory_of_compile = raw.directory;
+    }
+  }
+  raw.directory = directory_of_compile;
+  return raw;
+}
+
 /// The problems of a whole input, listed together (up to a bound).
 class Problems {
  public:
@@ -253,15 +317,15 @@ Result<std::vector<RawCommand>> read_lines(std::string_view text, const Options&
     std::string_view trimmed = logical;
     while (!trimmed.empty() && (trimmed.front() == ' ' || trimmed.front() == '\t')) trimmed.remove_prefix(1);
     if (trimmed.empty() || trimmed.front() == '#') continue;
-    auto words = split_shell_words(trimmed, o.limits.max_words);
-    if (!words) {
-      problems.add(start_line, words.error().message);
+    auto raw = split_command(trimmed, start_line, o.cwd, o.limits.max_words);
+    if (!raw) {
+      problems.add(start_line, raw.error().message);
       continue;
     }
     if (out.size() >= o.limits.max_commands)
       return fail(Category::invalid_argument, "more than {} commands — a manifest holds at most that many kernels",
                   o.limits.max_commands);
-    out.push_back({start_line, std::move(*words), o.cwd});
+    out.push_back(std::move(*raw));
   }
   return out;
 }
@@ -315,12 +379,12 @@ Result<std::vector<RawCommand>> read_json(std::string_view text, const Options& 
         problems.add(command->line, fmt::format("command longer than {} bytes", o.limits.max_line_bytes));
         continue;
       }
-      auto words = split_shell_words(*s, o.limits.max_words);
-      if (!words) {
-        problems.add(command->line, words.error().message);
+      auto split = split_command(*s, item.line, raw.directory, o.limits.max_words);
+      if (!split) {
+        problems.add(command->line, split.error().message);
         continue;
       }
-      raw.words = std::move(*words);
+      raw = std::move(*split);
     } else if (arguments) {
       auto* list = std::get_if<std::unique_ptr<JsonArray>>(&arguments->v);
       bool ok = list && (*list)->size() <= o.limits.max_words;
@@ -342,10 +406,9 @@ Result<std::vector<RawCommand>> read_json(std::string_view text, const Options& 
       problems.add(item.line, "object has neither \"command\" nor \"arguments\"");
       continue;
     }
-    if (raw.words.empty()) {
-      problems.add(item.line, "empty command");
-      continue;
-    }
+    // An entry that runs no command (ninja -t compdb lists phony and
+    // custom targets with "command": "") compiles nothing: understand()
+    // counts it among the skipped.
     out.push_back(std::move(raw));
   }
   return out;
@@ -939,7 +1002,22 @@ Result<std::vector<Command>> understand(const std::vector<RawCommand>& raws, con
   Notes notes;
   std::vector<Command> out;
   std::map<std::string, int> outputs;
+  // What a build log or compilation database holds besides shader
+  // compiles (C and C++ compiles, cmake -E, phony targets with no command):
+  // skipped and counted, never an error. A command that names no program,
+  // or sets a variable first, is still parsed (and refused if it must be).
+  std::vector<std::string> skipped;
   for (const auto& raw : raws) {
+    if (raw.words.empty()) {
+      skipped.push_back("(no command)");
+      continue;
+    }
+    const std::string& program = raw.words.front();
+    const bool assignment = program.find('=') != std::string::npos && program.find('/') == std::string::npos;
+    if (tool_of(program).empty() && !program.starts_with('-') && !stage_from_source(program) && !assignment) {
+      skipped.push_back(std::filesystem::path(program).filename().string());
+      continue;
+    }
     auto cmd = parse_raw(raw, options, notes);
     if (!cmd) {
       problems.add(raw.line, cmd.error().message);
@@ -966,7 +1044,21 @@ Result<std::vector<Command>> understand(const std::vector<RawCommand>& raws, con
     out.push_back(std::move(*cmd));
   }
   if (!problems.empty()) return problems.error();
-  if (out.empty()) return fail(Category::invalid_argument, "{}: no compile commands", display_name);
+  std::string skipped_text;
+  if (!skipped.empty()) {
+    std::map<std::string, std::size_t> by_program;
+    for (const auto& p : skipped) ++by_program[p];
+    std::vector<std::string> parts;
+    for (const auto& [p, n] : by_program)
+      if (parts.size() < 5) parts.push_back(fmt::format("{} × {}", n, util::shown_untrusted(p)));
+    skipped_text = fmt::format("{} command{} that run no shader compiler skipped ({}{})", skipped.size(),
+                               skipped.size() == 1 ? "" : "s", fmt::join(parts, ", "),
+                               by_program.size() > parts.size() ? ", ..." : "");
+  }
+  if (out.empty())
+    return fail(Category::invalid_argument, "{}: no compile commands{}", display_name,
+                skipped_text.empty() ? "" : " (" + skipped_text + ")");
+  if (!skipped_text.empty()) notes_out.push_back(skipped_text);
   for (const auto& [option, count_why] : notes.dropped)
     notes_out.push_back(fmt::format("{} ({} command{}): dropped — {}", option, count_why.first,
                                     count_why.first == 1 ? "" : "s", count_why.second));

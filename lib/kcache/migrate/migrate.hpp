@@ -15,7 +15,12 @@
 //     ran; relative paths start there), as compile_commands.json has them.
 // Each command is `glslc ...` or `glslangValidator ...` (also `glslang`, any
 // directory before the name), or the options alone when they fit exactly
-// one of the two (a log that leaves the program out). Every option is either understood and kept in
+// one of the two (a log that leaves the program out). What CMake and ninja
+// write is read as it is: a chain `cd DIR && glslc ... && cmake -E ...`
+// (`ninja -t commands`, `ninja -t compdb`, compile_commands.json) is its
+// one compile run in DIR; commands and entries that run no shader compiler
+// (C compiles, cmake -E, phony entries with no command) are skipped and
+// counted in Migration::notes. Every option is either understood and kept in
 // the manifest, understood and dropped because it cannot change the module
 // (-c, -w, -MD, --spirv-val, ... : listed in Migration::notes), or refused
 // with the line and what to do: an option kcache cannot express (-g,
@@ -134,7 +139,9 @@ struct Migration {
   /// (kernel name, output path) for every command, in input order.
   std::vector<Field> outputs;
   /// Options dropped because they cannot change a module, with how many
-  /// commands carried each ("-MD (200 commands): ...").
+  /// commands carried each ("-MD (200 commands): ..."), and the commands
+  /// skipped because they run no shader compiler (a build log's C compiles,
+  /// cmake -E, a compilation database's entries with no command).
   std::vector<std::string> notes;
   std::size_t kernel_tables = 0;   ///< [[kernel]] tables written
   std::size_t variant_tables = 0;  ///< of them, with [kernel.variants]

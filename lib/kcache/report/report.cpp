@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <ctime>
 #include <map>
+#include <regex>
 #include <set>
 
 namespace kcache::report {
@@ -123,10 +124,32 @@ std::string others(const std::vector<const build::Receipt*>& receipts) {
   return fmt::format("{} more: {}", receipts.size() - 1, names);
 }
 
+/// `text` with each line's leading "FILE:LINE:" path, relative to
+/// paths->root, shown relative to paths->cwd (absolute outside it); lines
+/// without one, and absolute paths, as they are.
+std::string with_paths(std::string_view text, const DiagnosticPaths* paths) {
+  if (!paths) return std::string(text);
+  static const std::regex placed(R"(^([^:\s][^:]*):([0-9]+):(.*)$)");
+  std::string out;
+  for (std::string_view line_view : util::split_lines(text)) {
+    std::string line(line_view);
+    std::smatch m;
+    if (std::regex_match(line, m, placed) && !std::filesystem::path(m[1].str()).is_absolute()) {
+      const auto abs = (paths->root / m[1].str()).lexically_normal();
+      const auto rel = abs.lexically_relative(paths->cwd);
+      const bool outside = rel.empty() || *rel.begin() == "..";
+      line = fmt::format("{}:{}:{}", outside ? abs.string() : rel.generic_string(), m[2].str(), m[3].str());
+    }
+    if (!out.empty()) out += '\n';
+    out += line;
+  }
+  return out;
+}
+
 /// "WARNED K" and the compiler's warnings (FILE:LINE: warning: TEXT), for
 /// the kernels compiled in this build; kernels with the same warnings (the
 /// variants of one source) are named on one line.
-std::string warning_text(const build::BuildResult& result) {
+std::string warning_text(const build::BuildResult& result, const DiagnosticPaths* paths) {
   std::vector<std::vector<const build::Receipt*>> groups;
   for (const auto& r : result.receipts) {
     if (r.warnings.empty() || r.outcome == build::Outcome::failed) continue;
@@ -138,7 +161,7 @@ std::string warning_text(const build::BuildResult& result) {
   for (const auto& g : groups) {
     const std::string more = others(g);
     out += fmt::format("WARNED {}{}\n{}\n", g[0]->kernel, more.empty() ? "" : "; the same warnings in " + more,
-                       g[0]->warnings);
+                       with_paths(g[0]->warnings, paths));
   }
   return out;
 }
@@ -146,7 +169,7 @@ std::string warning_text(const build::BuildResult& result) {
 /// "FAILED K (...)" and the error, its lines as the compiler wrote them
 /// (FILE:LINE: error: TEXT) so that editors and CI problem matchers find
 /// them; several kernels with the same error are named on the first line.
-std::string failure_text(const FailureGroup& g) {
+std::string failure_text(const FailureGroup& g, const DiagnosticPaths* paths) {
   const build::Receipt& r = *g.receipts[0];
   const std::string more = others(g.receipts);
   std::string out = fmt::format(
@@ -158,18 +181,18 @@ std::string failure_text(const FailureGroup& g) {
                             r.failed_phase.empty() ? "" : " in " + r.failed_phase)
               : "",
       more.empty() ? "" : "; the same error in " + more);
-  if (r.error) out += r.error->message + "\n";
+  if (r.error) out += with_paths(r.error->message, paths) + "\n";
   return out;
 }
 
 }  // namespace
 
-std::string build_summary(const build::BuildResult& result, bool explain) {
+std::string build_summary(const build::BuildResult& result, bool explain, const DiagnosticPaths* paths) {
   using build::Outcome;
   std::string out;
   std::size_t failed = result.count(Outcome::failed);
-  out += warning_text(result);
-  for (const auto& g : failure_groups(result)) out += failure_text(g);
+  out += warning_text(result, paths);
+  for (const auto& g : failure_groups(result)) out += failure_text(g, paths);
   for (const auto& r : result.receipts) {
     if (r.outcome == Outcome::refused_write) {
       out +=

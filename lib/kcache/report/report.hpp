@@ -11,6 +11,7 @@
 #include "kcache/store/store.hpp"
 
 #include <optional>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,9 +27,21 @@ namespace kcache::report {
 /// machine wrote; the CLI uses it for error messages, which embed them too.
 std::string terminal_text(std::string_view text);
 
+/// Where the compiler's "FILE:LINE: ..." lines point. Their paths are
+/// relative to `root` (the manifest's folder); a summary shows each one
+/// relative to `cwd`, or absolute when it lies outside `cwd`, as glslc and
+/// GCC show the path they were given: the path an editor or a CI problem
+/// matcher opens from the folder the build ran in.
+struct DiagnosticPaths {
+  std::filesystem::path root;  ///< absolute
+  std::filesystem::path cwd;   ///< absolute
+};
+
 /// Short text summary of a build: counts per outcome, time per phase,
-/// bytes written, failures with their messages.
-std::string build_summary(const build::BuildResult& result, bool explain);
+/// bytes written, failures and warnings with the compiler's messages (their
+/// file paths rewritten by `paths` when given; else as the records hold
+/// them, relative to the manifest's folder).
+std::string build_summary(const build::BuildResult& result, bool explain, const DiagnosticPaths* paths = nullptr);
 
 /// The whole build result as JSON (schema "kcache.build/1").
 std::string build_json(const build::BuildResult& result);
