@@ -41,8 +41,8 @@ flip good.kcb $((SIZE / 2)) 4 flip-entry.kcb
 refused 6 "bundle" flip-entry.kcb
 flip good.kcb $((SIZE - 5)) 0 flip-digest.kcb
 refused 6 "digest" flip-digest.kcb
-python3 "$TOOL" good.kcb future.kcb version 6
-refused 6 "format version 6 is not supported: this kcache reads versions 1..3, 4 (a release) and 5 (a delta)" future.kcb
+python3 "$TOOL" good.kcb future.kcb version 7
+refused 6 "format version 7 is not supported: this kcache reads versions 1..3, 4 (a release) and 5..6 (a delta)" future.kcb
 python3 "$TOOL" good.kcb bomb.kcb record-size 3 8589934592
 refused 6 "declares size 8 GiB; limit 257 MiB" bomb.kcb
 python3 "$TOOL" good.kcb lie.kcb record-size 3 9000

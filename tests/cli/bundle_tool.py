@@ -26,6 +26,23 @@ before), every digest recomputed, the lie kept in both index and record:
     bundle_tool.py IN OUT set-payload-byte I OFF V  entry I's payload byte OFF
                                               becomes V (payload digest recomputed)
     bundle_tool.py IN OUT set-payload I FILE  entry I's payload becomes FILE's bytes
+    bundle_tool.py IN OUT set-id-field I NAME VALUE
+                                              entry I's id field NAME becomes VALUE
+                                              (appended when absent) and its key.id
+                                              the hash of its id fields again, as a
+                                              writer of its own records would make it
+    bundle_tool.py IN OUT set-created I SECONDS
+                                              entry I's created time (not in its key)
+
+A delta bundle (format 5 or 6, unsigned) of IN's namespace, as anyone can
+write one (write_delta; tests/cli/hostile_delta.py writes the hostile ones):
+
+    bundle_tool.py IN OUT delta SPEC          SPEC (JSON): {"version": 5|6,
+                                              "created": N, "base_entries": N,
+                                              "kept": [[NAME, KEY]], "removed":
+                                              [[NAME, KEY]], "kept_digest": "right"
+                                              | "wrong", "entries": [I, ...]}; KEY
+                                              "in" (IN's key of NAME) or 64 hex digits
 
 NAME and PATH take Python escapes (\\x1b, \\n). Records end in XXH3-128 and
 frames are zstd: both come from the system's libxxhash and libzstd (ctypes),
@@ -167,7 +184,7 @@ def _zstd():
 
 
 class Record:
-    """An entry record (core/entry.hpp, versions 1 and 2)."""
+    """An entry record (core/entry.hpp, versions 1 to 3)."""
 
     def __init__(self, b: bytes):
         r = _Reader(b)
@@ -185,6 +202,7 @@ class Record:
         self.origin_kind = r.u8()
         self.origin = r.bstr()
         self.validation, self.validation_note = (r.u8(), r.bstr()) if self.version >= 2 else (1, b"")
+        self.diagnostics = r.bstr() if self.version >= 3 else b""
         r.take(16)
         assert r.pos == len(b), "trailing bytes in a record"
 
@@ -196,6 +214,8 @@ class Record:
         w += struct.pack("<Q", self.created) + bytes([self.origin_kind]) + _str(self.origin)
         if self.version >= 2:
             w += bytes([self.validation]) + _str(self.validation_note)
+        if self.version >= 3:
+            w += _str(self.diagnostics)
         return w + xxh3_128(w)
 
 
@@ -266,6 +286,59 @@ class Bundle:
         return out + hashlib.blake2b(out, digest_size=32).digest()
 
 
+def hash_fields(fields) -> bytes:
+    """core hash_fields: each (name, value) as name, 0x00, u64 length, value;
+    XXH3-128 of it all, canonical."""
+    return xxh3_128(b"".join(k + b"\0" + struct.pack("<Q", len(v)) + v for k, v in fields))
+
+
+def _compress(data: bytes) -> bytes:
+    """One zstd frame of `data` that declares its size (ZSTD_compress does)."""
+    z = _zstd()
+    cap = z.ZSTD_compressBound(len(data))
+    out = ctypes.create_string_buffer(max(cap, 1))
+    got = z.ZSTD_compress(out, cap, data, len(data), 3)
+    assert not z.ZSTD_isError(got)
+    return out.raw[:got]
+
+
+def write_delta(src: "Bundle", version: int, created: int, base_entries: int, kept, removed,
+                kept_digest_right: bool = True, entries=(), base_name: bytes = b"base.kcb",
+                base_digest: bytes = b"\xcd" * 32) -> bytes:
+    """A delta bundle (FORMAT.md "Delta bundles, versions 5 and 6") of src's
+    namespace, unsigned: kept and removed are [(name, 32-byte key)], entries
+    src's records to ship (stored verbatim: form 0)."""
+    assert version in (5, 6)
+    recs = [src.records[i] for i in entries]
+    blobs = [r.encode() for r in recs]
+    body = struct.pack("<Q", created) + _str(src.backend) + _str(src.fingerprint)
+    body += _fields(src.record_fields) + _fields(src.tools)
+    body += struct.pack("<BIBBI", 1, 3, 20, 0, 64 << 20)
+    body += struct.pack("<IQI", len(blobs), sum(len(b) for b in blobs), 1 if blobs else 0)
+    if blobs:
+        body += struct.pack("<I", len(blobs))
+    for rec, blob in zip(recs, blobs):
+        body += _str(rec.kernel) + rec.key + struct.pack("<BQQ", rec.kind, len(rec.payload), len(blob))
+        body += hashlib.blake2b(blob, digest_size=32).digest()
+    kept_digest = hashlib.blake2b(b"".join(_str(n) + k for n, k in kept), digest_size=32).digest()
+    if not kept_digest_right:
+        kept_digest = bytes([kept_digest[0] ^ 1]) + kept_digest[1:]
+    body += base_digest + struct.pack("<I", base_entries)
+    body += struct.pack("<I", len(kept)) + b"".join(_str(n) for n, _ in kept) + kept_digest
+    body += struct.pack("<I", len(removed)) + b"".join(_str(n) for n, _ in removed)
+    if version >= 6:
+        body += _str(base_name)
+        body += b"".join(hashlib.blake2b(_str(n) + k, digest_size=32).digest()[:4] for n, k in kept)
+        body += b"".join(k for _, k in removed)
+    stored = _compress(body)
+    head = b"KCB\x1a" + struct.pack("<HHI", version, 0, len(stored)) + stored
+    out = head + hashlib.blake2b(head, digest_size=32).digest()
+    if blobs:  # one frame of transformed records, each verbatim (form 0)
+        out += _compress(b"".join(bytes(14) + b for b in blobs))
+    out += b"KCBT" + struct.pack("<Q", len(out))
+    return out + hashlib.blake2b(out, digest_size=32).digest()
+
+
 def _arg(text: str) -> bytes:
     return codecs.escape_decode(text.encode("utf-8", "surrogateescape"))[0]
 
@@ -273,6 +346,20 @@ def _arg(text: str) -> bytes:
 def main():
     src, dst, op, *args = sys.argv[1:]
     b = bytearray(open(src, "rb").read())
+    if op == "delta":
+        import json
+        m = Bundle(bytes(b))
+        spec = json.load(open(args[0]))
+        keys = {rec.kernel: rec.key for rec in m.records}
+
+        def pairs(items):
+            return [(n.encode(), keys[n.encode()] if k == "in" else bytes.fromhex(k)) for n, k in items]
+
+        out = write_delta(m, spec["version"], spec["created"], spec["base_entries"], pairs(spec.get("kept", [])),
+                          pairs(spec.get("removed", [])), spec.get("kept_digest", "right") == "right",
+                          spec.get("entries", []))
+        open(dst, "wb").write(out)
+        return
     h = Head(bytes(b))
     if op == "info":
         for i, (name, _, _) in enumerate(h.entries):
@@ -298,9 +385,22 @@ def main():
         assert len(old.encode()) == len(name), "names differ in length"
         b[at + 4:at + 4 + len(name)] = name
         redigest(b, h)
-    elif op in ("set-kernel", "set-input", "set-fingerprint", "set-payload-byte", "set-payload"):
+    elif op in ("set-kernel", "set-input", "set-fingerprint", "set-payload-byte", "set-payload", "set-id-field",
+                "set-created"):
         m = Bundle(bytes(b))
-        if op in ("set-payload-byte", "set-payload"):
+        if op == "set-created":
+            m.records[int(args[0])].created = int(args[1])
+        elif op == "set-id-field":
+            rec = m.records[int(args[0])]
+            name, value = _arg(args[1]), _arg(args[2])
+            names = [k for k, _ in rec.id_fields]
+            if name in names:
+                rec.id_fields[names.index(name)] = (name, value)
+            else:
+                rec.id_fields.append((name, value))
+            rec.key = hash_fields(rec.id_fields) + rec.key[16:]
+            m.index[int(args[0])][1] = rec.key
+        elif op in ("set-payload-byte", "set-payload"):
             rec = m.records[int(args[0])]
             if op == "set-payload":
                 rec.payload = open(args[1], "rb").read()

@@ -52,7 +52,8 @@ expect_in out "(user) jobs = 3"
 KCACHE_JOBS=abc expect_exit 2 "$K" config get jobs
 expect_in err "KCACHE_JOBS='abc' is not valid"
 expect_exit 3 "$K" config unset jobs
-expect_exit 3 "$K" config get namespace
+expect_exit 0 "$K" config get namespace
+expect_in err "namespace is not set: the default applies (none)"
 expect_exit 3 "$K" config set jobz 4
 expect_in err "kcache: error: 'jobz' is not a kcache setting — did you mean 'jobs'?"
 expect_exit 2 "$K" config set jobs 0

@@ -27,12 +27,12 @@ EOF
 "$KCACHE_TESTING" keygen -o ci >/dev/null
 
 note "two signed bundles of one project, built and exported at different times"
-KCACHE_TEST_NOW=1800000000 "$KCACHE_TESTING" build proj/kcache.toml --store A -j2 >/dev/null
-KCACHE_TEST_NOW=1800000000 "$KCACHE_TESTING" export --store A --sign ci.key -o old.kcb >/dev/null
+KCACHE_TEST_NOW=1750000000 "$KCACHE_TESTING" build proj/kcache.toml --store A -j2 >/dev/null
+KCACHE_TEST_NOW=1750000000 "$KCACHE_TESTING" export --store A --sign ci.key -o old.kcb >/dev/null
 # A real change (the preprocessor keeps it), so both kernels get a new key.
 echo 'void kc_hostile_import_v2() {}' >>proj/shaders/saxpy.comp
-KCACHE_TEST_NOW=1800001000 "$KCACHE_TESTING" build proj/kcache.toml --store A -j2 >/dev/null
-KCACHE_TEST_NOW=1800001000 "$KCACHE_TESTING" export --store A --sign ci.key -o new.kcb >/dev/null
+KCACHE_TEST_NOW=1750001000 "$KCACHE_TESTING" build proj/kcache.toml --store A -j2 >/dev/null
+KCACHE_TEST_NOW=1750001000 "$KCACHE_TESTING" export --store A --sign ci.key -o new.kcb >/dev/null
 
 expect_exit 0 "$KCACHE_TESTING" import new.kcb --store S --trust ci.pub
 expect_in out "imported 2"

@@ -44,8 +44,12 @@ expect_exit 0 "$KCACHE" stats --json --last 4
 note "another build folder, an out-of-tree folder, a copy without .git: all hits, no new entries (issue 41)"
 expect_exit 0 "$KCACHE" inspect --json
 entries=$(json_get "$WORK/out" 'len(j["entries"])')
-cp -r src copy && rm -rf copy/.git copy/build  # a source tarball: no .git
-for tree in "src build2" "src $WORK/elsewhere/cmake-build-debug" "copy copy/build"; do
+# A source tarball: no .git, and outside this test's own checkout (whose
+# .git, above $WORK, would otherwise be the root).
+copy=$(mktemp -d "${TMPDIR:-/tmp}/kcache-tarball.XXXXXX")
+trap 'rm -rf "$copy"' EXIT
+cp -r src/. "$copy" && rm -rf "$copy/.git"
+for tree in "src build2" "src $WORK/elsewhere/cmake-build-debug" "$copy $copy/build"; do
   read -r source folder <<<"$tree"
   cmake -S "$source" -B "$folder" -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX" >"$WORK/configure.log" 2>&1 \
     || { cat "$WORK/configure.log"; fail "configure of $folder failed"; }
@@ -57,4 +61,24 @@ for tree in "src build2" "src $WORK/elsewhere/cmake-build-debug" "copy copy/buil
 done
 expect_exit 0 "$KCACHE" inspect --json
 [[ $(json_get "$WORK/out" 'len(j["entries"])') == "$entries" ]] || fail "other build folders added entries"
+
+note "from-commands reads what ninja writes for CMake; the manifest builds the launcher's modules"
+for tool in compdb commands; do
+  ninja -C build -t "$tool" >"$WORK/ninja.$tool"
+  expect_exit 0 "$KCACHE" manifest from-commands "$WORK/ninja.$tool" -o "src/$tool.toml"
+  expect_in "$WORK/out" "4 commands"
+  rm -rf "$WORK/m.$tool"
+  expect_exit 0 "$KCACHE" build --store "$WORK/m.$tool" --json "src/$tool.toml"
+  [[ $(counts "$WORK/out") == "0 4 0 0" ]] || fail "the $tool manifest did not build 4 kernels: $(cat "$WORK/out")"
+  python3 - "$WORK/out" "src/$tool.toml" <<'PY' >"$WORK/kernels"
+import json, sys
+print("\n".join(r["kernel"] for r in json.load(open(sys.argv[1]))["kernels"]))
+PY
+  while read -r kernel; do
+    expect_exit 0 "$KCACHE" get --store "$WORK/m.$tool" "$kernel" -o "$WORK/got.spv"
+    found=0
+    for f in build/*.spv; do cmp -s "$WORK/got.spv" "$f" && found=1; done
+    ((found)) || fail "the $tool manifest's $kernel is none of the launcher's modules"
+  done <"$WORK/kernels"
+done
 echo "PASS"

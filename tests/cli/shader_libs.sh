@@ -3,7 +3,8 @@
 # tests/data/shader_libs: #include without the #extension line, a preamble
 # (extensions, text, file, function-like macros) that is part of the key,
 # a module spirv-val does not know stored under validate = "known" (flagged,
-# shown, verified and imported under that policy, refused under strict),
+# shown, verified and imported under that policy when the importer allows it
+# with --allow-validate known, refused under strict),
 # and debug names stripped by default.
 source "$(dirname "$0")/lib.bash"
 cp -r "$KCACHE_SOURCE_DIR/tests/data/shader_libs" libs
@@ -43,9 +44,12 @@ sed -i 's/^#define WIDTH 64$/#define WIDTH 32/' libs/include/preamble.glsl
 expect_exit 0 "$KCACHE" build libs/kcache.toml --json
 [[ $(counts out) == "3 0 1 0" ]] || fail "after a preamble_file edit: $(cat out)"
 
-note "export and import keep the module and its flag (policy known)"
+note "export and import keep the module and its flag (policy known), which the importer must allow"
 expect_exit 0 "$KCACHE" export -o libs.kcb
-expect_exit 0 "$KCACHE" import libs.kcb --store other --json
+expect_exit 6 "$KCACHE" import libs.kcb --store other
+expect_in err "asks for validate = \"known\""
+expect_in err "--allow-validate known"
+expect_exit 0 "$KCACHE" import libs.kcb --store other --json --allow-validate known
 [[ $(json_get out 'j["counts"]["imported"]') == 4 && $(json_get out 'j["counts"]["refused"]') == 0 ]] ||
   fail "import: $(cat out)"
 expect_exit 0 "$KCACHE" inspect unknown_capability --store other --json

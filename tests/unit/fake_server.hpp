@@ -30,14 +30,18 @@ class FakeServer {
  public:
   using Handler = std::function<void(int fd, const std::atomic<bool>& stop)>;
 
-  explicit FakeServer(Handler handler) : m_handler(std::move(handler)) {
+  /// Listens on `address` (a loopback IPv4 address: 127.0.0.2 plays another
+  /// host) and `port` (0: any free one); bound() says whether it could.
+  explicit FakeServer(Handler handler, std::uint32_t address = INADDR_LOOPBACK, std::uint16_t port = 0)
+      : m_handler(std::move(handler)) {
     m_listen = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     ::setsockopt(m_listen, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(m_listen, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    addr.sin_addr.s_addr = htonl(address);
+    addr.sin_port = htons(port);
+    m_bound = ::bind(m_listen, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
     ::listen(m_listen, 64);
     socklen_t len = sizeof addr;
     ::getsockname(m_listen, reinterpret_cast<sockaddr*>(&addr), &len);
@@ -54,6 +58,8 @@ class FakeServer {
   }
 
   std::uint16_t port() const { return m_port; }
+  /// Whether it listens where it was asked to.
+  bool bound() const { return m_bound; }
   /// Connections accepted so far.
   int connections() const { return m_connections; }
 
@@ -75,6 +81,7 @@ class FakeServer {
 
   Handler m_handler;
   int m_listen = -1;
+  bool m_bound = false;
   std::uint16_t m_port = 0;
   std::atomic<bool> m_stop{false};
   std::atomic<int> m_connections{0};

@@ -270,8 +270,9 @@ TEST_CASE("golden bundle of format version 4 (a release)") {
   fs::remove_all(dir);
 }
 
-// Delta bundles (format version 5): the delta fields read back, are covered
-// by the signature, and a delta that names a kernel twice is refused.
+// Delta bundles of format version 5 (what kcache wrote before version 6,
+// test_bundle_delta.cpp): the delta fields read back, are covered by the
+// signature, and a delta that names a kernel twice is refused.
 namespace {
 
 bundle::BundleHeader delta_header(const std::vector<Entry>& entries) {
@@ -305,11 +306,12 @@ TEST_CASE("a delta bundle's base fields read back and are signed") {
   auto key = bundle::keypair_from_seed(seed);
   bundle::WriteOptions options;
   options.sign = &key;
+  options.delta_format_version = 5;
   auto header = delta_header(entries);
   auto bytes = write_header(header, entries, options);
   auto reader = bundle::BundleReader::open(std::span(bytes));
   REQUIRE_MESSAGE(reader.has_value(), reader.error().message);
-  CHECK(reader->header().format_version == bundle::k_delta_format_version);
+  CHECK(reader->header().format_version == bundle::k_min_delta_format_version);
   REQUIRE(reader->header().delta.has_value());
   CHECK(*reader->header().delta == *header.delta);
   CHECK(bundle::verify_signature(reader->header(), std::span(&key.public_key, 1)).has_value());
@@ -331,7 +333,9 @@ TEST_CASE("a delta that names a kernel twice, or keeps more than its base, is re
   SUBCASE("more than the base") { header.delta->base_entries = 2; }
   auto written = [&] {
     std::ostringstream out(std::ios::binary);
-    return bundle::write_bundle(out, header, bundle::entries_from(entries));
+    bundle::WriteOptions v5;
+    v5.delta_format_version = 5;
+    return bundle::write_bundle(out, header, bundle::entries_from(entries), v5);
   }();
   REQUIRE(!written.has_value());
   CHECK(written.error().message.find("delta") != std::string::npos);
@@ -342,7 +346,9 @@ TEST_CASE("golden bundle of format version 5 (a delta)") {
   auto entries = make_entries(3, 32);
   auto header = delta_header(entries);
   if (const char* out = std::getenv("KCACHE_GOLDEN_V5_OUT")) {
-    REQUIRE(bundle::write_bundle_file(out, header, bundle::entries_from(entries)).has_value());
+    bundle::WriteOptions v5;
+    v5.delta_format_version = 5;
+    REQUIRE(bundle::write_bundle_file(out, header, bundle::entries_from(entries), v5).has_value());
     MESSAGE("golden delta written to ", std::string(out));
   }
   auto golden = fs::path(KCACHE_SOURCE_DIR) / "bundles/golden/v5.kcb";

@@ -69,3 +69,32 @@ TEST_CASE("verify: a vulkan entry whose recorded interface is not its module's i
     CHECK(check().problems.empty());
   }
 }
+
+// verify --device checks it too (issue 40, item 5): a forged interface is
+// refused before its blob is sent to any worker.
+TEST_CASE("verify --device: a vulkan entry whose recorded interface is not its module's is refused") {
+  test::TempDir dir;
+  const auto store_dir = dir.path() / "store";
+  const auto words = test::compile_glsl(dir, "scale", test::k_runtime_shader);
+  Entry spirv = test::spirv_entry("scale", words);
+  spirv.key = bound_key(spirv);
+  const device::DeviceInfo lvp = test::lavapipe_info();
+  auto dev = device::Device::open(lvp);
+  REQUIRE_MESSAGE(dev.has_value(), test::why(dev));
+  auto blob = (*dev)->build_pipeline(words, "main", test::k_runtime_spec);
+  REQUIRE_MESSAGE(blob.has_value(), test::why(blob));
+  Entry forged = test::pipeline_entry(spirv, lvp, blob->data);
+  for (auto& f : forged.ir_fields)
+    if (f.first == "bindings") f.second = "";
+  test::put(store_dir, spirv_namespace("vulkan1.2"), {spirv});
+  test::put(store_dir, lvp.ns, {forged});
+  auto s = store::open_lmdb_store(store_dir);
+  REQUIRE_MESSAGE(s.has_value(), test::why(s));
+  auto v = maintain::verify_device(**s, lvp, {});
+  REQUIRE_MESSAGE(v.has_value(), test::why(v));
+  REQUIRE(v->rows.size() == 1);
+  CHECK(v->rows[0].status == maintain::VerifyStatus::refused);
+  CHECK(v->sent_to_driver == 0);
+  CHECK_MESSAGE(v->rows[0].message.find("recorded pipeline interface is not its module's") != std::string::npos,
+                v->rows[0].message);
+}

@@ -132,7 +132,8 @@ TEST_CASE("refusals name the line and the option") {
   CHECK(message_of("glslangValidator -o a.spv a.comp").find("without -V") != std::string::npos);
   CHECK(message_of("glslangValidator -V -e f -o a.spv a.comp").find("--source-entrypoint") != std::string::npos);
   CHECK(message_of("glslc -DA=1 -DA=2 -o a.spv a.comp").find("given twice") != std::string::npos);
-  CHECK(message_of("cc -o a.o a.c").find("no compile commands (1 command that run no shader compiler skipped (1 × cc))") != std::string::npos);
+  CHECK(message_of("cc -o a.o a.c")
+            .find("no compile commands (1 command that run no shader compiler skipped (1 × cc))") != std::string::npos);
   CHECK(message_of("glslc -o a.spv a.txt").find("no stage") != std::string::npos);
   // Dropped options are notes, not errors.
   auto r = migrate::from_commands("glslc -w -MD -MF a.d -fauto-map-locations -o a.spv a.comp", "log.txt", opts());
@@ -287,7 +288,8 @@ TEST_CASE("what CMake and ninja write: cd/&& chains, entries with no command, ot
   CHECK(r->commands[1].output == "build/sub dir/k2.spv");
   CHECK(r->commands[1].defines == std::vector<Field>{{"X", "1"}});
   bool noted = false;
-  for (const auto& n : r->notes) noted = noted || n.find("2 commands that run no shader compiler skipped") != std::string::npos;
+  for (const auto& n : r->notes)
+    noted = noted || n.find("2 commands that run no shader compiler skipped") != std::string::npos;
   CHECK(noted);
 
   // ninja -t compdb: the same chain as "command", and phony entries with none.

@@ -9,6 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
 using namespace kcache;
 using namespace kcache::test;
 
@@ -183,6 +189,72 @@ TEST_CASE("runtime C API: a changed device field withholds the blob, errors carr
   kcache_store_close(nullptr);
   kcache_kernel_free(nullptr);
   CHECK(std::string(kcache_version()) == KCACHE_VERSION);
+}
+
+namespace {
+
+/// Sets (or, for nullptr, unsets) environment variables for one scope and
+/// puts them back after: kcache_store_open(NULL) reads the environment, the
+/// only C ABI call that does.
+class ScopedEnv {
+ public:
+  void set(const char* name, const char* value) {
+    const char* old = std::getenv(name);
+    m_saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    if (value) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    for (auto it = m_saved.rbegin(); it != m_saved.rend(); ++it) {
+      if (it->second) ::setenv(it->first.c_str(), it->second->c_str(), 1);
+      else ::unsetenv(it->first.c_str());
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> m_saved;
+};
+
+/// Whether the default store (kcache_store_open(NULL)) holds `kernel`.
+bool default_store_has(const char* kernel) {
+  kcache_store* s = nullptr;
+  if (kcache_store_open(nullptr, &s) != KCACHE_OK) return false;
+  kcache_kernel* k = nullptr;
+  const bool found = kcache_lookup(s, kernel, nullptr, nullptr, &k) == KCACHE_OK;
+  kcache_kernel_free(k);
+  kcache_store_close(s);
+  return found;
+}
+
+}  // namespace
+
+// kcache_store_open(NULL) and the CLI resolve the store through one resolver
+// (settings::Resolver): KCACHE_STORE, else the user's `store` setting, else
+// XDG_CACHE_HOME / HOME. Before, the user's setting was the CLI's alone and
+// an application opened ~/.cache/kcache.
+TEST_CASE("runtime C API: kcache_store_open(NULL) opens the store the CLI's settings name") {
+  TempDir dir;
+  const auto words = compile_glsl(dir, "scale", k_runtime_shader);
+  const auto users = dir.path() / "users-store", envs = dir.path() / "env-store";
+  put(users, spirv_namespace("vulkan1.2"), {spirv_entry("in_users", words)});
+  put(envs, spirv_namespace("vulkan1.2"), {spirv_entry("in_envs", words)});
+  dir.write("config/kcache/config", "kcache-config 1\nstore = " + users.string() + "\n");
+  ScopedEnv env;
+  env.set("KCACHE_STORE", nullptr);
+  env.set("XDG_CACHE_HOME", nullptr);
+  env.set("HOME", (dir.path() / "home").c_str());
+  env.set("XDG_CONFIG_HOME", (dir.path() / "config").c_str());
+  CHECK(default_store_has("in_users"));  // the user's `store` setting
+  env.set("KCACHE_STORE", envs.c_str());
+  CHECK(default_store_has("in_envs"));  // KCACHE_STORE over it
+  CHECK_FALSE(default_store_has("in_users"));
+  // A damaged user settings file is refused as by the CLI, naming it.
+  env.set("KCACHE_STORE", nullptr);
+  dir.write("config/kcache/config", "kcache-config 1\nstore = \n");
+  kcache_store* s = nullptr;
+  CHECK(kcache_store_open(nullptr, &s) == KCACHE_ERROR_CORRUPTION);
+  CHECK(s == nullptr);
+  CHECK(contains(kcache_last_error(), (dir.path() / "config/kcache/config").string() + ":2"));
 }
 
 TEST_CASE("runtime C API: every function takes NULL without crashing (kcache.h says what it returns)") {

@@ -108,7 +108,7 @@ TEST_CASE("import: an entry older than the stored one is a rollback, replaced on
   auto newer = std::vector<Entry>{modules[0], modules[1]};
   for (auto& e : newer) {
     rebuild_from(e, "newer sources " + e.kernel);
-    e.created = 2'000'000'000;
+    e.created = 1'760'000'000;
   }
   auto dst = store::make_memory_store();
   REQUIRE(dst->put(k_ns, newer).has_value());
@@ -123,7 +123,7 @@ TEST_CASE("import: an entry older than the stored one is a rollback, replaced on
   REQUIRE(r->conflicts.size() == 2);
   CHECK(r->conflicts[0].kernel == modules[0].kernel);
   CHECK(r->conflicts[0].kind == transfer::ConflictKind::older);
-  CHECK(r->conflicts[0].stored_created == 2'000'000'000);
+  CHECK(r->conflicts[0].stored_created == 1'760'000'000);
   CHECK(r->conflicts[0].bundle_created == modules[0].created);
   CHECK(r->refused.size() == 2);
   CHECK(*dst->last_transaction_id() == *before);
@@ -134,8 +134,8 @@ TEST_CASE("import: an entry older than the stored one is a rollback, replaced on
   REQUIRE(dst2->put(k_ns, std::vector<Entry>{modules[0]}).has_value());
   auto update = newer[0];
   rebuild_from(update, "even newer");
-  update.created = 2'000'000'100;
-  auto up = transfer::import_bundle(*dst2, file(bundle_of(tmp.path() / "new.kcb", {update}, 2'000'000'100)), {});
+  update.created = 1'760'000'100;
+  auto up = transfer::import_bundle(*dst2, file(bundle_of(tmp.path() / "new.kcb", {update}, 1'760'000'100)), {});
   REQUIRE_MESSAGE(up.has_value(), up.error().message);
   CHECK(up->conflicts.empty());
   CHECK(up->replaced == 1);

@@ -126,9 +126,9 @@ TEST_CASE("a dangling symlink is written through: the file it names is created, 
   auto chain = dir.path() / "chain.bin";
   std::filesystem::create_symlink("rel2.bin", chain);
   std::filesystem::create_symlink("artifacts/chain.bin", dir.path() / "rel2.bin");
-  for (const auto& [link, file] : {std::pair{rel, std::string("artifacts/rel.bin")},
-                                   std::pair{abs, std::string("artifacts/abs.bin")},
-                                   std::pair{chain, std::string("artifacts/chain.bin")}}) {
+  for (const auto& [link, file] :
+       {std::pair{rel, std::string("artifacts/rel.bin")}, std::pair{abs, std::string("artifacts/abs.bin")},
+        std::pair{chain, std::string("artifacts/chain.bin")}}) {
     CAPTURE(link);
     auto written = write_file_atomic(link, bytes("new"));
     REQUIRE_MESSAGE(written.has_value(), written.error().message);

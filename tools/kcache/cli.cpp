@@ -7,7 +7,6 @@
 #include "kcache/remote/backend.hpp"
 #include "kcache/remote/setting.hpp"
 #include "kcache/report/report.hpp"
-#include "kcache/store/default_dir.hpp"
 #include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
@@ -20,8 +19,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 
 namespace kcache::cli {
@@ -106,78 +105,40 @@ std::optional<std::uint64_t> whole_number(std::string_view text, std::uint64_t m
   return n;
 }
 
-}  // namespace
-
-std::optional<std::filesystem::path> user_settings_file() {
-  auto var = [](const char* name) {
-    const char* value = std::getenv(name);
-    return std::string_view(value ? value : "");
-  };
-  return settings::user_settings_path(var("XDG_CONFIG_HOME"), var("HOME"));
-}
-
-namespace {
-
-/// The user's settings, read once.
-const Result<settings::Settings>& user_settings() {
-  static const Result<settings::Settings> loaded = []() -> Result<settings::Settings> {
-    auto path = user_settings_file();
-    if (!path) return settings::Settings{};
-    return settings::read_settings(*path, settings::Scope::user);
-  }();
-  return loaded;
-}
-
-/// A store's settings (its config file), read once per store folder.
-const Result<settings::Settings>& store_settings(const std::string& store_dir) {
-  static std::map<std::string, Result<settings::Settings>> cache;
-  auto it = cache.find(store_dir);
-  if (it == cache.end())
-    it = cache
-             .emplace(store_dir,
-                      settings::read_settings(settings::store_settings_path(store_dir), settings::Scope::store))
-             .first;
-  return it->second;
-}
-
-/// The store's `remote`: its remote setting (STORE/remotes), read only
-/// when asked, so that --no-remote never reads it.
-Result<std::string> store_remotes(const std::string& store_dir) {
-  std::string urls;
-  for (const auto& r : KCACHE_TRY(remote::read_remote_setting(store_dir))) urls += (urls.empty() ? "" : " ") + r.text;
-  return urls;
+/// A store's `remote`: its remote setting (STORE/remotes), read only when
+/// asked, so that --no-remote never reads it.
+Result<settings::StoreRemotes> read_store_remotes(const std::filesystem::path& store_dir) {
+  settings::StoreRemotes out;
+  out.file = remote::remote_setting_path(store_dir);
+  for (const auto& r : KCACHE_TRY(remote::read_remote_setting(store_dir)))
+    out.urls += (out.urls.empty() ? "" : " ") + r.text;
+  return out;
 }
 
 }  // namespace
+
+settings::Resolver& settings_resolver() {
+  // One snapshot of the environment for the whole process: every setting
+  // a command reads comes from the same values, and the files are read once.
+  static settings::Resolver resolver(settings::capture_environment(&std::getenv), read_store_remotes);
+  return resolver;
+}
+
+void print_settings_warnings(const std::vector<settings::Refusal>& refused) {
+  // Each once per process: a command may resolve a key many times.
+  static std::set<std::string> shown;
+  std::vector<std::string> lines = settings_resolver().take_warnings();
+  for (const auto& r : refused) lines.push_back(r.text());
+  for (const auto& line : lines)
+    if (shown.insert(line).second) fmt::print(stderr, "kcache: warning: {}\n", report::terminal_text(line));
+}
+
+std::optional<std::filesystem::path> user_settings_file() { return settings_resolver().user_file(); }
 
 Result<settings::Resolved> setting(std::string_view key, const std::string& flag, const std::string& store_dir) {
-  const settings::KeyInfo* info = settings::find_key(key);
-  if (!info) return fail(Category::invalid_argument, "no setting '{}'", key);
-  settings::Layers layers;
-  layers.flag = flag;
-  if (!info->env.empty()) {
-    const std::string name(info->env);
-    if (const char* env = std::getenv(name.c_str()); env && *env) {
-      if (auto ok = settings::check_setting(key, env); !ok)
-        return fail(Category::invalid_argument, "{}{} is not valid ({}); unset it for the default, or fix it", name,
-                    // A remote URL may hold a password: its parser's message hides it.
-                    key == "remote" ? "" : fmt::format("='{}'", util::shown_untrusted(env, 120)), ok.error().message);
-      layers.env = env;
-    }
-  }
-  if (!store_dir.empty() && key == "remote") {
-    layers.store = KCACHE_TRY(store_remotes(store_dir));
-  } else if (!store_dir.empty() && info->store) {
-    const auto& store = store_settings(store_dir);
-    if (!store) return tl::unexpected(store.error());
-    layers.store = settings::find_setting(*store, key).value_or("");
-  }
-  if (info->user) {
-    const auto& user = user_settings();
-    if (!user) return tl::unexpected(user.error());
-    layers.user = settings::find_setting(*user, key).value_or("");
-  }
-  return settings::resolve_setting(layers);
+  auto resolved = settings_resolver().resolve(key, flag, store_dir);
+  print_settings_warnings(resolved ? resolved->refused : std::vector<settings::Refusal>{});
+  return resolved;
 }
 
 Result<unsigned> jobs_or_env(unsigned flag, const std::string& store_dir) {
@@ -220,6 +181,9 @@ std::string top_level_footer() {
          "                        (default: the folder holding .git above the source)\n"
          "  KCACHE_PIPELINE_TIMEOUT  seconds a silent pipeline worker lives (default 300)\n"
          "  KCACHE_NVRTC          the NVRTC library for cuda kernels when --nvrtc is not given\n"
+         "  KCACHE_GLSLC          the real glslc the launcher runs when it cannot serve a command\n"
+         "                        (default: the first glslc on PATH that is not kcache)\n"
+         "  KCACHE_GLSLANG_VALIDATOR  likewise, the real glslangValidator\n"
          "  KCACHE_VULKAN_LOADER  the Vulkan loader library to load instead of libvulkan.so.1\n"
          "  KCACHE_CUDA_DRIVER    the CUDA driver library to load instead of libcuda.so.1\n"
          "  DOCKER_CONFIG         folder of the docker config.json whose registry credentials push, pull and\n"
@@ -228,7 +192,8 @@ std::string top_level_footer() {
          "                        ~/.config/kcache/config)\n"
          "  NO_COLOR              when set and not empty, no colour in messages (colour and progress lines\n"
          "                        are only ever shown on a terminal)\n"
-         "Each KCACHE_ variable wins over the same setting of the store and of the user (`kcache config`).\n"
+         "Each KCACHE_ variable wins over the same setting of the store and of the user (`kcache config`);\n"
+         "a store's settings never name a library or program to run (nvrtc, glslc, glslang_validator).\n"
          "\n"
          "Exit status:\n"
          "  0   success\n"
@@ -262,16 +227,13 @@ void StoreOptions::add_to(CLI::App& cmd) {
 
 std::string StoreOptions::path() const {
   if (!dir.empty()) return dir;
-  auto var = [](const char* name) {
-    const char* value = std::getenv(name);
-    return std::string(value ? value : "");
-  };
-  // KCACHE_STORE over the user's `store` setting, as every setting; a
-  // damaged user file is reported by open() and every setting() call.
-  std::string chosen = var("KCACHE_STORE");
-  if (chosen.empty())
-    if (const auto& user = user_settings(); user) chosen = settings::find_setting(*user, "store").value_or("");
-  return store::default_store_dir({chosen, var("XDG_CACHE_HOME"), var("HOME")}).string();
+  // --store, else KCACHE_STORE, else the user's `store` setting, else the
+  // default folder: the resolver libkcache's kcache_store_open(NULL) uses
+  // too. A damaged user file is reported by open() and every setting() call;
+  // here it means the default folder.
+  auto resolved = settings_resolver().store_dir("");
+  print_settings_warnings({});
+  return (resolved ? *resolved : settings_resolver().default_store()).string();
 }
 
 Result<std::unique_ptr<store::Store>> StoreOptions::open(bool need_write) const {
@@ -280,7 +242,7 @@ Result<std::unique_ptr<store::Store>> StoreOptions::open(bool need_write) const 
   options.read_only = read_only || !need_write;
   options.clock = &clock();
   const std::string dir = path();
-  if (const auto& user = user_settings(); !user) return tl::unexpected(user.error());
+  if (auto user = settings_resolver().user_settings(); !user) return tl::unexpected(user.error());
   // The map size caps how large a new store may grow (the reliability tier
   // uses a small one to fill the map, docs/reliability.md D1); an existing
   // store never opens smaller than the pages it already uses.

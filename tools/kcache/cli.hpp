@@ -6,6 +6,7 @@
 #include "kcache/compile/compiler.hpp"
 #include "kcache/cuda_device/cuda_device.hpp"
 #include "kcache/manifest/manifest.hpp"
+#include "kcache/settings/resolver.hpp"
 #include "kcache/settings/settings.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/util/clock.hpp"
@@ -63,13 +64,22 @@ bool use_color();
 /// so that a typo (-j 99999) is refused instead of starting that many threads.
 inline constexpr unsigned k_max_jobs = 4096;
 
-/// The settings as they apply to one command (settings/settings.hpp): the
-/// value of `key` from `flag` when given, else its environment variable, else
-/// the setting of the store in `store_dir` (skipped when empty; the store's
-/// `remote` is its remote setting, STORE/remotes), else the user's settings
-/// file, else Source::none. invalid_argument naming the variable for a
-/// malformed environment value; the files' errors (corruption naming file
-/// and line). Files are read once per process.
+/// The process's settings resolver (settings/resolver.hpp): one snapshot of
+/// the environment, each settings file read once, the store's `remote` read
+/// from its remote setting (STORE/remotes). libkcache's
+/// kcache_store_open(NULL) resolves through the same class.
+settings::Resolver& settings_resolver();
+
+/// Prints on stderr, once per process each, the resolver's warnings (a
+/// settings folder it cannot reach) and `refused` (a store value not
+/// honoured, naming file and line).
+void print_settings_warnings(const std::vector<settings::Refusal>& refused);
+
+/// The settings as they apply to one command: settings_resolver().resolve
+/// (flag, environment variable, the store in `store_dir` when not empty,
+/// the user's file, default; what each level may set), its warnings
+/// printed. invalid_argument naming the variable for a malformed
+/// environment value; the files' errors (corruption naming file and line).
 Result<settings::Resolved> setting(std::string_view key, const std::string& flag, const std::string& store_dir);
 
 /// The user's settings file (settings::user_settings_path of
@@ -82,8 +92,8 @@ std::optional<std::filesystem::path> user_settings_file();
 /// util::worker_threads.
 Result<unsigned> jobs_or_env(unsigned flag, const std::string& store_dir);
 /// The NVRTC library to load: `flag` (--nvrtc) when given, else the `nvrtc`
-/// setting ($KCACHE_NVRTC, the store's, the user's), else nullopt (the
-/// default names).
+/// setting ($KCACHE_NVRTC, the user's; never a store's, which names code to
+/// run), else nullopt (the default names).
 std::optional<std::string> nvrtc_path(const std::string& flag, const std::string& store_dir = "");
 
 /// Accepts a decimal whole number from 1 to `max` (no sign, hex or spaces:
@@ -122,7 +132,8 @@ Result<worker::WorkerOptions> worker_options(const std::string& store_dir);
 /// Options every store-using subcommand shares.
 struct StoreOptions {
   /// --store; empty = $KCACHE_STORE, else the user's `store` setting, else
-  /// default_store_dir() (an empty --store '' is refused).
+  /// the default folder (settings::Resolver::store_dir; an empty --store ''
+  /// is refused).
   std::string dir;
   bool read_only = false;
   /// Adds --store and --read-only to `cmd`; --store '' is refused at parse

@@ -13,8 +13,9 @@ namespace kcache::cli {
 namespace {
 
 struct ConfigArgs {
-  std::string store;  ///< --store
-  bool user = false;  ///< --user: the user's file, not the store's
+  std::string store;         ///< --store
+  bool user = false;         ///< --user: the user's file, not the store's
+  bool show_origin = false;  ///< get --show-origin: where the value comes from, before it
   std::string key, value;
 };
 
@@ -41,15 +42,21 @@ Result<const settings::KeyInfo*> known_key(const std::string& key) {
   return tl::unexpected(settings::check_setting(key, "").error());
 }
 
-/// Refuses keys that `set`/`unset` may not write where asked.
-Result<const settings::KeyInfo*> writable_key(const ConfigArgs& args) {
+/// Refuses keys that `set`/`unset` may not write where asked. `unset` may
+/// remove any key a file holds (a line kcache does not honour included).
+Result<const settings::KeyInfo*> writable_key(const ConfigArgs& args, bool setting_it) {
   const settings::KeyInfo* info = KCACHE_TRY(known_key(args.key));
   if (info->internal)
     return fail(Category::invalid_argument, "'{}' is kept by kcache itself (`kcache stats --zero`)", args.key);
+  if (!setting_it) return info;
   if (args.user && !info->user)
     return fail(Category::invalid_argument, "'{}' is a store's setting: leave --user out", args.key);
-  if (!args.user && !info->store)
-    return fail(Category::invalid_argument, "'{}' is a user setting: add --user", args.key);
+  if (!args.user && info->store == settings::StoreRule::refused)
+    return fail(Category::invalid_argument, "'{}' is a user setting: add --user ({})", args.key, info->why);
+  // What a store may not hold is never written there (it would be refused).
+  if (!args.user)
+    if (const std::string why = settings::store_refusal(args.key, args.value); !why.empty())
+      return fail(Category::invalid_argument, "{} = {} in a store: {}", args.key, args.value, why);
   return info;
 }
 
@@ -77,7 +84,7 @@ Result<bool> write_key(const ConfigArgs& args, const std::string& value) {
     return had;
   }
   const auto path = KCACHE_TRY(file_of(args));
-  auto current = KCACHE_TRY(settings::read_settings(path, args.user ? settings::Scope::user : settings::Scope::store));
+  auto current = KCACHE_TRY(settings::read_settings(path));
   bool had = settings::find_setting(current, args.key).has_value();
   if (value.empty()) settings::unset_setting(current, args.key);
   else settings::set_setting(current, args.key, value);
@@ -93,8 +100,8 @@ std::string where(const ConfigArgs& args) {
 }
 
 int run_set(const ConfigArgs& args) {
-  if (auto info = writable_key(args); !info) return report_error(info.error());
   if (auto ok = settings::check_setting(args.key, args.value); !ok) return report_error(ok.error());
+  if (auto info = writable_key(args, true); !info) return report_error(info.error());
   if (auto written = write_key(args, args.value); !written) return report_error(written.error());
   fmt::print("{}", report::terminal_text(
                        fmt::format("set {} = {} in {}\n", args.key, shown(args.key, args.value), where(args))));
@@ -102,7 +109,7 @@ int run_set(const ConfigArgs& args) {
 }
 
 int run_unset(const ConfigArgs& args) {
-  if (auto info = writable_key(args); !info) return report_error(info.error());
+  if (auto info = writable_key(args, false); !info) return report_error(info.error());
   auto written = write_key(args, "");
   if (!written) return report_error(written.error());
   if (!*written) return report_error({Category::not_found, fmt::format("{} is not set in {}", args.key, where(args))});
@@ -110,13 +117,29 @@ int run_unset(const ConfigArgs& args) {
   return k_exit_ok;
 }
 
+/// Where a resolved value comes from, as `config list` and `get
+/// --show-origin` show it: "store", "environment KCACHE_JOBS", "default".
+std::string origin_name(const settings::KeyInfo& key, const settings::Resolved& value) {
+  if (value.source == settings::Source::env) return fmt::format("environment {}", key.env);
+  return std::string(settings::source_name(value.source));
+}
+
 int run_get(const ConfigArgs& args) {
-  if (auto known = known_key(args.key); !known) return report_error(known.error());
+  auto known = known_key(args.key);
+  if (!known) return report_error(known.error());
   auto value = setting(args.key, "", store_dir(args));
   if (!value) return report_error(value.error());
-  if (value->source == settings::Source::none)
-    return report_error({Category::not_found, fmt::format("{} is not set (the default applies)", args.key)});
-  fmt::print("{}", report::terminal_text(shown(args.key, value->value) + "\n"));
+  // Unset: the value in effect is the default's (empty when it is not a
+  // value, as "no limit"), and it says so; not an error.
+  const bool unset = value->source == settings::Source::none;
+  const std::string shown_value = unset ? settings_resolver().default_value(args.key) : shown(args.key, value->value);
+  // Each part escaped on its own: the tab between them is ours.
+  if (args.show_origin)
+    fmt::print("{}\t", report::terminal_text(fmt::format("{}{}", origin_name(**known, *value),
+                                                         value->origin.empty() ? "" : " " + value->origin)));
+  fmt::print("{}\n", report::terminal_text(shown_value));
+  if (unset && !args.show_origin)
+    fmt::print(stderr, "kcache: {} is not set: the default applies ({})\n", args.key, (*known)->fallback);
   return k_exit_ok;
 }
 
@@ -126,15 +149,24 @@ int run_list(const ConfigArgs& args) {
   std::string out = fmt::format("# store {}: {}\n# user: {}\n", dir, settings::store_settings_path(dir).string(),
                                 user ? user->string() : std::string("(none: no HOME)"));
   out += "# precedence: command line > environment > store > user > default\n";
+  out +=
+      "# a store never sets nvrtc, glslc, glslang_validator or store, sets numbers within bounds, and may only "
+      "narrow trust\n";
   for (const auto& key : settings::setting_keys()) {
-    auto value = setting(key.name, "", dir);
+    auto value = settings_resolver().explain(key.name, dir);
     if (!value) return report_error(value.error());
+    // Refused values first, each with its file and line, then what applies.
+    for (const auto& r : value->refused)
+      out += fmt::format("(refused) {} = {}  # {}:{}: {}\n", key.name, shown(key.name, r.value), r.file, r.line, r.why);
     if (key.internal && value->source == settings::Source::none) continue;
-    std::string source(settings::source_name(value->source));
-    if (value->source == settings::Source::env) source = fmt::format("environment {}", key.env);
+    const std::string where = value->source == settings::Source::store || value->source == settings::Source::user
+                                  ? fmt::format("  # {}", value->origin)
+                                  : std::string();
     if (value->source == settings::Source::none) out += fmt::format("(default) {} = # {}\n", key.name, key.fallback);
-    else out += fmt::format("({}) {} = {}\n", source, key.name, shown(key.name, value->value));
+    else
+      out += fmt::format("({}) {} = {}{}\n", origin_name(key, *value), key.name, shown(key.name, value->value), where);
   }
+  print_settings_warnings({});
   fmt::print("{}", report::terminal_text(out));
   return k_exit_ok;
 }
@@ -162,8 +194,11 @@ void register_config(CLI::App& app, Action& action) {
       "per store (STORE/config; a store's remotes in STORE/remotes, as `kcache remote add` keeps\n"
       "them) or per user ($XDG_CONFIG_HOME/kcache/config, else ~/.config/kcache/config). The value\n"
       "that applies, first found: the command-line option, the environment variable, the store's\n"
-      "setting, the user's setting, the default. Files are written mode 0600 (a remote URL may\n"
-      "hold a password); URLs are shown with their passwords hidden.\n"
+      "setting, the user's setting, the default. Whoever can write a store can write its settings,\n"
+      "so a store never names code to run (nvrtc, glslc, glslang_validator) or the store folder,\n"
+      "gives numbers only within bounds, and may only narrow trust to keys the user trusts: `config\n"
+      "list` shows a store value it does not honour as (refused), with its file and line. Files are\n"
+      "written mode 0600 (a remote URL may hold a password); URLs are shown with their passwords hidden.\n"
       "\n"
       "Settings:\n" +
       keys +
@@ -183,8 +218,12 @@ void register_config(CLI::App& app, Action& action) {
   }
   {
     auto args = std::make_shared<ConfigArgs>();
-    auto* get = cmd->add_subcommand("get", "Print the value of a setting that applies (exit 3 when none is set).");
+    auto* get = cmd->add_subcommand(
+        "get", "Print the value of a setting that applies (when none is set, the default's, and a note on stderr).");
     get->add_option("key", args->key, "the setting")->required();
+    get->add_flag("--show-origin", args->show_origin,
+                  "print where the value comes from before it, tab-separated (store FILE:LINE, user FILE:LINE,\n"
+                  "environment VARIABLE, command line, default)");
     add_common(*get, *args, false);
     get->callback([args, &action] { action = [args] { return run_get(*args); }; });
   }

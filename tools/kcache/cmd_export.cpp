@@ -25,6 +25,7 @@ struct ExportArgs {
   int level = 0;
   int format_version = 0;
   std::string sign;
+  bool sign_remote_entries = false;
   bool json = false;
 };
 
@@ -103,7 +104,7 @@ int run_export(const ExportArgs& args) {
   std::optional<bundle::KeyPair> key;
   auto options = write_options(args.level, args.sign, key, args.format_version);
   if (!options) return report_error(options.error());
-  const transfer::ExportOptions export_options{*options, clock().now(), args.since};
+  const transfer::ExportOptions export_options{*options, clock().now(), args.since, args.sign_remote_entries};
   if (remote::is_http_url(args.output)) return run_export_to_url(args, export_options);
   auto out = output_stream(args.output);
   if (!out) return report_error(out.error());
@@ -162,6 +163,9 @@ void register_export(CLI::App& app, Action& action) {
                   "the modules, faster than `tar | zstd -3`; with --format-version 2 use 7)");
   cmd->add_option("--format-version", args->format_version, k_format_version_help);
   cmd->add_option("--sign", args->sign, "sign with this secret key file (from `kcache keygen`)");
+  cmd->add_flag("--sign-remote-entries", args->sign_remote_entries,
+                "with --sign: sign entries fetched from a remote cache too (refused by default: they were not built "
+                "here)");
   cmd->add_flag("--json", args->json, "print the result as JSON (on stderr when the bundle goes to stdout)");
   cmd->callback([args, &action] { action = [args] { return run_export(*args); }; });
 }

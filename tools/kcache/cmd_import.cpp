@@ -4,12 +4,15 @@
 #include "cli.hpp"
 #include "kcache/bundle/key_files.hpp"
 #include "kcache/remote/bundle_http.hpp"
+#include "kcache/remote/oci.hpp"
 #include "kcache/report/report.hpp"
 #include "kcache/report/transfer_report.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/transfer/transfer.hpp"
 #include "kcache/util/text.hpp"
+#include "oci_cli.hpp"
 #include "seams.hpp"
+#include "stop_signal.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -29,8 +32,11 @@ struct ImportArgs {
   std::vector<std::string> trust;
   bool dry_run = false;
   bool replace = false;
+  std::string allow_validate = "strict";
   bool json = false;
   unsigned jobs = 0;
+  unsigned timeout_ms = 0;  ///< oci:// only: the whole pull (0: the default)
+  bool plain_http = false;  ///< oci:// only
 };
 
 /// One line per conflict the user asked to replace: never silent.
@@ -53,6 +59,8 @@ int run_import(const ImportArgs& args) {
   transfer::ImportOptions options;
   options.dry_run = args.dry_run;
   options.replace = args.replace;
+  options.allow_validate = *definition::parse_validate_policy(args.allow_validate);  // CLI11 checked the spelling
+  options.clock = &clock();
   auto jobs = jobs_or_env(args.jobs, args.store.path());
   if (!jobs) return report_error(jobs.error());
   options.jobs = *jobs;
@@ -70,22 +78,36 @@ int run_import(const ImportArgs& args) {
     options.trusted = std::move(*keys);
   }
   auto in = bundle_stream(args.input, false);
-  // An OCI reference is pulled into a scratch file first (each blob checked
-  // against its digest), then imported like any file.
-  std::optional<ScratchDir> scratch;
+  const bool oci = remote::is_oci_ref(args.input);
+  if ((args.timeout_ms != 0 || args.plain_http) && !oci)
+    return report_error({Category::invalid_argument,
+                         "--timeout-ms and --plain-http are for an oci:// reference (an http(s) URL takes "
+                         "?timeout-ms=N)"});
+  // A transfer (an http(s) URL or an OCI reference) streams into the
+  // importer through a pipe as it downloads: nothing goes to TMPDIR, the
+  // importer checks each section's head as it arrives, and a failed
+  // download ends the stream early, so its own error is the one reported.
+  // Ctrl-C and SIGTERM stop it within a second and nothing is written.
+  std::optional<StopOnSignal> stop;
   std::string shown_input = args.input;
-  if (remote::is_oci_ref(args.input)) {
+  std::unique_ptr<remote::OciDownload> pull;
+  if (oci) {
     auto ref = remote::parse_oci_ref(args.input);
     if (!ref) return report_error(ref.error());
-    auto oci = oci_options(*ref, 0);
-    if (!oci) return report_error(oci.error());
-    auto dir = ScratchDir::make();
-    if (!dir) return report_error(dir.error());
-    scratch.emplace(std::move(*dir));
-    auto pulled = remote::oci_pull(*ref, scratch->path() / "pulled.kcb", *oci);
-    if (!pulled) return report_error(pulled.error());
-    in.path = scratch->path() / "pulled.kcb";
+    if (args.plain_http) ref->plain_http = true;
+    auto oci_opts = oci_options(*ref, args.timeout_ms);
+    if (!oci_opts) return report_error(oci_opts.error());
+    ignore_sigpipe();
+    stop.emplace();
+    oci_opts->cancelled = StopOnSignal::flag();
+    // Before the store is opened: a missing artifact or refused
+    // credentials create no store.
+    auto started = remote::OciDownload::start(*ref, *oci_opts);
+    if (!started) return StopOnSignal::report(started.error());
+    pull = std::move(*started);
     shown_input = ref->shown();
+    in.fd = pull->fd();
+    in.path = shown_input;
   }
   // A store this import creates and then writes nothing into is removed again.
   const bool store_existed = std::filesystem::exists(args.store.path());
@@ -93,12 +115,11 @@ int run_import(const ImportArgs& args) {
   // A dry run against a store that does not exist yet: everything would be new.
   if (!store && args.dry_run && store.error().category == Category::not_found) store = store::make_memory_store();
   if (!store) return report_error(store.error());
-  // An http(s) URL is streamed through a pipe as it downloads; a failed
-  // download ends the stream early, so its own error is the one reported.
   std::unique_ptr<remote::HttpDownload> download;
   if (remote::is_http_url(args.input)) {
     ignore_sigpipe();
-    auto started = remote::HttpDownload::start(args.input);
+    stop.emplace();
+    auto started = remote::HttpDownload::start(args.input, StopOnSignal::flag());
     if (!started) return report_error(started.error());
     download = std::move(*started);
     in.fd = download->fd();
@@ -107,6 +128,8 @@ int run_import(const ImportArgs& args) {
   auto result = transfer::import_bundle(**store, in, options);
   if (download)
     if (auto done = download->finish(); !done) result = tl::unexpected(std::move(done).error());
+  if (pull)
+    if (auto done = pull->finish(); !done) result = tl::unexpected(std::move(done).error());
   if (!store_existed && !args.dry_run && (!result || !result->written)) {
     store->reset();
     if (auto removed = store::remove_store_if_empty(args.store.path()); !removed)
@@ -114,10 +137,10 @@ int run_import(const ImportArgs& args) {
                  report::terminal_text(fmt::format("kcache: warning: could not remove the empty store {}: {}\n",
                                                    args.store.path(), removed.error().message)));
   }
-  if (!result) return report_error(result.error());
+  if (!result) return StopOnSignal::report(result.error());
   const auto& r = *result;
   // A URL as given may hold a password: the download's shown form hides it.
-  const std::string label = scratch ? "bundle " + shown_input : in.label();
+  const std::string label = pull ? "bundle " + shown_input : in.label();
   fmt::print("{}", args.json ? report::import_json(r, download ? download->shown() : shown_input)
                              : report::import_text(r, label));
   if (r.empty_bundle) {
@@ -151,6 +174,11 @@ void register_import(CLI::App& app, Action& action) {
       "strict refuses what spirv-val does not know, known accepts that (and keeps the flag),\n"
       "off checks only its structure (header, instruction lengths): an invalid module built\n"
       "with validate = \"off\" is accepted. Invalid modules are refused under strict and known.\n"
+      "A record's policy is its own claim: one asking for known or off is refused unless\n"
+      "--allow-validate names that policy or the bundle is signed by a --trust key.\n"
+      "A delta (`export --since BASE`) applies only to a store holding BASE's entries it keeps;\n"
+      "it removes only BASE's own build of a kernel (a newer one stays, named), and only with\n"
+      "--replace or a signature by a --trust key (exit 1 otherwise, nothing written).\n"
       "Target: for spirv bundles --fingerprint TARGET_ENV when given (else the bundle's own\n"
       "target: SPIR-V is portable); for vulkan bundles --fingerprint FP, else the device\n"
       "(--device SEL, default the first GPU); for cuda bundles (cuda/<arch>) --device cuda:N\n"
@@ -163,15 +191,16 @@ void register_import(CLI::App& app, Action& action) {
       "entry replaces it (stale: the normal update). Two cases are conflicts, refused unless\n"
       "--replace (exit 1, each kernel named, nothing written): the same key with other module\n"
       "bytes (a forged or non-reproducible bundle), and an entry built before the stored one\n"
-      "(a rollback to an older build). A bundle with no entries changes nothing.\n"
+      "(a rollback to an older build). An entry or bundle dated over 5 minutes in the future is\n"
+      "refused (exit 6). A bundle with no entries and no removals changes nothing.\n"
       "Examples:\n"
       "  kcache import shaders.kcb --fingerprint vulkan1.2\n"
       "  curl -s https://ci/shaders.kcb | kcache import - --trust ci.pub\n"
       "  kcache import last-week.kcb --replace   # roll back on purpose; each kernel named");
   cmd->add_option("bundle", args->input,
                   "bundle file, - for stdin, an http(s) URL (streamed as it downloads, e.g. from a WebDAV\n"
-                  "server `kcache export -o URL` wrote to), or oci://HOST/REPO:TAG (`kcache push` wrote it; pulled,\n"
-                  "every blob checked against its digest, then imported)")
+                  "server `kcache export -o URL` wrote to), or oci://HOST/REPO:TAG (`kcache push` wrote it;\n"
+                  "streamed too, every blob checked against its digest, each section's head as it arrives)")
       ->required();
   args->store.add_to(*cmd);
   cmd->add_option("--fingerprint", args->fingerprint,
@@ -188,7 +217,16 @@ void register_import(CLI::App& app, Action& action) {
   cmd->add_flag("--replace", args->replace,
                 "take conflicting entries from the bundle (same key with other bytes, or older than the "
                 "stored entry) instead of refusing; each replaced kernel is named on stderr");
+  cmd->add_option("--allow-validate", args->allow_validate,
+                  "accept entries whose record asks for this weaker validation (known: what spirv-val does not know "
+                  "is accepted; off: structure only); default strict, and a bundle signed by a --trust key is "
+                  "taken as its records ask")
+      ->check(CLI::IsMember({"strict", "known", "off"}));
   cmd->add_flag("--json", args->json, "print the result as JSON on stdout");
+  cmd->add_option("--timeout-ms", args->timeout_ms,
+                  "oci:// only: bound on the whole pull in ms, every request included (default 600000)")
+      ->check(CLI::Range(1u, 3600000u));
+  cmd->add_flag("--plain-http", args->plain_http, std::string("oci:// only: ") + k_plain_http_help);
   cmd->callback([args, &action] { action = [args] { return run_import(*args); }; });
 }
 

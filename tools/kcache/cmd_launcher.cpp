@@ -8,7 +8,6 @@
 
 #include "kcache/launcher/launcher.hpp"
 #include "kcache/report/report.hpp"
-#include "kcache/store/default_dir.hpp"
 
 #include <fmt/format.h>
 
@@ -26,9 +25,16 @@ namespace fs = std::filesystem;
 /// Set in the environment of the real program the launcher runs.
 constexpr const char* k_exec_marker = "KCACHE_LAUNCHER_RAN";
 
-/// The real program: the first `tool` on PATH that is not kcache itself
-/// (the link that called us, or another link to the same binary).
+/// The real program: the `glslc` / `glslang_validator` setting (the command
+/// line's environment or the user's settings; never a store's, which may
+/// not name a program to run), else the first `tool` on PATH that is not
+/// kcache itself (the link that called us, or another link to the same
+/// binary). A damaged settings file means PATH: the real program must run.
 std::optional<fs::path> real_program(const std::string& tool) {
+  const StoreOptions store_options;
+  if (auto chosen = setting(tool == "glslc" ? "glslc" : "glslang_validator", "", store_options.path());
+      chosen && chosen->source != settings::Source::none)
+    return fs::path(chosen->value);
   const char* path = std::getenv("PATH");
   if (!path) return std::nullopt;
   std::error_code ec;
@@ -53,7 +59,10 @@ std::optional<fs::path> real_program(const std::string& tool) {
 int exec_real(const std::string& tool, const std::vector<std::string>& args, std::string_view why) {
   auto real = real_program(tool);
   if (!real) {
-    fmt::print(stderr, "kcache: error: {} — and no real {} was found on PATH past kcache to run instead\n", why, tool);
+    fmt::print(stderr,
+               "kcache: error: {} — and no real {} was found on PATH past kcache to run instead (or set one: "
+               "`kcache config set --user {} PATH`)\n",
+               why, tool, tool == "glslc" ? "glslc" : "glslang_validator");
     return k_exit_failed;
   }
   std::vector<char*> argv;

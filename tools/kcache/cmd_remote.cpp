@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace kcache::cli {
@@ -45,7 +46,12 @@ Result<std::unique_ptr<remote::RemoteTier>> make_remote_tier(const RemoteArgs& a
   // --remote > KCACHE_REMOTE > the store's remotes > the user's `remote`
   // setting (cli::setting, the one precedence); --no-remote: none.
   std::vector<std::string> urls = args.urls;  // as given: the parser judges each
-  if (!args.none && urls.empty()) urls = remote::split_remote_list(KCACHE_TRY(setting("remote", "", store_dir)).value);
+  bool store_remotes = false;                 // the URLs are the store's own (STORE/remotes)
+  if (!args.none && urls.empty()) {
+    auto resolved = KCACHE_TRY(setting("remote", "", store_dir));
+    urls = remote::split_remote_list(resolved.value);
+    store_remotes = resolved.source == settings::Source::store;
+  }
   std::vector<std::string> trust = args.trust;
   if (trust.empty() && !urls.empty())
     trust = remote::split_remote_list(KCACHE_TRY(setting("trust", "", store_dir)).value);
@@ -58,11 +64,29 @@ Result<std::unique_ptr<remote::RemoteTier>> make_remote_tier(const RemoteArgs& a
     return std::unique_ptr<remote::RemoteTier>{};
   }
   remote::TierOptions options;
-  for (const auto& u : urls) options.remotes.push_back(KCACHE_TRY(remote::parse_remote_url(u)));
   options.read_only = args.read_only;
   if (!trust.empty()) {
     std::vector<std::filesystem::path> paths(trust.begin(), trust.end());
     options.trusted = KCACHE_TRY(bundle::load_public_keys(paths));
+  }
+  for (const auto& u : urls) {
+    auto url = KCACHE_TRY(remote::parse_remote_url(u));
+    // A store's own remote may narrow trust (trust= on its URL, when the run
+    // trusts no key), never widen it: with keys of the run's, a key of the
+    // store writer's would be trusted beside them, so it is dropped.
+    if (store_remotes && !options.trusted.empty())
+      std::erase_if(url.trust, [&](const remote::TrustedKey& k) {
+        const bool known = std::any_of(options.trusted.begin(), options.trusted.end(),
+                                       [&](const bundle::PublicKey& p) { return p.bytes == k; });
+        if (!known)
+          print_settings_warnings(
+              {{"remote", url.shown(), settings::Source::store, remote::remote_setting_path(store_dir).string(), 0,
+                fmt::format("its trust={} is not a key this run trusts: a store may narrow "
+                            "trust, never widen it; that key is not honoured",
+                            util::to_hex(k).substr(0, 16))}});
+        return !known;
+      });
+    options.remotes.push_back(std::move(url));
   }
   if (!args.sign.empty()) options.sign = KCACHE_TRY(bundle::load_secret_key(args.sign));
   ignore_sigpipe();

@@ -29,7 +29,7 @@ int run_zero(const StatsArgs& args, store::Store& store) {
   auto totals = maintain::run_totals(store, 0);
   if (!totals) return report_error(totals.error());
   const auto path = settings::store_settings_path(args.store.path());
-  auto current = settings::read_settings(path, settings::Scope::store);
+  auto current = settings::read_settings(path);
   if (!current) return report_error(current.error());
   const std::uint64_t zeroed = std::max(clock().now(), totals->last);
   settings::set_setting(*current, "stats_zeroed", std::to_string(zeroed));

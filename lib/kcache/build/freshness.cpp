@@ -68,9 +68,10 @@ std::string describe_changes(const std::vector<Change>& changes, std::size_t max
     const auto& c = changes[i];
     if (!out.empty()) out += "; ";
     if (c.name.starts_with("input:") && c.old_value == k_absent)
-      out += fmt::format("include candidate {} now exists (nothing was there when it was stored, so the include "
-                         "search now finds it first)",
-                         c.name.substr(6));
+      out += fmt::format(
+          "include candidate {} now exists (nothing was there when it was stored, so the include "
+          "search now finds it first)",
+          c.name.substr(6));
     else if (c.name.starts_with("input:"))
       out += c.new_value == k_missing
                  ? fmt::format("{} removed", c.name)

@@ -76,8 +76,9 @@ Result<CompileOutcome> get_outcome(util::ByteReader& r) {
 /// The child writes one report to a pipe and leaves with _exit (no
 /// destructors, no flush of the parent's buffers).
 Result<std::vector<std::optional<CompileOutcome>>> compile_in_child(const std::vector<const KernelSpec*>& specs,
-                                                             const std::vector<Expanded>& expanded,
-                                                             const ReproducibleOptions& options, unsigned threads) {
+                                                                    const std::vector<Expanded>& expanded,
+                                                                    const ReproducibleOptions& options,
+                                                                    unsigned threads) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return util::os_error("pipe", "create", errno);
   util::UniqueFd read_end(fds[0]), write_end(fds[1]);
@@ -111,8 +112,7 @@ Result<std::vector<std::optional<CompileOutcome>>> compile_in_child(const std::v
     report.append(buffer, static_cast<std::size_t>(n));
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     return fail(Category::io_error, "the second compile's process {}",
                 WIFSIGNALED(status) ? fmt::format("was killed by signal {}", WTERMSIG(status))
@@ -201,7 +201,8 @@ Result<ReproducibleResult> check_reproducible(const manifest::Manifest& manifest
     expanded[i].def = compile::expand(spec, files, times);
     const auto& def = *expanded[i].def;
     if (!def) return;
-    out.key = {definition::compute_id(spec).hash, definition::compute_ir(*def, options.toolchain->fields(spec.optimize)).hash};
+    out.key = {definition::compute_id(spec).hash,
+               definition::compute_ir(*def, options.toolchain->fields(spec.optimize)).hash};
     if (options.before_compile) options.before_compile(0);
     else dirty_heap(0x00);
     first[i] = compile_words(spec, *def);

@@ -66,10 +66,18 @@ inline constexpr std::uint16_t k_format_version = 3;
 inline constexpr std::uint16_t k_min_format_version = 1;
 inline constexpr std::uint16_t k_max_format_version = 3;
 
-/// The format version of a delta bundle: version 3 with the DeltaBase
-/// fields appended to its header body (FORMAT.md "Delta bundles, version 5").
-/// Written only for a header with `delta`; read beside 1..3.
-inline constexpr std::uint16_t k_delta_format_version = 5;
+/// The format versions of a delta bundle: version 3 with the DeltaBase
+/// fields appended to its header body (FORMAT.md "Delta bundles, versions 5
+/// and 6"). Version 6 appends BASE's keys of the removed kernels (so an
+/// import removes only BASE's builds), a tag per kept kernel and BASE's file
+/// name. Written only for a header with `delta` (6, or 5 on request); read
+/// beside 1..3.
+inline constexpr std::uint16_t k_delta_format_version = 6;
+inline constexpr std::uint16_t k_min_delta_format_version = 5;
+/// Whether `version` is a delta's format version (5 or 6).
+inline constexpr bool is_delta_format(std::uint16_t version) {
+  return version >= k_min_delta_format_version && version <= k_delta_format_version;
+}
 
 /// Largest zstd window a writer may use (2^24 = 16 MiB), which is also the
 /// reader's default cap, so every bundle written with default-range options
@@ -163,12 +171,27 @@ struct DeltaBase {
   std::vector<std::string> kept;     ///< BASE's kernels the delta keeps, in BASE's index order
   Digest256 kept_digest;             ///< kept_entries_digest() of those kernels with their keys in BASE
   std::vector<std::string> removed;  ///< BASE's kernels the delta removes
+  // Version 6 (empty when read from version 5; a version-6 writer needs
+  // one per kept and removed kernel):
+  std::string base_name;                 ///< BASE's file name as the writer was given it (for messages)
+  std::vector<std::uint32_t> kept_tags;  ///< kept_entry_tag() of each kept kernel with its key in BASE
+  std::vector<Key> removed_keys;         ///< BASE's key of each removed kernel
   bool operator==(const DeltaBase&) const = default;
 };
+
+/// Longest DeltaBase::base_name (a file name, as most file systems bound
+/// one); it is printable UTF-8 without '/' or a backslash.
+inline constexpr std::size_t k_max_delta_base_name = 255;
 
 /// BLAKE2b-256 over (str kernel, key.id, key.ir) of each entry, in order:
 /// what a store must hold of BASE for a delta to apply.
 Digest256 kept_entries_digest(std::span<const std::pair<std::string, Key>> kept);
+
+/// The first 4 bytes (little-endian) of kept_entries_digest() of one
+/// (kernel, key): lets an importer name which kept kernels a store holds
+/// under other keys (kept_digest alone binds them, 2^-32 per kernel of
+/// naming a wrong one as matching).
+std::uint32_t kept_entry_tag(std::string_view kernel, const Key& key);
 
 /// Everything a bundle says before its payload.
 ///
@@ -237,6 +260,9 @@ struct WriteOptions {
   std::uint32_t block_bytes = 64u << 20;
   /// When set, the bundle is signed with this key (borrowed for the call).
   const KeyPair* sign = nullptr;
+  /// A header with `delta` is written as this version: k_delta_format_version,
+  /// or 5 (no keys of removed kernels: for tests of what older kcaches wrote).
+  std::uint16_t delta_format_version = k_delta_format_version;
   /// Check each record's BLAKE2b against its index entry before writing it
   /// (invalid_argument on a mismatch, instead of a bundle every reader
   /// refuses). A caller whose source cannot change between its index pass

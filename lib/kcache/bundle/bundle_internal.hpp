@@ -32,6 +32,7 @@ inline constexpr std::uint8_t k_codec_flag_ldm = 1u << 0;
 inline constexpr std::uint8_t k_signature_ed25519 = 1;
 /// Caps on header strings and field lists, as in the entry record.
 inline constexpr std::size_t k_max_string = 64u << 10;
+inline constexpr std::size_t k_max_base_name = k_max_delta_base_name;
 inline constexpr std::uint32_t k_max_fields = 4096;
 inline constexpr int k_min_window_log = 10;
 inline constexpr std::uint32_t k_max_block_bytes = 1u << 30;
@@ -47,9 +48,9 @@ inline constexpr char k_manifest_domain[] = "kcache bundle manifest";
 /// Appends what names a bundle's content: backend, fingerprint, fingerprint
 /// record, tool versions. Shared by the head and the signed manifest.
 void put_identity(util::ByteWriter& w, const BundleHeader& h);
-/// Appends a delta bundle's base fields. Shared by the head and the signed
-/// manifest.
-void put_delta(util::ByteWriter& w, const DeltaBase& d);
+/// Appends a delta bundle's base fields as format `version` (5 or 6) has
+/// them. Shared by the head and the signed manifest.
+void put_delta(util::ByteWriter& w, const DeltaBase& d, std::uint16_t version);
 /// Appends one index entry. Shared by the head and the signed manifest.
 void put_index_entry(util::ByteWriter& w, const IndexEntry& e);
 

@@ -103,7 +103,7 @@ void put_identity(ByteWriter& w, const BundleHeader& h) {
   put_fields(w, h.tool_versions);
 }
 
-void put_delta(ByteWriter& w, const DeltaBase& d) {
+void put_delta(ByteWriter& w, const DeltaBase& d, std::uint16_t version) {
   w.raw(d.base_digest.bytes);
   w.u32(d.base_entries);
   w.u32(static_cast<std::uint32_t>(d.kept.size()));
@@ -111,6 +111,14 @@ void put_delta(ByteWriter& w, const DeltaBase& d) {
   w.raw(d.kept_digest.bytes);
   w.u32(static_cast<std::uint32_t>(d.removed.size()));
   for (const auto& k : d.removed) w.str(k);
+  if (version < 6) return;
+  // Counts are the kept and removed lists' (check_header makes them agree).
+  w.str(d.base_name);
+  for (auto tag : d.kept_tags) w.u32(tag);
+  for (const auto& key : d.removed_keys) {
+    w.raw(key.id.bytes);
+    w.raw(key.ir.bytes);
+  }
 }
 
 void put_index_entry(ByteWriter& w, const IndexEntry& e) {
@@ -163,7 +171,7 @@ std::vector<std::uint8_t> encode_header_body(const BundleHeader& h) {
   w.u32(static_cast<std::uint32_t>(h.block_entry_counts.size()));
   for (auto c : h.block_entry_counts) w.u32(c);
   for (const auto& e : h.index) put_index_entry(w, e);
-  if (h.format_version >= k_delta_format_version && h.delta) put_delta(w, *h.delta);
+  if (is_delta_format(h.format_version) && h.delta) put_delta(w, *h.delta, h.format_version);
   return w.take();
 }
 
@@ -291,7 +299,7 @@ Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std:
     h.index.push_back(std::move(e));
   }
   if (sum != *total) return bad_header(fmt::format("entry sizes total {} bytes, header declares {}", sum, *total));
-  if (version >= k_delta_format_version) {
+  if (is_delta_format(version)) {
     DeltaBase d;
     auto names = [&](std::vector<std::string>& out, std::string_view what) -> Result<void> {
       auto count = r.u32();
@@ -316,6 +324,19 @@ Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std:
     if (!kept_digest) return bad_header("truncated in its delta base");
     std::memcpy(d.kept_digest.bytes.data(), kept_digest->data(), k_digest_size);
     KCACHE_CHECK(names(d.removed, "removed"));
+    if (version >= 6) {
+      auto base_name = r.str(k_max_base_name);
+      if (!base_name) return bad_header("truncated in its delta base's name");
+      d.base_name = std::move(*base_name);
+      // 4 bytes per kept tag, 32 per removed key: checked against the bytes
+      // left before anything is reserved.
+      if (std::uint64_t{d.kept.size()} * 4 + std::uint64_t{d.removed.size()} * 32 > r.remaining())
+        return bad_header("truncated in its delta base's kept tags and removed keys");
+      d.kept_tags.reserve(d.kept.size());
+      for (std::size_t i = 0; i < d.kept.size(); ++i) d.kept_tags.push_back(*r.u32());
+      d.removed_keys.resize(d.removed.size());
+      for (auto& key : d.removed_keys) get_array(r, key.id.bytes), get_array(r, key.ir.bytes);
+    }
     h.delta = std::move(d);
   }
   if (r.remaining() != 0) return bad_header(fmt::format("{} unexpected bytes after the index", r.remaining()));
@@ -340,9 +361,21 @@ Result<void> check_header(const BundleHeader& h, bool from_elsewhere) {
       return fail(Category::corruption, "bundle tool version '{}' = '{}' holds control characters or invalid UTF-8",
                   shown(name), shown(value));
   if (h.index.size() > UINT32_MAX) return fail(Category::corruption, "too many entries for one bundle");
-  if ((h.format_version == k_delta_format_version) != h.delta.has_value())
+  if (is_delta_format(h.format_version) != h.delta.has_value())
     return fail(Category::corruption, "bundle format version {} {} delta fields", h.format_version,
                 h.delta ? "cannot carry" : "lacks its");
+  if (h.delta && h.format_version >= 6) {
+    // What a reader finds after version 5's fields: one tag per kept and one
+    // key per removed kernel, and a file name that messages print.
+    const auto& d = *h.delta;
+    if (d.kept_tags.size() != d.kept.size() || d.removed_keys.size() != d.removed.size())
+      return fail(Category::corruption, "bundle delta has {} tags for {} kept and {} keys for {} removed kernels",
+                  d.kept_tags.size(), d.kept.size(), d.removed_keys.size(), d.removed.size());
+    if (d.base_name.size() > k_max_base_name || !util::is_printable_utf8(d.base_name) ||
+        d.base_name.find_first_of("/\\") != std::string::npos)
+      return fail(Category::corruption, "bundle delta names its base '{}': not a file name of at most {} bytes",
+                  shown(d.base_name), k_max_base_name);
+  }
   if (h.delta) {
     // Kept and removed kernels are BASE's: named once, never in the index
     // (an entry there is added or replaced).

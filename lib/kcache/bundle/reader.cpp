@@ -328,11 +328,12 @@ Result<void> BundleReader::Impl::read_head() {
                   "bundle is a release of several namespaces (format version 4): `kcache import` and `kcache "
                   "inspect` read it; this reads one namespace (versions {}..{})",
                   k_min_format_version, k_max_format_version);
-    if ((version < k_min_format_version || version > k_max_format_version) && version != k_delta_format_version)
+    if ((version < k_min_format_version || version > k_max_format_version) && !is_delta_format(version))
       return fail(Category::version_mismatch,
                   "bundle format version {} is not supported: this kcache reads versions {}..{}, {} (a "
-                  "release) and {} (a delta){}",
-                  version, k_min_format_version, k_max_format_version, k_release_format_version, k_delta_format_version,
+                  "release) and {}..{} (a delta){}",
+                  version, k_min_format_version, k_max_format_version, k_release_format_version,
+                  k_min_delta_format_version, k_delta_format_version,
                   version > k_delta_format_version ? " (the bundle was written by a newer kcache)" : "");
   }
   if (got < internal::k_preamble_size)

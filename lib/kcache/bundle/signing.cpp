@@ -154,7 +154,7 @@ std::vector<std::uint8_t> signed_manifest(const BundleHeader& h) {
   w.u64(h.created);
   w.u32(static_cast<std::uint32_t>(h.index.size()));
   for (const auto& e : h.index) internal::put_index_entry(w, e);
-  if (h.format_version >= k_delta_format_version && h.delta) internal::put_delta(w, *h.delta);
+  if (is_delta_format(h.format_version) && h.delta) internal::put_delta(w, *h.delta, h.format_version);
   return w.take();
 }
 
@@ -166,6 +166,13 @@ Digest256 kept_entries_digest(std::span<const std::pair<std::string, Key>> kept)
     w.raw(key.ir.bytes);
   }
   return digest_bytes(w.bytes());
+}
+
+std::uint32_t kept_entry_tag(std::string_view kernel, const Key& key) {
+  const std::pair<std::string, Key> one{std::string(kernel), key};
+  const auto d = kept_entries_digest(std::span(&one, 1));
+  return std::uint32_t{d.bytes[0]} | std::uint32_t{d.bytes[1]} << 8 | std::uint32_t{d.bytes[2]} << 16 |
+         std::uint32_t{d.bytes[3]} << 24;
 }
 
 Result<KeyId> verify_signature(const BundleHeader& header, std::span<const PublicKey> trusted) {

@@ -125,8 +125,13 @@ Result<void> write_impl(Sink& sink, const BundleHeader& in_header, const EntrySo
                         const WriteOptions& options) {
   KCACHE_CHECK(check_options(options));
   BundleHeader h;
-  // A delta is written as version 5 (version 3's encoding plus its fields).
-  h.format_version = in_header.delta ? k_delta_format_version : static_cast<std::uint16_t>(options.format_version);
+  // A delta is written as version 6 (version 3's encoding plus its fields),
+  // or 5 on request.
+  if (in_header.delta && !is_delta_format(options.delta_format_version))
+    return fail(Category::invalid_argument, "a delta bundle is written as format version {} or {}, not {}",
+                k_min_delta_format_version, k_delta_format_version, options.delta_format_version);
+  h.format_version =
+      in_header.delta ? options.delta_format_version : static_cast<std::uint16_t>(options.format_version);
   h.delta = in_header.delta;
   h.ns = in_header.ns;
   h.tool_versions = in_header.tool_versions;

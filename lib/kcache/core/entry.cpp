@@ -112,6 +112,37 @@ Result<void> validate_entry_record(const Entry& e) {
   return {};
 }
 
+Result<void> check_name_fields(std::string_view kernel, const std::vector<Field>& id_fields) {
+  std::string suffix;
+  bool variants = false;
+  for (const auto& [name, value] : id_fields) {
+    if (name == "name" && value != kernel)
+      return refuse(fmt::format("kernel '{}' is filed under another name: its id field name is '{}'", shown(kernel),
+                                shown(value)));
+    if (name.starts_with("variant:")) {
+      suffix += fmt::format("{}{}={}", variants ? "," : "", std::string_view(name).substr(8), value);
+      variants = true;
+    }
+  }
+  if (!variants) return {};
+  // The manifest's names: base name, then the variant values in brackets
+  // (manifest.cpp expand_variants); a base name holds no '['.
+  const std::string_view base = kernel.substr(0, kernel.find('['));
+  const std::string expected = fmt::format("{}[{}]", base, suffix);
+  if (kernel != expected)
+    return refuse(fmt::format("kernel '{}' is filed under another variant: its id fields name variant '{}'",
+                              shown(kernel), shown(expected)));
+  return {};
+}
+
+Result<void> check_not_future(std::uint64_t created, std::uint64_t now, std::string_view what) {
+  if (created <= now || created - now <= k_max_future_seconds) return {};
+  return refuse(
+      fmt::format("{} {}, in the future (this machine's clock says {}; at most {} s of clock skew "
+                  "is allowed): no build happened then, and it would outrank every later one",
+                  what, util::iso_time(created), util::iso_time(now), k_max_future_seconds));
+}
+
 std::string cut_diagnostics(std::string_view warnings) {
   if (warnings.size() <= k_max_diagnostics) return std::string(warnings);
   // Whole lines, leaving room for the note.

@@ -265,4 +265,23 @@ Result<void> check_kernel_name(std::string_view kernel);
 /// importer's check.
 Result<void> validate_entry_record(const Entry& entry);
 
+/// Checks that a record is filed under the kernel its id fields describe:
+/// a `name` field (when recorded) equals `kernel`, and when `variant:K`
+/// fields are recorded, `kernel` is its base name followed by
+/// "[K1=V1,K2=V2,...]" of exactly those fields in their recorded order (as
+/// the manifest names a variant). Labels only: what a build of the kernel
+/// is made of is bound by its key. corruption naming both sides. Pure.
+Result<void> check_name_fields(std::string_view kernel, const std::vector<Field>& id_fields);
+
+/// How far in the future a date from elsewhere (an entry's `created`, a
+/// bundle's creation time) may lie on this machine's clock: 5 minutes of
+/// clock skew. A later date is not a build that happened, and would
+/// outrank every honest later build (import's rollback rule).
+inline constexpr std::uint64_t k_max_future_seconds = 300;
+
+/// Checks `created` (unix seconds) against `now` by k_max_future_seconds;
+/// otherwise corruption: "`what` TIME, in the future ..." with both times
+/// (`what` as "the entry was built").
+Result<void> check_not_future(std::uint64_t created, std::uint64_t now, std::string_view what);
+
 }  // namespace kcache

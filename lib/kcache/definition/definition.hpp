@@ -90,7 +90,7 @@ Result<std::string> include_path(std::string_view dir, std::string_view header);
 
 /// A kernel after include expansion.
 struct Definition {
-  std::string expanded;           ///< preprocessed text (defines applied)
+  std::string expanded;  ///< preprocessed text (defines applied)
   /// Main source first, then includes in first-read order, with every
   /// include candidate probed in vain as an absent input (InputFile::absent)
   /// where the search met it.

@@ -131,6 +131,15 @@ Result<PipelineRecipe> read_pipeline_recipe(const Entry& entry);
 /// module's own is verify's check (reflect_pipeline_interface), not this.
 Result<std::optional<PipelineInterface>> read_pipeline_interface(const Entry& entry);
 
+/// Checks that the interface `pipeline` records (scheme 2; scheme 1 records
+/// none: nothing to check) is the one reflect_pipeline_interface gives
+/// `spirv`, its module, for `recipe` (entry point, specialization). `spirv`
+/// must have passed spirv-val: reflection trusts what it parses. corruption
+/// naming both interfaces, or why the module cannot be reflected. The one
+/// check of import and of every verify (defined in reflect.cpp).
+Result<void> check_pipeline_interface(const Entry& pipeline, const PipelineRecipe& recipe,
+                                      std::span<const std::uint32_t> spirv);
+
 /// Everything that can be checked of a stored blob without a device: the
 /// wrapper's own integrity (parse_blob_wrapper), that it was built for
 /// `record` (fingerprint hash, pointerSize, driverVersion), and the Vulkan

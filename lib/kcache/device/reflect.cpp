@@ -1,6 +1,8 @@
 #include "kcache/device/reflect.hpp"
 
 #include "kcache/device/limits.hpp"
+#include "kcache/device/pipeline_entry.hpp"
+#include "kcache/util/text.hpp"
 
 #include <spirv_cross/spirv_cross_c.h>
 
@@ -312,3 +314,34 @@ Result<ModuleInterface> reflect_module(std::span<const std::uint32_t> spirv, std
 }
 
 }  // namespace kcache::device::detail
+
+namespace kcache::device {
+namespace {
+
+/// An interface as its recorded fields read, for a message.
+std::string interface_text(const PipelineInterface& i) {
+  std::string out;
+  for (const auto& [name, value] : i.fields())
+    out += fmt::format("{}{} = \"{}\"", out.empty() ? "" : ", ", name, util::shown_untrusted(value));
+  return out;
+}
+
+}  // namespace
+
+Result<void> check_pipeline_interface(const Entry& pipeline, const PipelineRecipe& recipe,
+                                      std::span<const std::uint32_t> spirv) {
+  auto recorded = KCACHE_TRY(read_pipeline_interface(pipeline));
+  if (!recorded) return {};
+  auto reflected = reflect_pipeline_interface(spirv, recipe.entry, recipe.spec);
+  if (!reflected)
+    return fail(Category::corruption, "its module cannot be reflected for its recorded interface: {}",
+                reflected.error().message);
+  if (!(*reflected == *recorded))
+    return fail(Category::corruption,
+                "its recorded pipeline interface is not its module's (recorded: {}; the module's: {}); rebuild it "
+                "with `kcache build --backend vulkan`",
+                interface_text(*recorded), interface_text(*reflected));
+  return {};
+}
+
+}  // namespace kcache::device

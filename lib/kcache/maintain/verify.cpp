@@ -40,14 +40,6 @@ Result<Entry> recipe_module(store::Reader& reader, const Entry& e, const device:
   return std::move(*module);
 }
 
-// An interface as its recorded fields read, for a message.
-std::string describe(const device::PipelineInterface& i) {
-  std::string out;
-  for (const auto& [name, value] : i.fields())
-    out += fmt::format("{}{} = \"{}\"", out.empty() ? "" : ", ", name, util::shown_untrusted(value));
-  return out;
-}
-
 /// SPIR-V modules spirv-val accepted earlier in the same walk (one read
 /// snapshot), by namespace and payload digest: the check of a vulkan entry
 /// whose module is among them need not run spirv-val on it again.
@@ -61,34 +53,32 @@ Result<Validation> check_spirv_entry(const Entry& e, const Namespace& ns) {
   return compile::validate_under(words, ns.fingerprint, definition::recorded_validate_policy(e.id_fields));
 }
 
+/// A trusted runtime serves the recorded interface of a module stored as
+/// validated without reflecting it: it must be the module's own
+/// (device::check_pipeline_interface). SPIRV-Cross trusts what it parses,
+/// so it sees the module only once spirv-val has accepted it (a module it
+/// rejects is the SPIR-V entry's own problem; `validated`: it did in this
+/// walk). Scheme-1 entries record no interface. Plain verify and verify
+/// --device both check this.
+Result<void> check_module_interface(const Entry& pipeline, const Entry& module, const device::PipelineRecipe& recipe,
+                                    bool validated) {
+  if (!KCACHE_TRY(device::read_pipeline_interface(pipeline))) return {};
+  if (definition::recorded_validate_policy(module.id_fields) != definition::ValidatePolicy::strict) return {};
+  auto words = KCACHE_TRY(compile::spirv_words(module.payload));
+  const std::string target = recipe.spirv_namespace.substr(recipe.spirv_namespace.find('/') + 1);
+  if (!validated && !compile::validate(words, target))
+    return fail(Category::corruption, "its SPIR-V module in {} does not pass spirv-val", recipe.spirv_namespace);
+  return device::check_pipeline_interface(pipeline, recipe, words);
+}
+
 Result<void> check_vulkan_entry(store::Reader& reader, const Entry& e, const Namespace& ns,
                                 const ValidatedModules& validated) {
   if (e.payload_kind != PayloadKind::pipeline_cache)
     return fail(Category::corruption, "payload kind {} in a vulkan namespace", static_cast<int>(e.payload_kind));
   auto recipe = KCACHE_TRY(device::read_pipeline_recipe(e));
-  auto recorded = KCACHE_TRY(device::read_pipeline_interface(e));
   KCACHE_CHECK(device::check_blob_against_record(e.payload, ns.record));
   auto module = KCACHE_TRY(recipe_module(reader, e, recipe));
-  // A trusted runtime serves the recorded interface of a module stored as
-  // validated without reflecting it: it must be the module's own. SPIRV-Cross
-  // trusts what it parses, so it sees the module only once spirv-val has
-  // accepted it (a module it rejects is the SPIR-V entry's own problem).
-  if (recorded && definition::recorded_validate_policy(module.id_fields) == definition::ValidatePolicy::strict) {
-    auto words = KCACHE_TRY(compile::spirv_words(module.payload));
-    const std::string target = recipe.spirv_namespace.substr(recipe.spirv_namespace.find('/') + 1);
-    if (!validated.contains({recipe.spirv_namespace, module.payload_digest}) && !compile::validate(words, target))
-      return fail(Category::corruption, "its SPIR-V module in {} does not pass spirv-val", recipe.spirv_namespace);
-    auto reflected = device::reflect_pipeline_interface(words, recipe.entry, recipe.spec);
-    if (!reflected)
-      return fail(Category::corruption, "its module cannot be reflected for its recorded interface: {}",
-                  reflected.error().message);
-    if (!(*reflected == *recorded))
-      return fail(Category::corruption,
-                  "its recorded pipeline interface is not its module's (recorded: {}; the module's: {}); rebuild it "
-                  "with `kcache build --backend vulkan`",
-                  describe(*recorded), describe(*reflected));
-  }
-  return {};
+  return check_module_interface(e, module, recipe, validated.contains({recipe.spirv_namespace, module.payload_digest}));
 }
 
 /// The namespace's record must produce its name: otherwise its entries are
@@ -124,8 +114,11 @@ ReadEntry read_entry(store::Reader& reader, const Namespace& ns, const std::stri
   if (!got) return {kernel, tl::unexpected(std::move(got).error())};
   if (!*got)
     return {kernel, fail(Category::corruption, "the scan listed it but the same snapshot cannot read it again")};
-  // Fields that do not hash to the key would serve another build under it.
+  // Fields that do not hash to the key would serve another build under it;
+  // fields naming another kernel, another kernel's build under this name.
   if (auto bound = check_key_binding(**got); !bound) return {kernel, tl::unexpected(std::move(bound).error())};
+  if (auto named = check_name_fields(kernel, (*got)->id_fields); !named)
+    return {kernel, tl::unexpected(std::move(named).error())};
   return {kernel, std::move(**got)};
 }
 
@@ -175,6 +168,12 @@ Result<void> check_entries(store::Reader& reader, const Namespace& ns, const std
     if (!checked->result) out.problems.push_back({ns.name(), checked->item.kernel, checked->result.error()});
     else if (*checked->result == Validation::validated)
       validated.insert({ns.name(), checked->item.entry->payload_digest});
+    // Stored under a weaker policy than strict: listed, whatever the
+    // validator found (the policy is what a runtime and import apply to it).
+    if (checked->item.entry)
+      if (auto policy = definition::recorded_validate_policy(checked->item.entry->id_fields);
+          policy != definition::ValidatePolicy::strict)
+        out.weak.push_back({ns.name(), checked->item.kernel, std::string(definition::validate_policy_name(policy))});
   }
 }
 
@@ -298,6 +297,7 @@ Result<DeviceVerify> verify_device(store::Store& store, const device::DeviceInfo
         // before anything is sent towards a driver.
         KCACHE_CHECK(device::unwrap_blob(e.payload, device));
         auto module = KCACHE_TRY(recipe_module(reader, e, recipe));
+        KCACHE_CHECK(check_module_interface(e, module, recipe, /*validated=*/false));
         std::string target = KCACHE_TRY(parse_namespace_name(recipe.spirv_namespace)).second;
         return Item{out.rows.size() - 1, std::move(module), std::move(recipe), std::move(e.payload), std::move(target)};
       }();

@@ -2,11 +2,13 @@
 // blobs serve a device.
 //
 // check_store walks every entry of every namespace without any device:
-// record and payload digests (decode), the namespace's fingerprint record
-// against its name, SPIR-V modules through spirv-val for their target, and
-// vulkan entries' recipes, their SPIR-V module (present, same digest, same
-// kernel identity) and their blob (wrapper, fingerprint, Vulkan header)
-// against the namespace's record; cuda namespaces' records
+// record and payload digests (decode), the key and kernel name against the
+// id fields, the namespace's fingerprint record against its name, SPIR-V
+// modules through spirv-val for their target (entries stored under a weaker
+// policy than strict are listed), and vulkan entries' recipes, their SPIR-V
+// module (present, same digest, same kernel identity), their recorded
+// interface against the module and their blob (wrapper, fingerprint, Vulkan
+// header) against the namespace's record; cuda namespaces' records
 // (check_cuda_namespace) and each cubin / PTX against its arch
 // (check_cuda_payload; loading them needs a device: verify_cuda.hpp). A
 // record that cannot be decoded is a problem naming its entry, and the walk
@@ -15,7 +17,8 @@
 // (util::OrderedParallelMap).
 //
 // verify_device re-creates every pipeline of one device's namespace from its
-// blob in worker processes (pipeline_worker.hpp). Every blob is checked
+// blob in worker processes (pipeline_worker.hpp), once its recorded
+// interface is its module's (as check_store checks it). Every blob is checked
 // against the device here before it is sent, and again in the worker right
 // before the driver; a blob that fails is refused and never reaches a driver.
 //
@@ -38,11 +41,22 @@ struct Problem {
   Error error;
 };
 
+/// An entry stored under a weaker validation policy than strict (manifest
+/// `validate`): its module may be one spirv-val does not know or rejects.
+struct WeakValidation {
+  std::string ns;
+  std::string kernel;
+  std::string policy;  ///< "known" or "off"
+};
+
 struct StoreCheck {
   std::size_t namespaces = 0;
   std::size_t entries = 0;   ///< entries checked
   std::size_t failures = 0;  ///< failure records checked (decoded, validate_failure_record)
   std::vector<Problem> problems;
+  /// Every SPIR-V entry stored under validate = "known" or "off", in walk
+  /// order: reported, not a problem (its manifest or an import flag asked).
+  std::vector<WeakValidation> weak;
   double wall_ms = 0;
 };
 

@@ -208,7 +208,7 @@ std::vector<std::size_t> chain_joins(std::string_view line) {
   char quote = 0;
   for (std::size_t i = 0; i < line.size(); ++i) {
     const char c = line[i];
-    if (quote == '\'' ) {
+    if (quote == '\'') {
       if (c == '\'') quote = 0;
     } else if (c == '\\') {
       ++i;

@@ -2,7 +2,7 @@
 
 #include "kcache/util/text.hpp"
 
-#include "kcache/remote/curl_internal.hpp"
+#include "kcache/remote/http_client.hpp"
 
 #include <hiredis/hiredis.h>
 
@@ -12,10 +12,7 @@ namespace kcache::remote {
 
 std::string library_versions() {
   // libcurl is loaded for this (kcache --version) as for an HTTP request.
-  auto curl = internal::load_curl();
-  return fmt::format(
-      "hiredis {}.{}.{}\nlibcurl {}", HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
-      curl ? std::string((*curl)->version_info(CURLVERSION_NOW)->version) : "not loaded: " + curl.error().message);
+  return fmt::format("hiredis {}.{}.{}\n{}", HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH, http_library_version());
 }
 
 std::unique_ptr<Backend> make_backend(const RemoteUrl& url) {

@@ -13,11 +13,10 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 
 namespace kcache::remote {
 
@@ -29,37 +28,41 @@ bool is_http_url(std::string_view text);
 /// not parse, the text with its user info replaced by "***" (escaped).
 std::string shown_bundle_url(std::string_view text);
 
+namespace internal {
+class PipeFeed;
+}
+
 /// A GET of a bundle URL whose body is written into a pipe on its own
-/// thread. The URL is parse_remote_url's http(s) form naming a file (not
-/// ending in '/'); its user and password are sent (basic auth). timeout-ms
+/// thread, through the one HTTP client (http_client.hpp). The URL is
+/// parse_remote_url's http(s) form naming a file (not ending in '/'); its
+/// user and password are sent (basic auth) to its own origin. timeout-ms
 /// bounds the whole transfer, connecting included (default 10 minutes: a
-/// bundle may be large); a stall (fewer than 1 byte per second) is bounded
-/// by timeout-ms too, at least 1 s (default 2 s). Redirects are not followed.
+/// bundle may be large); the client's stall rule cuts a server that moves
+/// fewer than 1 KiB in 10 s. Redirects are not followed.
 class HttpDownload {
  public:
-  /// Starts the transfer. invalid_argument for a bad URL, io_error when the
-  /// pipe or thread cannot be made.
-  static Result<std::unique_ptr<HttpDownload>> start(std::string_view url);
+  /// Starts the transfer; `cancelled` (the CLI's Ctrl-C) is asked at least
+  /// once a second. invalid_argument for a bad URL, io_error when the pipe
+  /// or thread cannot be made.
+  static Result<std::unique_ptr<HttpDownload>> start(std::string_view url, std::function<bool()> cancelled = {});
   ~HttpDownload();
   /// The read end: the bundle's bytes as they arrive (owned here).
-  int fd() const { return m_read_fd; }
+  int fd() const;
   /// Closes the read end, waits for the transfer and returns its outcome:
-  /// io_error naming the URL for a refused connection, a timeout or an HTTP
-  /// status other than 200 (not_found for 404; a redirect names its
+  /// io_error naming the URL for a refused connection, a timeout, a stall or
+  /// an HTTP status other than 200 (not_found for 404; a redirect names its
   /// Location); a failed transfer ends the stream early, so an import sees
-  /// a truncated or empty bundle: report this error first.
+  /// a truncated or empty bundle: report this error first. Success when the
+  /// reader stopped before the transfer ended (its own error says why).
   Result<void> finish();
   std::uint64_t bytes() const { return m_bytes; }
   std::string shown() const { return m_shown; }
 
  private:
   HttpDownload() = default;
-  std::string m_url, m_shown;
-  unsigned m_timeout_ms = 0;
-  int m_read_fd = -1, m_write_fd = -1;
-  std::thread m_thread;
+  std::string m_shown;
+  std::unique_ptr<internal::PipeFeed> m_feed;
   std::atomic<std::uint64_t> m_bytes{0};
-  std::optional<Error> m_error;
 };
 
 /// PUTs the file `path` to a bundle URL, streamed from disk, with the URL's

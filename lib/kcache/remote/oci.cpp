@@ -1,7 +1,9 @@
 #include "kcache/remote/oci.hpp"
 
 #include "kcache/bundle/release.hpp"
-#include "kcache/remote/curl_internal.hpp"
+#include "kcache/remote/http_client.hpp"
+#include "kcache/remote/pipe_feed_internal.hpp"
+#include "kcache/remote/url.hpp"
 #include "kcache/util/file.hpp"
 #include "kcache/util/text.hpp"
 
@@ -35,11 +37,6 @@ constexpr std::size_t k_max_manifest_bytes = 4u << 20;
 constexpr std::size_t k_max_config_bytes = bundle::k_max_release_head_bytes + 64;
 constexpr std::size_t k_max_token_bytes = 64u << 10;
 constexpr std::uint64_t k_max_layer_bytes = 16ull << 30;
-
-bool is_loopback(std::string_view host) {
-  auto name = host.substr(0, host.starts_with('[') ? host.find(']') + 1 : host.find(':'));
-  return name == "localhost" || name == "[::1]" || name.starts_with("127.");
-}
 
 /// Lowercase hex SHA-256 of a streamed input, as "sha256:<hex>".
 class Sha256 {
@@ -93,131 +90,65 @@ json parse_bounded(std::string_view text) {
   return json::parse(text, nullptr, false);
 }
 
-std::string base64(std::string_view text) {
-  std::string out(sodium_base64_ENCODED_LEN(text.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
-  sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char*>(text.data()), text.size(),
-                    sodium_base64_VARIANT_ORIGINAL);
-  out.resize(std::strlen(out.c_str()));
-  return out;
-}
-
-/// One HTTP answer: status, the headers kcache reads (names lowercased),
-/// and a bounded body when one was asked for.
-struct Answer {
-  long status = 0;
-  std::map<std::string, std::string> headers;
-  std::string body;
-};
-
-/// Where an answer's body goes.
-struct BodySink {
-  std::string* text = nullptr;  ///< bounded by `cap`
-  int fd = -1;                  ///< or streamed to a file
-  std::uint64_t cap = 0;
-  std::uint64_t got = 0;
-  Sha256* hash = nullptr;
-  bool over = false;
-  bool io_failed = false;
-  const internal::Curl* curl = nullptr;
-  CURL* handle = nullptr;
-};
-
-std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
-  auto* s = static_cast<BodySink*>(user);
-  const std::size_t len = size * n;
-  long status = 0;
-  s->curl->easy_getinfo(s->handle, CURLINFO_RESPONSE_CODE, &status);
-  if (status < 200 || status >= 300) return len;  // an error page: discarded, the status is the error
-  if (s->got + len > s->cap) {
-    s->over = true;
-    return 0;
-  }
-  std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(data), len);
-  if (s->hash) s->hash->update(bytes);
-  if (s->text) s->text->append(data, len);
-  if (s->fd >= 0 && !util::write_all(s->fd, bytes)) {
-    s->io_failed = true;
-    return 0;
-  }
-  s->got += len;
-  return len;
-}
-
-std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
-  auto* headers = static_cast<std::map<std::string, std::string>*>(user);
-  std::string_view line(data, size * n);
-  if (line.starts_with("HTTP/")) headers->clear();  // a new answer (after a 100 or a redirect)
-  auto colon = line.find(':');
-  if (colon != std::string_view::npos && headers->size() < 64) {
-    std::string name(line.substr(0, colon));
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    auto value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
-      value.remove_suffix(1);
-    if (value.size() <= 8192) (*headers)[name] = std::string(value);
-  }
-  return size * n;
-}
-
-/// What a request sends.
-struct Upload {
-  std::span<const std::uint8_t> bytes;  ///< in memory
-  std::FILE* file = nullptr;            ///< or `size` bytes of a file from `offset`
-  std::uint64_t offset = 0, size = 0;
-  std::string content_type;
-};
-
-struct FileReader {
-  std::FILE* f;
-  std::uint64_t left;
-};
-
-std::size_t on_read_file(char* out, std::size_t size, std::size_t n, void* user) {
-  auto* r = static_cast<FileReader*>(user);
-  std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(size * n, r->left));
-  std::size_t got = std::fread(out, 1, want, r->f);
-  if (got < want && std::ferror(r->f)) return CURL_READFUNC_ABORT;
-  r->left -= got;
-  return got;
-}
-
 /// A push's or pull's conversation with one registry: its deadline, its
 /// credentials, and the authorisation the registry's challenge asked for.
+/// Credentials go only to the registry's origin (the client compares it
+/// exactly on every request and redirect hop), and to the token realm the
+/// registry names.
 class Session {
  public:
-  Session(const internal::Curl& curl, const OciRef& ref, const OciOptions& options)
-      : m_curl(curl),
-        m_ref(ref),
+  Session(const OciRef& ref, const OciOptions& options)
+      : m_ref(ref),
         m_options(options),
+        m_client(HttpClientOptions{
+            ref.shown(), k_stall_bytes, k_stall_window,
+            [this] { return (m_stop && m_stop->load()) || (m_options.cancelled && m_options.cancelled()); },
+            fmt::format("if {} serves plain http (no TLS), pass --plain-http", ref.host), plain_hint(ref)}),
         m_deadline(std::chrono::steady_clock::now() + std::chrono::milliseconds(options.timeout_ms)) {}
 
-  /// A request to `url` (absolute), answered with a status; 401 once leads
-  /// through the registry's challenge and the request is sent again.
-  Result<Answer> request(const std::string& method, const std::string& url, const std::vector<std::string>& headers,
-                         const Upload* upload, BodySink* sink, bool follow = false) {
-    // A 401's body never reached the sink (on_body keeps 2xx bodies only).
-    // A challenge already answered is refused credentials; a new one (a
-    // bearer token service asks again for a wider scope: pull, then push)
-    // is answered once more.
-    auto answer = KCACHE_TRY(send(method, url, headers, upload, sink, follow, true));
+  /// The registry's origin, parsed as every URL the registry names is.
+  Result<void> open() {
+    m_registry = KCACHE_TRY(parse_http_url(m_ref.base()));
+    return {};
+  }
+
+  /// Also ends every request once `stop` is set (a reader that went away).
+  void stop_with(const std::atomic<bool>* stop) { m_stop = stop; }
+
+  /// `r` sent to the registry within the deadline; a 401 once leads through
+  /// the registry's challenge and the request is sent again.
+  Result<HttpResponse> request(HttpRequest r) {
+    r.deadline = m_deadline;
+    r.timeout_ms = m_options.timeout_ms;
+    r.credential_origin = m_registry.origin;
+    r.authorization = m_authorization;
+    // A 401's body never reached the sink (only a 200's does). A challenge
+    // already answered is refused credentials; a new one (a bearer token
+    // service asks again for a wider scope: pull, then push) is answered
+    // once more.
+    auto answer = KCACHE_TRY(m_client.perform(r));
     if (answer.status != 401) return answer;
     auto it = answer.headers.find("www-authenticate");
     std::string challenge = it == answer.headers.end() ? "" : it->second;
     if (m_challenges.contains(challenge) || m_challenges.size() >= 8) return answer;
     m_challenges.insert(challenge);
     KCACHE_CHECK(authorise(answer));
-    return send(method, url, headers, upload, sink, follow, true);
+    r.authorization = m_authorization;
+    return m_client.perform(r);
   }
 
   const OciRef& ref() const { return m_ref; }
+  const HttpUrl& registry() const { return m_registry; }
 
   /// An error for an answer kcache did not expect, naming the reference.
-  Error refused(const Answer& a, std::string_view what) const {
+  Error refused(const HttpResponse& a, std::string_view what) const {
     std::string detail;
     if (a.status == 401 || a.status == 403)
       detail = m_options.credentials ? ": the credentials were refused"
                                      : ": credentials are needed (docker login, or DOCKER_CONFIG's config.json)";
+    // A registry that speaks TLS answers a plain-http request so (Go's
+    // net/http: "Client sent an HTTP request to an HTTPS server").
+    if (a.status == 400 && m_ref.plain_http) detail = "; " + plain_hint(m_ref);
     return {a.status == 404                      ? Category::not_found
             : a.status == 401 || a.status == 403 ? Category::read_only
             : a.status == 413 || a.status == 507 ? Category::store_full
@@ -226,102 +157,14 @@ class Session {
   }
 
  private:
-  Result<Answer> send(const std::string& method, const std::string& url, const std::vector<std::string>& headers,
-                      const Upload* upload, BodySink* sink, bool follow, bool with_auth) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(m_deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0)
-      return fail(Category::io_error, "{}: timed out after {} ms (the whole transfer)", m_ref.shown(),
-                  m_options.timeout_ms);
-    CURL* c = m_curl.easy_init();
-    if (!c) return fail(Category::io_error, "{}: libcurl cannot make a handle", m_ref.shown());
-    curl_slist* list = m_curl.slist_append(nullptr, "Expect:");
-    for (const auto& h : headers) list = m_curl.slist_append(list, h.c_str());
-    if (with_auth && !m_authorization.empty()) list = m_curl.slist_append(list, m_authorization.c_str());
-    if (upload && !upload->content_type.empty())
-      list = m_curl.slist_append(list, ("Content-Type: " + upload->content_type).c_str());
-    char error[CURL_ERROR_SIZE] = {0};
-    Answer answer;
-    BodySink discard{nullptr, -1, 1u << 20};
-    BodySink& body = sink ? *sink : discard;
-    body.curl = &m_curl;
-    body.handle = c;
-    FileReader file_reader{upload ? upload->file : nullptr, upload ? upload->size : 0};
-    m_curl.easy_setopt(c, CURLOPT_ERRORBUFFER, error);
-    m_curl.easy_setopt(c, CURLOPT_URL, url.c_str());
-    m_curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    m_curl.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    m_curl.easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    // Blobs may be served from elsewhere (a CDN, object storage): followed,
-    // and libcurl sends no Authorization header to another host.
-    m_curl.easy_setopt(c, CURLOPT_FOLLOWLOCATION, follow ? 1L : 0L);
-    m_curl.easy_setopt(c, CURLOPT_MAXREDIRS, 3L);
-    m_curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(left.count()));
-    m_curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(left.count()));
-    m_curl.easy_setopt(c, CURLOPT_HTTPHEADER, list);
-    m_curl.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    m_curl.easy_setopt(c, CURLOPT_HEADERDATA, &answer.headers);
-    m_curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    m_curl.easy_setopt(c, CURLOPT_WRITEDATA, &body);
-    if (method == "HEAD") {
-      m_curl.easy_setopt(c, CURLOPT_NOBODY, 1L);
-    } else if (method == "GET") {
-      m_curl.easy_setopt(c, CURLOPT_HTTPGET, 1L);
-    } else {
-      m_curl.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
-      m_curl.easy_setopt(c, CURLOPT_UPLOAD, 1L);
-      if (upload && upload->file) {
-        if (std::fseek(upload->file, static_cast<long>(upload->offset), SEEK_SET) != 0)
-          return fail(Category::io_error, "cannot read the bundle: {}", std::strerror(errno));
-        m_curl.easy_setopt(c, CURLOPT_READFUNCTION, on_read_file);
-        m_curl.easy_setopt(c, CURLOPT_READDATA, &file_reader);
-        m_curl.easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(upload->size));
-      } else {
-        static const std::uint8_t none = 0;
-        m_memory = upload ? upload->bytes : std::span<const std::uint8_t>(&none, 0);
-        m_curl.easy_setopt(c, CURLOPT_READFUNCTION, on_read_memory);
-        m_curl.easy_setopt(c, CURLOPT_READDATA, &m_memory);
-        m_curl.easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(m_memory.size()));
-      }
-    }
-    CURLcode rc = m_curl.easy_perform(c);
-    m_curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &answer.status);
-    m_curl.slist_free_all(list);
-    m_curl.easy_cleanup(c);
-    if (body.over)
-      return fail(Category::corruption, "{}: the registry's answer to {} {} is over its bound of {}", m_ref.shown(),
-                  method, shown_path(url), util::human_bytes(body.cap));
-    if (body.io_failed) return fail(Category::io_error, "{}: cannot write what was pulled", m_ref.shown());
-    if (rc == CURLE_OPERATION_TIMEDOUT)
-      return fail(Category::io_error, "{}: timed out after {} ms (the whole transfer)", m_ref.shown(),
-                  m_options.timeout_ms);
-    if (rc != CURLE_OK)
-      return fail(Category::io_error, "{}: {} {}: {}", m_ref.shown(), method, shown_path(url),
-                  error[0] ? util::shown_untrusted(error, 200) : m_curl.easy_strerror(rc));
-    return answer;
-  }
-
-  static std::size_t on_read_memory(char* out, std::size_t size, std::size_t n, void* user) {
-    auto* rest = static_cast<std::span<const std::uint8_t>*>(user);
-    std::size_t take = std::min(size * n, rest->size());
-    std::memcpy(out, rest->data(), take);
-    *rest = rest->subspan(take);
-    return take;
-  }
-
-  /// The path of a registry URL, for messages (an upload URL's query may hold
-  /// a registry's state token).
-  static std::string shown_path(const std::string& url) {
-    auto start = url.find("/v2/");
-    auto end = url.find('?');
-    return util::shown_untrusted(
-        url.substr(start == std::string::npos ? 0 : start, end == std::string::npos ? std::string::npos : end - start),
-        200);
+  static std::string plain_hint(const OciRef& ref) {
+    return is_loopback_host(ref.host) ? "the registry may speak TLS, which kcache does not use for a loopback host"
+                                      : "the registry may speak TLS: leave out --plain-http";
   }
 
   /// Answers the registry's 401 challenge (WWW-Authenticate): Basic with the
   /// credentials, or Bearer with a token from the realm it names.
-  Result<void> authorise(const Answer& challenge) {
+  Result<void> authorise(const HttpResponse& challenge) {
     auto it = challenge.headers.find("www-authenticate");
     const std::string value = it == challenge.headers.end() ? "" : it->second;
     const auto& creds = m_options.credentials;
@@ -329,7 +172,7 @@ class Session {
     for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (lower.starts_with("basic")) {
       if (!creds) return tl::unexpected(refused(challenge, "the registry"));
-      m_authorization = "Authorization: Basic " + base64(creds->user + ":" + creds->password);
+      m_authorization = basic_authorization(creds->user, creds->password);
       return {};
     }
     if (!lower.starts_with("bearer"))
@@ -340,26 +183,31 @@ class Session {
     static const std::regex param(R"re(([A-Za-z]+)="([^"]*)")re");
     for (std::sregex_iterator m(value.begin(), value.end(), param), end; m != end; ++m)
       params[(*m)[1].str()] = (*m)[2].str();
-    const std::string realm = params["realm"];
-    if (!(realm.starts_with("https://") || (realm.starts_with("http://") && m_ref.plain_http)))
+    auto realm = parse_http_url(params["realm"]);
+    if (!realm || (realm->origin.scheme != "https" && !m_ref.plain_http))
       return fail(Category::io_error, "{}: the registry's token realm '{}' is not an https URL", m_ref.shown(),
-                  util::shown_untrusted(realm, 120));
+                  util::shown_untrusted(redacted_url_text(params["realm"]), 120));
     std::string query;
     for (const char* key : {"service", "scope"}) {
       if (params[key].empty()) continue;
-      query += (query.empty() ? "?" : "&") + std::string(key) + "=";
+      query +=
+          (query.empty() ? (realm->text.find('?') == std::string::npos ? "?" : "&") : "&") + std::string(key) + "=";
       for (char c : params[key])
         query += std::isalnum(static_cast<unsigned char>(c)) || std::strchr("-._~:/", c)
                      ? std::string(1, c)
                      : fmt::format("%{:02X}", static_cast<unsigned char>(c));
     }
-    std::vector<std::string> headers;
-    if (creds) headers.push_back("Authorization: Basic " + base64(creds->user + ":" + creds->password));
-    std::string body;
-    BodySink sink{&body, -1, k_max_token_bytes};
-    auto answer = KCACHE_TRY(send("GET", realm + query, headers, nullptr, &sink, false, false));
+    // The credentials go to the realm's own origin, which the registry named.
+    HttpRequest r;
+    r.url = realm->text + query;
+    if (creds) r.authorization = basic_authorization(creds->user, creds->password);
+    r.credential_origin = realm->origin;
+    r.max_body_bytes = k_max_token_bytes;
+    r.deadline = m_deadline;
+    r.timeout_ms = m_options.timeout_ms;
+    auto answer = KCACHE_TRY(m_client.perform(r));
     if (answer.status != 200) return tl::unexpected(refused(answer, "the token service"));
-    auto j = parse_bounded(body);
+    auto j = parse_bounded(answer.body);
     std::string token;
     if (j.is_object())
       for (const char* key : {"token", "access_token"})
@@ -367,39 +215,60 @@ class Session {
     if (token.empty() || token.size() > 16384 ||
         std::any_of(token.begin(), token.end(), [](char c) { return c < 0x21 || c > 0x7e; }))
       return fail(Category::corruption, "{}: the token service's answer holds no usable token", m_ref.shown());
-    m_authorization = "Authorization: Bearer " + token;
+    m_authorization = "Bearer " + token;
     return {};
   }
 
-  const internal::Curl& m_curl;
   const OciRef& m_ref;
   const OciOptions& m_options;
+  const std::atomic<bool>* m_stop = nullptr;
+  HttpClient m_client;
   std::chrono::steady_clock::time_point m_deadline;
-  std::string m_authorization;         ///< the header sent with every request once challenged
+  HttpUrl m_registry;
+  std::string m_authorization;         ///< sent to the registry once challenged
   std::set<std::string> m_challenges;  ///< WWW-Authenticate challenges answered so far
-  std::span<const std::uint8_t> m_memory;
 };
 
 /// "sha256:..." as a blob URL.
 std::string blob_url(const OciRef& ref, const std::string& digest) { return ref.base() + "blobs/" + digest; }
 
+/// Blob downloads may be redirected to object storage or a CDN (followed
+/// without credentials on another origin): this many hops at most.
+constexpr unsigned k_max_blob_redirects = 3;
+
 /// Sends one blob unless the repository has it. true when sent.
-Result<bool> put_blob(Session& s, const std::string& digest, const Upload& body) {
-  auto head = KCACHE_TRY(s.request("HEAD", blob_url(s.ref(), digest), {}, nullptr, nullptr));
-  if (head.status == 200) return false;
-  auto start = KCACHE_TRY(s.request("POST", s.ref().base() + "blobs/uploads/", {}, nullptr, nullptr));
-  if (start.status != 202 || !start.headers.contains("location"))
-    return tl::unexpected(s.refused(start, "starting an upload"));
-  std::string location = start.headers["location"];
-  if (location.starts_with("/")) {
-    auto base = s.ref().base();
-    location = base.substr(0, base.find("/v2/")) + location;
-  }
-  if (!location.starts_with(s.ref().base().substr(0, s.ref().base().find("/v2/"))))
-    return fail(Category::io_error, "{}: the registry sends the upload to another host; kcache does not follow",
-                s.ref().shown());
-  location += (location.find('?') == std::string::npos ? "?" : "&") + std::string("digest=") + digest;
-  auto done = KCACHE_TRY(s.request("PUT", location, {}, &body, nullptr));
+Result<bool> put_blob(Session& s, const std::string& digest, const HttpBody& body) {
+  HttpRequest head;
+  head.method = "HEAD";
+  head.url = blob_url(s.ref(), digest);
+  head.max_redirects = k_max_blob_redirects;
+  if (KCACHE_TRY(s.request(head)).status == 200) return false;
+  HttpRequest post;
+  post.method = "POST";
+  post.url = s.ref().base() + "blobs/uploads/";
+  auto start = KCACHE_TRY(s.request(post));
+  if (start.status != 202 || start.location().empty()) return tl::unexpected(s.refused(start, "starting an upload"));
+  // The Location, relative or absolute, parsed as every URL from the
+  // registry is; the blob (and the credentials with it) goes only to the
+  // registry's own origin: a Location that merely starts with the
+  // registry's URL may name another host ("http://HOST:PORT@evil/",
+  // "https://HOST.evil.net/") or port.
+  auto base = KCACHE_TRY(parse_http_url(start.url));
+  auto location = parse_http_url(start.location(), &base);
+  if (!location)
+    return fail(Category::io_error, "{}: the registry's upload Location is refused: {}", s.ref().shown(),
+                location.error().message);
+  if (!(location->origin == s.registry().origin))
+    return fail(Category::io_error,
+                "{}: the registry sends the upload to another origin ({}, not {}); kcache sends blobs and "
+                "credentials only to the registry itself",
+                s.ref().shown(), location->origin.text(), s.registry().origin.text());
+  HttpRequest put;
+  put.method = "PUT";
+  put.url = location->text + (location->text.find('?') == std::string::npos ? "?" : "&") + "digest=" + digest;
+  put.headers.push_back("Content-Type: application/octet-stream");
+  put.body = &body;
+  auto done = KCACHE_TRY(s.request(put));
   if (done.status != 201) return tl::unexpected(s.refused(done, "an upload"));
   return true;
 }
@@ -417,22 +286,60 @@ std::string OciRef::base() const { return (plain_http ? "http://" : "https://") 
 
 bool is_oci_ref(std::string_view text) { return text.starts_with("oci://"); }
 
+bool is_loopback_host(std::string_view host) {
+  auto name = host.substr(0, host.starts_with('[') ? host.find(']') + 1 : host.find(':'));
+  return name == "localhost" || name == "[::1]" || name.starts_with("127.");
+}
+
+namespace {
+
+/// Where the user info of `rest` (a reference after "oci://") ends: its last
+/// '@' that does not begin the reference's digest ("/REPO@sha256:HEX" at
+/// the end); npos when there is none. A password may hold '@', '/' and ':',
+/// so anything else before that '@' is taken as user info.
+std::size_t userinfo_end(std::string_view rest) {
+  for (std::size_t i = rest.size(); i-- > 0;) {
+    if (rest[i] != '@') continue;
+    if (is_sha256_digest(rest.substr(i + 1)) && rest.substr(0, i).find('/') != std::string_view::npos) continue;
+    return i;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+std::string shown_oci_text(std::string_view text) {
+  std::string_view rest = text.starts_with("oci://") ? text.substr(6) : text;
+  std::string shown(text.substr(0, text.size() - rest.size()));
+  if (auto at = userinfo_end(rest); at == std::string_view::npos) {
+    shown += rest;
+  } else {
+    auto info = rest.substr(0, at);
+    auto colon = info.find(':');
+    shown += colon == std::string_view::npos ? "***" : std::string(info.substr(0, colon)) + ":***";
+    shown += rest.substr(at);
+  }
+  return util::shown_untrusted(shown, 200);
+}
+
 Result<OciRef> parse_oci_ref(std::string_view text) {
   auto bad = [&](std::string_view what) {
     return fail(Category::invalid_argument,
                 "'{}' is not an OCI reference ({}); the form is oci://HOST[:PORT]/REPOSITORY[:TAG|@sha256:DIGEST]",
-                util::shown_untrusted(text, 200), what);
+                shown_oci_text(text), what);
   };
   if (!text.starts_with("oci://")) return bad("it does not start with oci://");
   if (text.size() > 1024) return bad("longer than 1024 bytes");
   auto rest = text.substr(6);
+  // Before anything else: no part of a password may reach another message.
+  if (userinfo_end(rest) != std::string_view::npos)
+    return bad("credentials do not go in the reference: kcache reads them from docker's config.json (docker login)");
   auto slash = rest.find('/');
   if (slash == std::string_view::npos || slash == 0) return bad("no host and repository");
   OciRef ref;
   ref.host = std::string(rest.substr(0, slash));
   static const std::regex host(R"(^([A-Za-z0-9]([A-Za-z0-9.-]{0,252})?|\[[0-9A-Fa-f:]+\])(:[0-9]{1,5})?$)");
   if (!std::regex_match(ref.host, host)) return bad("a host is a name or an address, with an optional :PORT");
-  if (ref.host.find('@') != std::string::npos) return bad("credentials do not go in the reference");
   std::string_view path = rest.substr(slash + 1);
   if (auto at = path.find('@'); at != std::string_view::npos) {
     ref.digest = std::string(path.substr(at + 1));
@@ -450,7 +357,7 @@ Result<OciRef> parse_oci_ref(std::string_view text) {
   static const std::regex repo("^[a-z0-9]+((\\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\\.|_|__|-+)[a-z0-9]+)*)*$");
   if (ref.repository.empty() || ref.repository.size() > 255 || !std::regex_match(ref.repository, repo))
     return bad("a repository is lowercase letters and digits, separated by . _ - and /");
-  ref.plain_http = is_loopback(ref.host);
+  ref.plain_http = is_loopback_host(ref.host);
   return ref;
 }
 
@@ -528,8 +435,8 @@ Result<OciPushResult> oci_push(const std::filesystem::path& bundle_file, const O
       offsets.push_back(0);
     }
   }
-  const internal::Curl* curl = KCACHE_TRY(internal::load_curl());
-  Session session(*curl, ref, options);
+  Session session(ref, options);
+  KCACHE_CHECK(session.open());
   OciPushResult result;
   std::FILE* f = std::fopen(bundle_file.c_str(), "rbe");
   if (!f) return util::os_error(bundle_file, "open", errno);
@@ -537,7 +444,7 @@ Result<OciPushResult> oci_push(const std::filesystem::path& bundle_file, const O
 
   const auto config = bundle::encode_release_head(head);
   const std::string config_digest = sha256_of(config);
-  if (KCACHE_TRY(put_blob(session, config_digest, Upload{config, nullptr, 0, 0, "application/octet-stream"})))
+  if (KCACHE_TRY(put_blob(session, config_digest, HttpBody{config})))
     ++result.uploaded, result.bytes_sent += config.size();
   else ++result.present;
 
@@ -556,7 +463,7 @@ Result<OciPushResult> oci_push(const std::filesystem::path& bundle_file, const O
       left -= got;
     }
     const std::string digest = hash.digest();
-    if (KCACHE_TRY(put_blob(session, digest, Upload{{}, f, offsets[i], s.size, "application/octet-stream"})))
+    if (KCACHE_TRY(put_blob(session, digest, HttpBody{{}, ::fileno(f), offsets[i], s.size})))
       ++result.uploaded, result.bytes_sent += s.size;
     else ++result.present;
     // The signer of the section, from its own head.
@@ -602,28 +509,45 @@ Result<OciPushResult> oci_push(const std::filesystem::path& bundle_file, const O
   const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
   result.manifest_digest = sha256_of(bytes);
   result.layers = head.sections.size();
-  const Upload body{bytes, nullptr, 0, 0, std::string(k_manifest_type)};
-  auto put = KCACHE_TRY(session.request("PUT", ref.base() + "manifests/" + ref.tag, {}, &body, nullptr));
+  const HttpBody body{bytes};
+  HttpRequest request;
+  request.method = "PUT";
+  request.url = ref.base() + "manifests/" + ref.tag;
+  request.headers.push_back("Content-Type: " + std::string(k_manifest_type));
+  request.body = &body;
+  auto put = KCACHE_TRY(session.request(request));
   if (put.status != 201) return tl::unexpected(session.refused(put, "the manifest"));
   return result;
 }
 
-Result<OciPullResult> oci_pull(const OciRef& ref, const std::filesystem::path& out, const OciOptions& options) {
-  const internal::Curl* curl = KCACHE_TRY(internal::load_curl());
-  Session session(*curl, ref, options);
+namespace {
+
+/// What a pull learns before any layer: the manifest's digest, the release
+/// head (the config blob, verified) and the layers it lists.
+struct PullPlan {
+  OciPullResult result;
+  std::vector<std::uint8_t> config;
+  bundle::ReleaseHead head;
+  std::vector<std::pair<std::string, std::uint64_t>> layers;  ///< digest, size
+};
+
+Result<PullPlan> plan_pull(Session& session) {
+  const OciRef& ref = session.ref();
   auto corrupt = [&](std::string_view what) { return fail(Category::corruption, "{}: {}", ref.shown(), what); };
   // The manifest, bounded and verified against a pinned digest.
-  std::string text;
-  BodySink sink{&text, -1, k_max_manifest_bytes};
-  auto answer =
-      KCACHE_TRY(session.request("GET", ref.base() + "manifests/" + (ref.digest.empty() ? ref.tag : ref.digest),
-                                 {"Accept: " + std::string(k_manifest_type)}, nullptr, &sink));
+  HttpRequest get;
+  get.url = ref.base() + "manifests/" + (ref.digest.empty() ? ref.tag : ref.digest);
+  get.headers.push_back("Accept: " + std::string(k_manifest_type));
+  get.max_body_bytes = k_max_manifest_bytes;
+  auto answer = KCACHE_TRY(session.request(get));
   if (answer.status != 200) return tl::unexpected(session.refused(answer, "the manifest"));
+  const std::string& text = answer.body;
   const std::span<const std::uint8_t> manifest_bytes(reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
-  OciPullResult result;
-  result.manifest_digest = sha256_of(manifest_bytes);
-  if (!ref.digest.empty() && result.manifest_digest != ref.digest)
-    return corrupt(fmt::format("the manifest's digest is {}, not the one the reference pins", result.manifest_digest));
+  PullPlan plan;
+  plan.result.manifest_digest = sha256_of(manifest_bytes);
+  if (!ref.digest.empty() && plan.result.manifest_digest != ref.digest)
+    return corrupt(
+        fmt::format("the manifest's digest is {}, not the one the reference pins", plan.result.manifest_digest));
   auto m = parse_bounded(text);
   if (!m.is_object() || m.value("schemaVersion", 0) != 2) return corrupt("not an OCI image manifest (schemaVersion 2)");
   if (!m.contains("artifactType") || m["artifactType"] != k_artifact_type)
@@ -643,44 +567,125 @@ Result<OciPullResult> oci_pull(const OciRef& ref, const std::filesystem::path& o
   if (!m.contains("layers") || !m["layers"].is_array() || m["layers"].empty() ||
       m["layers"].size() > bundle::k_max_release_sections)
     return corrupt(fmt::format("a release has 1..{} layers", bundle::k_max_release_sections));
-  std::vector<std::pair<std::string, std::uint64_t>> layers;
-  for (const auto& l : m["layers"]) layers.push_back(KCACHE_TRY(descriptor(l, k_layer_type, k_max_layer_bytes)));
+  for (const auto& l : m["layers"]) plan.layers.push_back(KCACHE_TRY(descriptor(l, k_layer_type, k_max_layer_bytes)));
 
   // The config: the release head, which must list exactly these layers.
-  std::string config;
-  BodySink config_sink{&config, -1, config_size};
-  Sha256 config_hash;
-  config_sink.hash = &config_hash;
-  auto got = KCACHE_TRY(session.request("GET", blob_url(ref, config_digest), {}, nullptr, &config_sink, true));
+  HttpRequest config;
+  config.url = blob_url(ref, config_digest);
+  config.max_body_bytes = config_size;
+  config.max_redirects = k_max_blob_redirects;
+  auto got = KCACHE_TRY(session.request(config));
   if (got.status != 200) return tl::unexpected(session.refused(got, "the config blob"));
-  if (config.size() != config_size || config_hash.digest() != config_digest)
+  plan.config.assign(got.body.begin(), got.body.end());
+  if (plan.config.size() != config_size || sha256_of(plan.config) != config_digest)
     return corrupt("the config blob does not match its digest");
-  auto head = KCACHE_TRY(
-      bundle::decode_release_head(std::span(reinterpret_cast<const std::uint8_t*>(config.data()), config.size())));
-  if (head.sections.size() != layers.size())
-    return corrupt(fmt::format("the release head lists {} sections but the manifest {} layers", head.sections.size(),
-                               layers.size()));
-  for (std::size_t i = 0; i < layers.size(); ++i)
-    if (layers[i].second != head.sections[i].size)
-      return corrupt(fmt::format("layer {} is {} bytes but section {} ({}) is {}", i + 1, layers[i].second, i + 1,
-                                 head.sections[i].ns.name(), head.sections[i].size));
+  plan.head = KCACHE_TRY(bundle::decode_release_head(plan.config));
+  if (plan.head.sections.size() != plan.layers.size())
+    return corrupt(fmt::format("the release head lists {} sections but the manifest {} layers",
+                               plan.head.sections.size(), plan.layers.size()));
+  for (std::size_t i = 0; i < plan.layers.size(); ++i)
+    if (plan.layers[i].second != plan.head.sections[i].size)
+      return corrupt(fmt::format("layer {} is {} bytes but section {} ({}) is {}", i + 1, plan.layers[i].second, i + 1,
+                                 plan.head.sections[i].ns.name(), plan.head.sections[i].size));
+  plan.result.layers = plan.layers.size();
+  return plan;
+}
 
-  auto file = KCACHE_TRY(util::AtomicFile::create(out));
-  KCACHE_CHECK(file.write(std::span(reinterpret_cast<const std::uint8_t*>(config.data()), config.size())));
-  result.bytes = config.size();
-  for (std::size_t i = 0; i < layers.size(); ++i) {
+/// Writes the release head, then each layer as it arrives, to `fd`; the
+/// last byte of a layer only once its size and sha256 match, so whoever
+/// reads `fd` never sees a whole layer that does not. `bytes` counts what
+/// was written.
+Result<void> stream_release(Session& session, const PullPlan& plan, int fd, std::atomic<std::uint64_t>& bytes) {
+  const OciRef& ref = session.ref();
+  auto put = [&](std::span<const std::uint8_t> b) -> Result<void> {
+    if (!util::write_all(fd, b))
+      return fail(Category::io_error, "{}: cannot write what was pulled: {}", ref.shown(), std::strerror(errno));
+    bytes += b.size();
+    return {};
+  };
+  KCACHE_CHECK(put(plan.config));
+  for (std::size_t i = 0; i < plan.layers.size(); ++i) {
+    const auto& [digest, size] = plan.layers[i];
     Sha256 hash;
-    BodySink layer{nullptr, file.fd(), layers[i].second};
-    layer.hash = &hash;
-    auto a = KCACHE_TRY(session.request("GET", blob_url(ref, layers[i].first), {}, nullptr, &layer, true));
+    std::uint64_t got = 0;
+    std::uint8_t last = 0;
+    HttpRequest get;
+    get.url = blob_url(ref, digest);
+    get.max_body_bytes = size;  // a layer longer than its descriptor is cut there
+    get.max_redirects = k_max_blob_redirects;
+    get.sink = [&](std::span<const std::uint8_t> piece) -> Result<void> {
+      hash.update(piece);
+      got += piece.size();
+      if (got == size) {  // hold the layer's last byte back
+        last = piece.back();
+        piece = piece.first(piece.size() - 1);
+      }
+      return put(piece);
+    };
+    auto a = KCACHE_TRY(session.request(get));
     if (a.status != 200) return tl::unexpected(session.refused(a, fmt::format("layer {}", i + 1)));
-    if (layer.got != layers[i].second || hash.digest() != layers[i].first)
-      return corrupt(fmt::format("layer {} ({}) does not match its digest", i + 1, head.sections[i].ns.name()));
-    result.bytes += layer.got;
+    if (got != size || hash.digest() != digest)
+      return fail(Category::corruption, "{}: layer {} ({}) does not match its digest", ref.shown(), i + 1,
+                  plan.head.sections[i].ns.name());
+    KCACHE_CHECK(put({&last, 1}));
   }
+  return {};
+}
+
+}  // namespace
+
+Result<OciPullResult> oci_pull(const OciRef& ref, const std::filesystem::path& out, const OciOptions& options) {
+  Session session(ref, options);
+  KCACHE_CHECK(session.open());
+  auto plan = KCACHE_TRY(plan_pull(session));
+  // Written atomically: a refused, failed or interrupted pull leaves nothing.
+  auto file = KCACHE_TRY(util::AtomicFile::create(out));
+  std::atomic<std::uint64_t> bytes{0};
+  KCACHE_CHECK(stream_release(session, plan, file.fd(), bytes));
   KCACHE_CHECK(file.commit());
-  result.layers = layers.size();
-  return result;
+  plan.result.bytes = bytes;
+  return plan.result;
+}
+
+struct OciDownload::Impl {
+  OciRef ref;
+  OciOptions options;
+  std::unique_ptr<Session> session;
+  PullPlan plan;
+  std::atomic<std::uint64_t> bytes{0};
+  std::unique_ptr<internal::PipeFeed> feed;
+};
+
+OciDownload::OciDownload(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+
+OciDownload::~OciDownload() { (void)finish(); }
+
+Result<std::unique_ptr<OciDownload>> OciDownload::start(const OciRef& ref, const OciOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->ref = ref;
+  impl->options = options;
+  impl->session = std::make_unique<Session>(impl->ref, impl->options);
+  KCACHE_CHECK(impl->session->open());
+  impl->plan = KCACHE_TRY(plan_pull(*impl->session));
+  Impl* d = impl.get();
+  impl->feed = KCACHE_TRY(internal::PipeFeed::start(
+      [d](int fd, const std::atomic<bool>& stop) {
+        d->session->stop_with(&stop);
+        return stream_release(*d->session, d->plan, fd, d->bytes);
+      },
+      ref.shown()));
+  return std::unique_ptr<OciDownload>(new OciDownload(std::move(impl)));
+}
+
+int OciDownload::fd() const { return m_impl->feed->fd(); }
+
+const OciPullResult& OciDownload::result() const { return m_impl->plan.result; }
+
+Result<void> OciDownload::finish() {
+  if (!m_impl || !m_impl->feed) return {};
+  auto done = m_impl->feed->finish();
+  m_impl->plan.result.bytes = m_impl->bytes;
+  return done;
 }
 
 }  // namespace kcache::remote

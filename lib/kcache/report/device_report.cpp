@@ -143,6 +143,9 @@ std::string store_check_text(const maintain::StoreCheck& check) {
     else out += fmt::format("PROBLEM {} (in {})\n", p.kernel, p.ns);
     out += fmt::format("  {}: {}\n", category_name(p.error.category), p.error.message);
   }
+  for (const auto& w : check.weak)
+    out += fmt::format("WEAK {} (in {}): stored under validate = \"{}\" (not spirv-val's strict check)\n", w.kernel,
+                       w.ns, w.policy);
   out += fmt::format("{} namespaces, {} entries{} checked in {:.2f} s: {}\n", check.namespaces, check.entries,
                      check.failures ? fmt::format(" and {} failure records", check.failures) : "", check.wall_ms / 1000,
                      check.problems.empty() ? "no problems" : fmt::format("{} problems", check.problems.size()));
@@ -160,6 +163,9 @@ std::string store_check_json(const maintain::StoreCheck& check) {
                       {"namespaces", check.namespaces},  {"entries", check.entries},
                       {"problems", std::move(problems)}, {"wall_ms", check.wall_ms}};
   out["failure_records"] = check.failures;
+  ordered_json weak = ordered_json::array();
+  for (const auto& w : check.weak) weak.push_back({{"namespace", w.ns}, {"kernel", w.kernel}, {"validate", w.policy}});
+  out["weak_validation"] = std::move(weak);
   return internal::json_text(out);
 }
 

@@ -33,9 +33,10 @@ std::string changes_text(const std::vector<build::Change>& changes, std::string_
   std::string out;
   for (const auto& c : changes)
     if (c.name.starts_with("input:") && c.old_value == build::k_absent)
-      out += fmt::format("{}{}: include candidate {} now exists (nothing was there when stored; an #include now "
-                         "finds it first)\n",
-                         indent, c.name, c.name.substr(6));
+      out += fmt::format(
+          "{}{}: include candidate {} now exists (nothing was there when stored; an #include now "
+          "finds it first)\n",
+          indent, c.name, c.name.substr(6));
     else out += fmt::format("{}{}: stored {} → current {}\n", indent, c.name, c.old_value, c.new_value);
   return out;
 }

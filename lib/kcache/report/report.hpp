@@ -10,8 +10,8 @@
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/store/store.hpp"
 
-#include <optional>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -125,6 +125,16 @@ std::string import_text(const transfer::ImportResult& result, std::string_view b
                      r.dry_run ? "dry run, would have: " : "", r.imported, r.already_present, r.replaced,
                      r.refused.size(), r.removed ? fmt::format(", removed (delta) {}", r.removed) : "",
                      r.dry_run ? " — nothing written" : "");
+  if (!r.not_removed.empty()) {
+    std::string names;
+    for (std::size_t i = 0; i < r.not_removed.size() && i < 10; ++i)
+      names += fmt::format("{}'{}'", i ? ", " : "", r.not_removed[i]);
+    if (r.not_removed.size() > 10) names += fmt::format(" and {} more", r.not_removed.size() - 10);
+    out += fmt::format(
+        "kept {} kernels the delta removes: the store's entry is not the build its base had (another key, or built "
+        "after the delta was written): {}\n",
+        r.not_removed.size(), names);
+  }
   return terminal_text(out);
 }
 
@@ -145,7 +155,8 @@ std::string import_json(const transfer::ImportResult& result, std::string_view b
               {"replaced", r.replaced},
               {"removed", r.removed},
               {"refused", r.refused.size()}}},
-            {"refused", json::array()}};
+            {"refused", json::array()},
+            {"not_removed", r.not_removed}};
   for (const auto& x : r.refused)
     j["refused"].push_back(
         {{"kernel", x.kernel}, {"category", category_name(x.error.category)}, {"message", x.error.message}});

@@ -4,7 +4,7 @@
 #include "kcache/runtime/kcache.h"
 
 #include "kcache/runtime/catalog.hpp"
-#include "kcache/store/default_dir.hpp"
+#include "kcache/settings/resolver.hpp"
 #include "kcache/util/hash.hpp"
 
 #include <fmt/format.h>
@@ -158,15 +158,15 @@ kcache_status lookup(kcache_store* store, const kcache_device* device, const cha
 }
 
 /// kcache.h's promise for a NULL or empty `dir`: the CLI's default store,
-/// from the same variables the CLI reads. The C ABI is an application's
-/// entry point and resolves its documented default here; the modules below it
-/// read no environment.
-std::filesystem::path default_store_from_environment() {
-  auto var = [](const char* name) {
-    const char* value = std::getenv(name);
-    return std::string(value ? value : "");
-  };
-  return kcache::store::default_store_dir({var("KCACHE_STORE"), var("XDG_CACHE_HOME"), var("HOME")});
+/// resolved by the one settings resolver the CLI uses (KCACHE_STORE, the
+/// user's `store` setting, XDG_CACHE_HOME, HOME), from a snapshot of this
+/// process's environment. The C ABI is an application's entry point and reads
+/// the environment here; the modules below it read none. Errors: the user's
+/// settings file's (damaged, unreadable); an unreachable settings folder
+/// means the defaults, as for the CLI.
+kcache::Result<std::filesystem::path> default_store_from_environment() {
+  kcache::settings::Resolver resolver(kcache::settings::capture_environment(&std::getenv));
+  return resolver.store_dir("");
 }
 
 }  // namespace
@@ -229,9 +229,15 @@ kcache_status kcache_store_open_flags(const char* dir, unsigned flags, kcache_st
       return failed(KCACHE_ERROR_INVALID_ARGUMENT,
                     fmt::format("unknown store flags {:#x} (known: KCACHE_OPEN_TRUSTED, KCACHE_OPEN_DEVICE_MINIMAL)",
                                 flags & ~known));
-    auto catalog = kcache::runtime::detail::Catalog::open(
-        dir && *dir ? std::filesystem::path(dir) : default_store_from_environment(),
-        (flags & KCACHE_OPEN_TRUSTED) != 0);
+    std::filesystem::path chosen;
+    if (dir && *dir) {
+      chosen = dir;
+    } else {
+      auto resolved = default_store_from_environment();
+      if (!resolved) return failed(resolved.error());
+      chosen = std::move(*resolved);
+    }
+    auto catalog = kcache::runtime::detail::Catalog::open(chosen, (flags & KCACHE_OPEN_TRUSTED) != 0);
     if (!catalog) return failed(catalog.error());
     *out = new kcache_store{std::move(*catalog)};
     if (flags & KCACHE_OPEN_DEVICE_MINIMAL) (*out)->profile = kcache::device::DeviceProfile::minimal;

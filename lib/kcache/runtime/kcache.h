@@ -154,8 +154,11 @@ KCACHE_API kcache_status kcache_select_device(const char* selector, const kcache
                                               size_t count, size_t* index);
 
 /** Opens the store in directory `dir` read-only; nothing is ever written.
- *  `dir` NULL or "" means kcache's default: $KCACHE_STORE, else
- *  $XDG_CACHE_HOME/kcache, else ~/.cache/kcache. NOT_FOUND when there is no
+ *  `dir` NULL or "" means the store the kcache CLI uses by default:
+ *  $KCACHE_STORE, else the user's `store` setting (`kcache config set
+ *  --user store DIR`), else $XDG_CACHE_HOME/kcache, else ~/.cache/kcache;
+ *  a damaged or unreadable user settings file is CORRUPTION or IO, as
+ *  for the CLI. NOT_FOUND when there is no
  *  store there, IO, CORRUPTION or VERSION_MISMATCH as the message says;
  *  INVALID_ARGUMENT when `out` is NULL. */
 KCACHE_API kcache_status kcache_store_open(const char* dir, kcache_store** out);

@@ -1,44 +1,102 @@
 // Settings files and their precedence (format and contract in settings.hpp).
 #include "kcache/settings/settings.hpp"
 
-#include "kcache/remote/url.hpp"
+#include "kcache/settings/remote_url.hpp"
 #include "kcache/util/bytes.hpp"
 #include "kcache/util/file.hpp"
 #include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 
 namespace kcache::settings {
 namespace {
 
 constexpr std::string_view k_magic = "kcache-config";
 
+constexpr std::string_view k_runs_code =
+    "a store may not name code to run: whoever can write a store would run code as every user of it";
+
+// Designated initialisers: each key says what every level may do with it.
 constexpr KeyInfo k_keys[] = {
-    {"max_size", "KCACHE_MAX_SIZE", "", true, true, false,
-     "the store's size limit (500M, 10G): a build that leaves the store over it evicts least recently used "
-     "entries, never those the build used",
-     "no limit"},
-    {"jobs", "KCACHE_JOBS", "-j", true, true, false, "threads of build, verify and import (1 to 4096)", "all cores"},
-    {"remote", "KCACHE_REMOTE", "--remote", true, true, false,
-     "remote caches, URLs separated by spaces (the store's own are `kcache remote add`'s)", "none"},
-    {"trust", "", "--trust", true, true, false,
-     "public key files (kcache keygen): accept only remote values signed by one of them",
-     "none (remote values are not authenticated)"},
-    {"namespace", "", "--namespace", true, true, false,
-     "the namespace `kcache get` takes when a kernel is in several (e.g. spirv/vulkan1.2)", "none"},
-    {"store", "KCACHE_STORE", "--store", false, true, false, "the default store folder",
-     "$XDG_CACHE_HOME/kcache, else ~/.cache/kcache"},
-    {"map_size", "KCACHE_MAP_SIZE", "", true, true, false, "LMDB map size of the store: the most it can ever hold",
-     "64G"},
-    {"pipeline_timeout", "KCACHE_PIPELINE_TIMEOUT", "", true, true, false, "seconds a silent pipeline worker lives",
-     "300"},
-    {"nvrtc", "KCACHE_NVRTC", "--nvrtc", true, true, false, "the NVRTC library for cuda kernels",
-     "libnvrtc.so.13, .so.12, libnvrtc.so"},
-    {"stats_zeroed", "", "", true, false, true, "when `kcache stats --zero` last reset the counters (unix seconds)"},
+    {.name = "max_size",
+     .env = "KCACHE_MAX_SIZE",
+     .help = "the store's size limit (500M, 10G): a build that leaves the store over it evicts least recently "
+             "used entries, never those the build used",
+     .fallback = "no limit"},
+    {.name = "jobs",
+     .env = "KCACHE_JOBS",
+     .flag = "-j",
+     .store = StoreRule::bounded,
+     .help = "threads of build, verify and import (1 to 4096; a store's at most 64)",
+     .fallback = "all cores",
+     .store_max = 64},
+    {.name = "remote",
+     .env = "KCACHE_REMOTE",
+     .flag = "--remote",
+     .help = "remote caches, URLs separated by spaces (the store's own are `kcache remote add`'s)",
+     .fallback = "none"},
+    {.name = "trust",
+     .flag = "--trust",
+     .store = StoreRule::narrows,
+     .help = "public key files (kcache keygen): accept only remote values signed by one of them (a store's may "
+             "only name some of the user's)",
+     .fallback = "none (remote values are not authenticated)"},
+    {.name = "namespace",
+     .flag = "--namespace",
+     .help = "the namespace `kcache get` takes when a kernel is in several (e.g. spirv/vulkan1.2)",
+     .fallback = "none"},
+    {.name = "store",
+     .env = "KCACHE_STORE",
+     .flag = "--store",
+     .store = StoreRule::refused,
+     .help = "the default store folder",
+     .fallback = "$XDG_CACHE_HOME/kcache, else ~/.cache/kcache",
+     .why = "a store cannot choose where the store is"},
+    {.name = "map_size",
+     .env = "KCACHE_MAP_SIZE",
+     .store = StoreRule::bounded,
+     .help = "LMDB map size of the store: the most it can ever hold (a store's at most 4T)",
+     .fallback = "64G",
+     .store_max = std::uint64_t{4} << 40,
+     .default_value = "64G"},
+    {.name = "pipeline_timeout",
+     .env = "KCACHE_PIPELINE_TIMEOUT",
+     .store = StoreRule::bounded,
+     .help = "seconds a silent pipeline worker lives (a store's at most 3600)",
+     .fallback = "300",
+     .store_max = 3600,
+     .default_value = "300"},
+    {.name = "nvrtc",
+     .env = "KCACHE_NVRTC",
+     .flag = "--nvrtc",
+     .store = StoreRule::refused,
+     .help = "the NVRTC library for cuda kernels (never from a store)",
+     .fallback = "libnvrtc.so.13, .so.12, libnvrtc.so",
+     .why = k_runs_code},
+    {.name = "glslc",
+     .env = "KCACHE_GLSLC",
+     .store = StoreRule::refused,
+     .help = "the real glslc the launcher runs when it cannot serve a command (never from a store)",
+     .fallback = "the first glslc on PATH that is not kcache",
+     .why = k_runs_code},
+    {.name = "glslang_validator",
+     .env = "KCACHE_GLSLANG_VALIDATOR",
+     .store = StoreRule::refused,
+     .help = "the real glslangValidator the launcher runs when it cannot serve a command (never from a store)",
+     .fallback = "the first glslangValidator on PATH that is not kcache",
+     .why = k_runs_code},
+    {.name = "stats_zeroed",
+     .user = false,
+     .internal = true,
+     .help = "when `kcache stats --zero` last reset the counters (unix seconds)"},
 };
 
 /// What to do about a damaged file, after what is wrong.
@@ -57,7 +115,7 @@ std::string_view trim(std::string_view s) {
 }
 
 /// The words of a space-separated value.
-std::vector<std::string> words(std::string_view value) { return remote::split_remote_list(value); }
+std::vector<std::string> words(std::string_view value) { return split_remote_list(value); }
 
 }  // namespace
 
@@ -107,13 +165,14 @@ Result<void> check_setting(std::string_view key, std::string_view value) {
     auto urls = words(value);
     if (urls.size() > 64) return fail(Category::invalid_argument, "remote: more than 64 URLs");
     for (const auto& u : urls)
-      if (auto url = remote::parse_remote_url(u); !url) return tl::unexpected(std::move(url).error().context(key));
+      if (auto url = parse_remote_url(u); !url) return tl::unexpected(std::move(url).error().context(key));
   } else if (key == "namespace") {
     if (value.find_first_of(" \t") != std::string_view::npos)
       return fail(Category::invalid_argument, "namespace: '{}' holds a space (one namespace, e.g. spirv/vulkan1.2)",
                   shown);
   }
-  // store, nvrtc, trust: file names, checked when they are used.
+  // store, nvrtc, glslc, glslang_validator, trust: file names, checked when
+  // they are used; the resolver decides which levels may give them.
   return {};
 }
 
@@ -136,7 +195,13 @@ bool unset_setting(Settings& settings, std::string_view key) {
   return std::erase_if(settings, [&](const Setting& s) { return s.key == key; }) > 0;
 }
 
-Result<Settings> parse_settings(std::string_view text, std::string_view shown_path, Scope scope) {
+const Setting* find_line(const Settings& settings, std::string_view key) {
+  for (const auto& s : settings)
+    if (s.key == key) return &s;
+  return nullptr;
+}
+
+Result<Settings> parse_settings(std::string_view text, std::string_view shown_path) {
   util::VersionedText rules;
   rules.label = "settings";
   rules.magic = k_magic;
@@ -157,13 +222,8 @@ Result<Settings> parse_settings(std::string_view text, std::string_view shown_pa
       return bad(fmt::format("'{}' is not KEY = VALUE", util::shown_untrusted(line, 60)));
     const std::string_view key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
     if (auto checked = check_setting(key, value); !checked) return bad(checked.error().message);
-    const KeyInfo* info = find_key(key);
-    if (scope == Scope::store && !info->store) return bad(fmt::format("'{}' is a user setting, not a store's", key));
-    if (scope == Scope::user && !info->user) return bad(fmt::format("'{}' is a store's setting, not a user's", key));
-    if (scope == Scope::store && key == "remote")
-      return bad("a store's remotes are kept in its file 'remotes' (`kcache remote add`), not here");
     if (find_setting(out, key)) return bad(fmt::format("'{}' is set twice", key));
-    out.push_back({std::string(key), std::string(value)});
+    out.push_back({std::string(key), std::string(value), line_no});
   }
   return out;
 }
@@ -187,7 +247,22 @@ std::optional<std::filesystem::path> user_settings_path(std::string_view xdg_con
   return std::nullopt;
 }
 
-Result<Settings> read_settings(const std::filesystem::path& path, Scope scope) {
+Result<SettingsFile> read_settings_file(const std::filesystem::path& path) {
+  // Whether the file can be reached at all, before opening it: EACCES from
+  // lstat means a folder on the way cannot be searched (HOME inherited
+  // from another user, as under sudo -u or in a container), which git too
+  // treats as "no settings there" with a warning. A file that is there but
+  // cannot be read is an error: its settings would silently not apply.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) return SettingsFile{};
+    if (err == EACCES)
+      return SettingsFile{{},
+                          fmt::format("cannot reach {} ({}): its settings are not read, the defaults apply",
+                                      util::escape_untrusted(path.parent_path().string()), std::strerror(err))};
+    return util::os_error(path, "read settings", err);
+  }
   util::ReadLimits limits;
   limits.max_bytes = k_max_settings_bytes;
   limits.regular_only = true;
@@ -196,15 +271,23 @@ Result<Settings> read_settings(const std::filesystem::path& path, Scope scope) {
   limits.no_symlink = true;
   auto text = util::read_file(path, limits);
   if (!text) {
-    if (text.error().category == Category::not_found) return Settings{};
+    if (text.error().category == Category::not_found) return SettingsFile{};
     if (text.error().category == Category::invalid_argument)
       return fail(Category::corruption,
                   "settings {}: {}; it must be a regular file: delete it and set the settings again with `kcache "
                   "config set`",
                   util::escape_untrusted(path.string()), text.error().message);
-    return tl::unexpected(std::move(text).error());
+    // Its message names the file; what to do is ours to say.
+    return fail(text.error().category, "settings: {} (make it readable by this user, or remove it)",
+                text.error().message);
   }
-  return parse_settings(*text, path.string(), scope);
+  return SettingsFile{KCACHE_TRY(parse_settings(*text, path.string())), {}};
+}
+
+Result<Settings> read_settings(const std::filesystem::path& path) {
+  auto file = KCACHE_TRY(read_settings_file(path));
+  if (!file.unreachable.empty()) return fail(Category::io_error, "settings: {}", file.unreachable);
+  return std::move(file.settings);
 }
 
 Result<void> write_settings(const std::filesystem::path& path, const Settings& settings) {
@@ -229,14 +312,6 @@ std::string_view source_name(Source s) {
     case Source::none: return "default";
   }
   return "?";
-}
-
-Resolved resolve_setting(const Layers& layers) {
-  if (!layers.flag.empty()) return {layers.flag, Source::flag};
-  if (!layers.env.empty()) return {layers.env, Source::env};
-  if (!layers.store.empty()) return {layers.store, Source::store};
-  if (!layers.user.empty()) return {layers.user, Source::user};
-  return {};
 }
 
 }  // namespace kcache::settings

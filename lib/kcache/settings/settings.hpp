@@ -1,11 +1,9 @@
 // Settings (docs/design.md "Settings"): what a user would otherwise pass on
 // every call (a store's size limit, -j, remotes and their trust, the default
 // namespace, ...), kept per store and per user and managed by `kcache config`.
-// The library reads no environment: the CLI gathers the layers (flag,
-// environment variable, store file, user file) and resolve_setting applies
-// the one precedence:
-//
-//   flag > environment > store setting > user setting > default
+// This header is the keys, their checks and the files; resolver.hpp applies
+// the levels (flag > environment > store > user > default) and what each key
+// lets each level do. The library reads no environment.
 //
 // Format, version 1 (the store's `STORE/config` and the user's
 // `$XDG_CONFIG_HOME/kcache/config`, else `~/.config/kcache/config`; UTF-8
@@ -21,11 +19,12 @@
 //
 // A key this version does not know is refused by name (a typo must not be
 // ignored silently); a later version may only add keys. At most
-// k_max_settings_bytes; no control byte but '\n'. The store's remotes are
-// not in this file: they stay in STORE/remotes (remote/setting.hpp), which
-// `kcache config` reads and writes as the store's `remote` setting. Files
-// are written with util::write_file_atomic, mode 0600 (a remote URL may hold
-// a password).
+// k_max_settings_bytes; no control byte but '\n'. A key the file's level may
+// not set (a store's `nvrtc`) is read, kept and not honoured: the resolver
+// reports it with its file and line. The store's remotes are not in this
+// file: they stay in STORE/remotes (remote/setting.hpp), which `kcache
+// config` reads and writes as the store's `remote` setting. Files are written
+// with util::write_file_atomic, mode 0600 (a remote URL may hold a password).
 //
 // Every file is untrusted (anyone who can write the folder can write it):
 // bounded, every value checked, an error names the file and line. Fuzzed by
@@ -53,19 +52,30 @@ inline constexpr std::string_view k_settings_file = "config";
 /// The largest settings file read.
 inline constexpr std::size_t k_max_settings_bytes = 64 * 1024;
 
-/// Where a setting may be kept.
-enum class Scope { store, user };
+/// What a store's settings file may do with a key. A store is written by
+/// whoever can write its folder (a restored CI cache, a shared folder, a
+/// checkout), so it never names code to run and never widens trust
+/// (docs/reliability.md "Threat model").
+enum class StoreRule {
+  honoured,  ///< a store's value applies like any level's
+  bounded,   ///< applies only up to KeyInfo::store_max (a number or a size)
+  narrows,   ///< trust: applies only when every key file it names is one the user trusts
+  refused,   ///< never taken from a store (KeyInfo::why says why)
+};
 
-/// One known setting.
+/// One known setting and the levels that may set it.
 struct KeyInfo {
-  std::string_view name;           ///< "max_size"
-  std::string_view env;            ///< the environment variable above the files, or ""
-  std::string_view flag;           ///< the command-line option above everything, or ""
-  bool store = true;               ///< may be kept per store
-  bool user = true;                ///< may be kept per user
-  bool internal = false;           ///< written by kcache itself (stats --zero), not by `config set`
-  std::string_view help;           ///< one line: what it does, its values
-  std::string_view fallback = "";  ///< what applies when no layer sets it, in words
+  std::string_view name;                  ///< "max_size"
+  std::string_view env;                   ///< the environment variable above the files, or "" (none may set it)
+  std::string_view flag;                  ///< the command-line option above everything, or ""
+  StoreRule store = StoreRule::honoured;  ///< what a store's file may do with it
+  bool user = true;                       ///< the user's file may set it
+  bool internal = false;                  ///< written by kcache itself (stats --zero), not by `config set`
+  std::string_view help;                  ///< one line: what it does, its values
+  std::string_view fallback = "";         ///< what applies when no level sets it, in words
+  std::string_view why = "";              ///< StoreRule::refused: why a store may not set it
+  std::uint64_t store_max = 0;            ///< StoreRule::bounded: the largest value a store may give
+  std::string_view default_value = "";    ///< the value `config get` prints when none is set, if it is one
 };
 
 /// Every key, in the order `kcache config list` shows them.
@@ -82,13 +92,17 @@ Result<void> check_setting(std::string_view key, std::string_view value);
 struct Setting {
   std::string key;
   std::string value;
-  bool operator==(const Setting&) const = default;
+  std::size_t line = 0;  ///< its line in the file read (1-based; 0: not read from a file)
+  /// Same key and value (where each was read does not matter).
+  bool operator==(const Setting& o) const { return key == o.key && value == o.value; }
 };
 /// A file's settings, in file order, each key once.
 using Settings = std::vector<Setting>;
 
 /// The value of `key` in `settings`, or nullopt.
 std::optional<std::string> find_setting(const Settings& settings, std::string_view key);
+/// The line of `key` in `settings`, or nullptr.
+const Setting* find_line(const Settings& settings, std::string_view key);
 /// Sets `key` to `value` (in place when present, else appended).
 void set_setting(Settings& settings, std::string_view key, std::string_view value);
 /// Removes `key`; whether it was there.
@@ -96,10 +110,11 @@ bool unset_setting(Settings& settings, std::string_view key);
 
 /// Parses a file's bytes; `shown_path` names the file in errors. corruption
 /// "FILE:LINE: what is wrong; what to do" for a bad first line, a control
-/// byte, a line without '=', an unknown or repeated key, a key not allowed
-/// in `scope`, a value check_setting refuses, too many bytes;
-/// version_mismatch for a newer version.
-Result<Settings> parse_settings(std::string_view text, std::string_view shown_path, Scope scope);
+/// byte, a line without '=', an unknown or repeated key, a value
+/// check_setting refuses, too many bytes; version_mismatch for a newer
+/// version. Whether the file's level may set a key is the resolver's
+/// question, not the parser's: such a line is returned like any other.
+Result<Settings> parse_settings(std::string_view text, std::string_view shown_path);
 
 /// The file's text for `settings` (header line, then KEY = VALUE lines).
 std::string format_settings(const Settings& settings);
@@ -111,31 +126,34 @@ std::filesystem::path store_settings_path(const std::filesystem::path& store_dir
 /// usable (no user settings then). The caller passes the variables.
 std::optional<std::filesystem::path> user_settings_path(std::string_view xdg_config_home, std::string_view home);
 
-/// Reads a settings file: empty when it does not exist; corruption /
-/// version_mismatch as parse_settings; corruption when it is a symbolic link
-/// or not a regular file (never followed); io_error when it cannot be read.
-Result<Settings> read_settings(const std::filesystem::path& path, Scope scope);
+/// A settings file as read_settings found it.
+struct SettingsFile {
+  Settings settings;
+  /// Set when a folder on the way to the file cannot be searched (EACCES:
+  /// HOME inherited from another user): the file's level is skipped, as git
+  /// skips a config it cannot reach, and this says so once.
+  std::string unreachable;
+};
+
+/// Reads a settings file: empty when it does not exist (or a component of
+/// its folder is not a folder); empty with `unreachable` set when a folder
+/// on the way cannot be searched; corruption / version_mismatch as
+/// parse_settings; corruption when it is a symbolic link or not a regular
+/// file (never followed); io_error naming the file when it exists but
+/// cannot be read (a file made unreadable is an error, not silently no
+/// settings).
+Result<SettingsFile> read_settings_file(const std::filesystem::path& path);
+/// read_settings_file's settings; an unreachable file is io_error naming it
+/// (for `config set`/`unset`, which must not write over what they cannot read).
+Result<Settings> read_settings(const std::filesystem::path& path);
 
 /// Writes `settings` to `path` atomically, mode 0600 (creating its folder);
 /// removes the file when `settings` is empty. io_error.
 Result<void> write_settings(const std::filesystem::path& path, const Settings& settings);
 
-/// Where a resolved value came from.
+/// The levels a value may come from, highest first; none = the default.
 enum class Source { flag, env, store, user, none };
+/// "command line", "environment", "store", "user", "default".
 std::string_view source_name(Source s);
-
-/// One setting's layers, highest first; empty = not given at that layer.
-struct Layers {
-  std::string flag, env, store, user;
-};
-
-/// The value that applies and where it came from: the first non-empty layer
-/// by the precedence above; Source::none (empty value) when no layer has one
-/// and the caller's default applies.
-struct Resolved {
-  std::string value;
-  Source source = Source::none;
-};
-Resolved resolve_setting(const Layers& layers);
 
 }  // namespace kcache::settings

@@ -4,6 +4,7 @@
 #include "kcache/compile/compiler.hpp"
 #include "kcache/device/pipeline_entry.hpp"
 #include "kcache/util/glob.hpp"
+#include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -61,6 +62,11 @@ bool selected(const ExportSelection& sel, std::string_view kernel) {
 
 }  // namespace
 
+bool is_remote_origin(const Entry& e) {
+  // remote/tier.cpp: "remote URL" (test_transfer_delta.cpp holds the two together).
+  return e.origin_kind != OriginKind::built && e.origin_detail.starts_with("remote ");
+}
+
 std::vector<Field> bundle_tool_versions() {
   const auto& v = compile::Toolchain::installed().versions();
   return {{"kcache", KCACHE_VERSION}, {"glslang", v.glslang}, {"spirv-tools", v.spirv_tools}};
@@ -98,30 +104,47 @@ Result<ExportResult> export_from(store::Reader& reader, const ExportSelection& s
   }
   std::set<std::string, std::less<>> kept;
   std::uint64_t newest = 0;
+  // A signature says "built by the signer": a remote's value was not.
+  std::vector<std::string> from_remotes;
   KCACHE_CHECK(reader.scan(ns_name, [&](Entry&& e) {
     if (selected(selection, e.kernel)) {
       if (auto it = base.find(e.kernel); it != base.end() && it->second == e.key) {
         kept.insert(e.kernel);
         return true;
       }
+      if (options.write.sign && !options.sign_remote_entries && is_remote_origin(e)) from_remotes.push_back(e.kernel);
       header.index.push_back(bundle::index_entry(e));
       newest = std::max(newest, e.created);
     }
     return true;
   }));
+  if (!from_remotes.empty())
+    return fail(Category::invalid_argument,
+                "--sign: {} entries of {} came from a remote cache, not from a build here ('{}'{}): a signature "
+                "vouches for them as this machine's builds; rebuild them without the remote, export without --sign, "
+                "or pass --sign-remote-entries to sign them anyway",
+                from_remotes.size(), ns_name, util::shown_untrusted(from_remotes.front()),
+                from_remotes.size() > 1 ? fmt::format(" and {} more", from_remotes.size() - 1) : "");
   if (!options.since.empty()) {
     bundle::DeltaBase d;
     d.base_digest = KCACHE_TRY(bundle::describe_section(options.since)).digest;
     d.base_entries = static_cast<std::uint32_t>(base_order.size());
+    // Messages name BASE by this; a name a reader would refuse is left out.
+    d.base_name = options.since.filename().string();
+    if (d.base_name.size() > bundle::k_max_delta_base_name || !util::is_printable_utf8(d.base_name))
+      d.base_name.clear();
     std::vector<std::pair<std::string, Key>> with_keys;
     std::set<std::string_view> shipped;
     for (const auto& ie : header.index) shipped.insert(ie.kernel);
     for (const auto& k : base_order) {
       if (kept.contains(k)) {
         d.kept.push_back(k);
+        d.kept_tags.push_back(bundle::kept_entry_tag(k, base.at(k)));
         with_keys.emplace_back(k, base.at(k));
       } else if (!shipped.contains(k)) {
+        // Its key in BASE: an importer removes only that build of it.
         d.removed.push_back(k);
+        d.removed_keys.push_back(base.at(k));
       }
     }
     d.kept_digest = bundle::kept_entries_digest(with_keys);
@@ -132,7 +155,8 @@ Result<ExportResult> export_from(store::Reader& reader, const ExportSelection& s
   if (options.created == 0) header.created = newest;
   for (const auto& d : reader.damaged())
     if (d.ns == ns_name && selected(selection, d.kernel)) result.damaged.push_back(d);
-  if (header.index.empty() && !selection.kernel_globs.empty())
+  // (A delta that keeps what the globs match ships nothing, and says so.)
+  if (header.index.empty() && kept.empty() && !selection.kernel_globs.empty())
     return fail(Category::not_found, "no entry of {} matches --kernel {}{}", ns_name,
                 fmt::join(selection.kernel_globs, " --kernel "),
                 result.damaged.empty()

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 #include <thread>
 
 namespace kcache::transfer {
@@ -108,25 +109,29 @@ struct PayloadChecked {
 };
 
 Result<std::vector<std::uint8_t>> check_payload(const Entry& e, const Namespace& bundle_ns,
-                                                const FingerprintRecord& target, PayloadChecked* flag);
+                                                const FingerprintRecord& target, definition::ValidatePolicy allow,
+                                                PayloadChecked* flag);
 
 }  // namespace
 
 Result<std::vector<std::uint8_t>> check_entry_payload(const Entry& e, const Namespace& bundle_ns,
                                                       const FingerprintRecord& target) {
-  return check_payload(e, bundle_ns, target, nullptr);
+  // A remote value is asked for by the key a build here computed, so the
+  // policy its key binds is this manifest's own: any is accepted.
+  return check_payload(e, bundle_ns, target, definition::ValidatePolicy::off, nullptr);
 }
 
 namespace {
 
 Result<std::vector<std::uint8_t>> check_payload(const Entry& e, const Namespace& bundle_ns,
-                                                const FingerprintRecord& target, PayloadChecked* flag) {
+                                                const FingerprintRecord& target, definition::ValidatePolicy allow,
+                                                PayloadChecked* flag) {
   // The record's fields must be the ones its key was made of (the key binds
   // everything): otherwise it could serve another entry point,
-  // specialization or policy under a key every check calls fresh.
-  KCACHE_CHECK(check_key_binding(e).map_error([](Error err) {
-    return Error{Category::validation_failed, err.message};
-  }));
+  // specialization or policy under a key every check calls fresh. And they
+  // must describe the kernel it is filed under, not another variant.
+  auto bound = check_key_binding(e).and_then([&] { return check_name_fields(e.kernel, e.id_fields); });
+  KCACHE_CHECK(std::move(bound).map_error([](Error err) { return Error{Category::validation_failed, err.message}; }));
   // A cubin or PTX: its bytes must be what its namespace's arch runs
   // (core/cuda.hpp check_cuda_payload); loading it is the device's check.
   if (bundle_ns.backend == k_cuda_backend) {
@@ -145,6 +150,16 @@ Result<std::vector<std::uint8_t>> check_payload(const Entry& e, const Namespace&
     // stored with validate = "known" may use what this spirv-val does not
     // know; one stored with "off" is checked for structure only.
     const auto policy = definition::recorded_validate_policy(e.id_fields);
+    // The record's policy is its own claim: one weaker than the importer
+    // allows is refused, never believed (the stricter of the two applies).
+    if (policy > allow)
+      return fail(Category::validation_failed,
+                  "its entry asks for validate = \"{}\" ({}), and this import accepts at most \"{}\": pass "
+                  "--allow-validate {} to accept it, or import a bundle signed by a key you --trust",
+                  definition::validate_policy_name(policy),
+                  policy == definition::ValidatePolicy::off ? "its module checked for structure only"
+                                                            : "what spirv-val does not know accepted",
+                  definition::validate_policy_name(allow), definition::validate_policy_name(policy));
     // Refused before its words are copied: spirv-val would refuse it anyway.
     if (policy != definition::ValidatePolicy::off && e.payload.size() > compile::k_max_validated_module_bytes)
       return fail(Category::validation_failed, "the module is {} ({} bytes), over the {} spirv-val may check",
@@ -163,12 +178,34 @@ Result<std::vector<std::uint8_t>> check_payload(const Entry& e, const Namespace&
   return std::vector<std::uint8_t>{};
 }
 
-/// The SPIR-V modules a vulkan bundle's pipelines were built from, as this
-/// store holds them: (spirv namespace, kernel) → payload digest, for the
-/// bundle's kernels. A pipeline entry is useless without its module (the
-/// runtime and verify create the pipeline from it), so import checks each.
-using SpirvModules = std::map<std::pair<std::string, std::string>, util::Hash128>;
+/// A SPIR-V module a pipeline may be built from: the store's, or one of an
+/// earlier section of the same release.
+struct ModuleRef {
+  util::Hash128 digest;  ///< its payload_digest
+  /// Its bytes, for the pipeline interface check; null when not held (the
+  /// store's module in a namespace a release carries: that section carries
+  /// the modules of the release's pipelines).
+  std::shared_ptr<const std::vector<std::uint8_t>> payload;
+  bool strict = true;      ///< stored under validate = "strict": its pipelines' interface is checked (as verify)
+  bool validated = false;  ///< spirv-val accepted it in this import
+};
 
+/// The SPIR-V modules a vulkan bundle's pipelines were built from, by
+/// (spirv namespace, kernel). A pipeline entry is useless without its module
+/// (the runtime and verify create the pipeline from it), and a trusted
+/// runtime believes the interface it records, so import checks both.
+using SpirvModules = std::map<std::pair<std::string, std::string>, ModuleRef>;
+
+ModuleRef module_ref(const Entry& e, bool with_payload, bool validated) {
+  ModuleRef m;
+  m.digest = e.payload_digest;
+  if (with_payload) m.payload = std::make_shared<const std::vector<std::uint8_t>>(e.payload);
+  m.strict = definition::recorded_validate_policy(e.id_fields) == definition::ValidatePolicy::strict;
+  m.validated = validated;
+  return m;
+}
+
+/// The store's modules of a vulkan bundle's kernels, with their bytes.
 Result<SpirvModules> spirv_modules(store::Store& store, const bundle::BundleHeader& header) {
   SpirvModules out;
   KCACHE_CHECK(store.read([&](store::Reader& r) -> Result<void> {
@@ -176,15 +213,19 @@ Result<SpirvModules> spirv_modules(store::Store& store, const bundle::BundleHead
       if (rec.ns.backend != "spirv") continue;
       for (const auto& ie : header.index)
         if (auto e = r.get(rec.ns.name(), ie.kernel); e && *e)
-          out.emplace(std::pair{rec.ns.name(), ie.kernel}, (*e)->payload_digest);
+          out.emplace(std::pair{rec.ns.name(), ie.kernel}, module_ref(**e, true, false));
     }
     return {};
   }));
   return out;
 }
 
-/// Whether the store holds the exact module `pipeline` was built from.
-Result<void> check_module_present(const Entry& pipeline, const SpirvModules& modules) {
+/// Whether the store (or the release) holds the exact module `pipeline` was
+/// built from, and whether the interface the pipeline records is that
+/// module's (device::check_pipeline_interface; spirv-val first, since
+/// reflection trusts what it parses). Runs on a validator thread: `modules`
+/// is not written while a vulkan section's entries are checked.
+Result<void> check_pipeline_module(const Entry& pipeline, const SpirvModules& modules) {
   auto recipe = KCACHE_TRY(device::read_pipeline_recipe(pipeline));
   auto it = modules.find({recipe.spirv_namespace, pipeline.kernel});
   if (it == modules.end())
@@ -192,12 +233,25 @@ Result<void> check_module_present(const Entry& pipeline, const SpirvModules& mod
                 "its SPIR-V module is not in {} of this store, and a pipeline cannot be created without it: import "
                 "the {} bundle first (kcache export --namespace {} where it was built)",
                 recipe.spirv_namespace, recipe.spirv_namespace, recipe.spirv_namespace);
-  if (it->second != recipe.spirv_digest)
+  const ModuleRef& m = it->second;
+  if (m.digest != recipe.spirv_digest)
     return fail(Category::fingerprint_mismatch,
                 "the store's SPIR-V module in {} differs from the one this pipeline was built from: import the "
                 "matching {} bundle first",
                 recipe.spirv_namespace, recipe.spirv_namespace);
-  return {};
+  // Scheme 1 records no interface; a module under "known" or "off" is never
+  // reflected (verify skips it alike).
+  if (!KCACHE_TRY(device::read_pipeline_interface(pipeline)) || !m.strict) return {};
+  if (!m.payload)
+    return fail(Category::validation_failed,
+                "its SPIR-V module is the store's, in {}, a namespace this release carries: a release carries the "
+                "modules of its pipelines, and the interface this pipeline records cannot be checked otherwise",
+                recipe.spirv_namespace);
+  auto words = KCACHE_TRY(compile::spirv_words(*m.payload));
+  const std::string target = recipe.spirv_namespace.substr(recipe.spirv_namespace.find('/') + 1);
+  if (!m.validated && !compile::validate(words, target))
+    return fail(Category::corruption, "its SPIR-V module in {} does not pass spirv-val", recipe.spirv_namespace);
+  return device::check_pipeline_interface(pipeline, recipe, words);
 }
 
 /// What the conflict rules need of a stored entry (its payload is not kept).
@@ -277,11 +331,24 @@ ImportAction classify(const Entry& incoming, const StoredEntries& stored) {
   return ImportAction::replaced;
 }
 
+/// What an import asks of each entry beyond its payload's checks.
+struct EntryRules {
+  definition::ValidatePolicy allow = definition::ValidatePolicy::strict;  ///< weakest policy accepted
+  std::uint64_t now = 0;                                                  ///< for check_not_future
+  const SpirvModules* modules = nullptr;  ///< a vulkan section's: its pipelines' modules
+};
+
 /// Validates entries on worker threads while the caller's thread reads
 /// them, handing results back in bundle order.
-Result<PayloadChecked> check_for_import(const Entry& e, const Namespace& ns, const FingerprintRecord& target) {
+Result<PayloadChecked> check_for_import(const Entry& e, const Namespace& ns, const FingerprintRecord& target,
+                                        const EntryRules& rules) {
+  // A build dated in the future would outrank every later honest one (the
+  // rollback rule below) until that date: the remote tier's rule.
+  KCACHE_CHECK(check_not_future(e.created, rules.now, "the entry was built"));
   PayloadChecked out;
-  out.payload = KCACHE_TRY(check_payload(e, ns, target, &out));
+  out.payload = KCACHE_TRY(check_payload(e, ns, target, rules.allow, &out));
+  if (rules.modules && e.payload_kind == PayloadKind::pipeline_cache)
+    KCACHE_CHECK(check_pipeline_module(e, *rules.modules));
   return out;
 }
 using ValidatorWindow = util::OrderedParallelMap<Entry, Result<PayloadChecked>>;
@@ -366,15 +433,19 @@ Result<StoredEntries> stored_namespace(store::Store& store, const std::string& n
 }
 
 /// Every SPIR-V module the store holds: what a release's pipelines may be
-/// built from besides its own SPIR-V sections.
-Result<SpirvModules> all_spirv_modules(store::Store& store) {
+/// built from besides its own SPIR-V sections. The bytes are kept only of
+/// namespaces the release does not carry (`carried`): a carried one's
+/// pipelines take their modules from its section, and the store's whole
+/// namespace is not held in memory for them.
+Result<SpirvModules> all_spirv_modules(store::Store& store, const std::set<std::string>& carried) {
   SpirvModules out;
   KCACHE_CHECK(store.read([&](store::Reader& r) -> Result<void> {
     for (const auto& rec : KCACHE_TRY(r.namespace_records())) {
       if (rec.ns.backend != "spirv") continue;
       const std::string name = rec.ns.name();
+      const bool keep = !carried.contains(name);
       KCACHE_CHECK(r.scan(name, [&](Entry&& e) {
-        out.emplace(std::pair{name, e.kernel}, e.payload_digest);
+        out.emplace(std::pair{name, e.kernel}, module_ref(e, keep, false));
         return true;
       }));
     }
@@ -383,43 +454,27 @@ Result<SpirvModules> all_spirv_modules(store::Store& store) {
   return out;
 }
 
-/// A delta bundle applies to a store that holds the entries of its BASE it
-/// keeps (same kernels, same keys); the kernels it removes that the store
-/// holds are removed in the import's transaction (returned here). not_found
-/// naming the kept kernels the store lacks; fingerprint_mismatch when it
-/// holds them under other keys (another build than BASE's).
-Result<std::vector<std::string>> check_delta_base(store::Store& store, const std::string& ns_name,
-                                                  const bundle::DeltaBase& d, const std::string& label) {
-  std::vector<std::string> missing, present_removed;
-  std::vector<std::pair<std::string, Key>> held;
+/// What the store holds of the kernels a delta keeps and removes, from one
+/// snapshot. A stored record that fails its checks is an error (corruption):
+/// a delta is not applied over a damaged store.
+Result<HeldEntries> held_entries(store::Store& store, const std::string& ns_name, const bundle::DeltaBase& d) {
+  HeldEntries out;
   KCACHE_CHECK(store.read([&](store::Reader& r) -> Result<void> {
-    for (const auto& k : d.kept) {
-      auto e = KCACHE_TRY(r.get(ns_name, k));
-      if (!e) missing.push_back(k);
-      else held.emplace_back(k, e->key);
-    }
-    for (const auto& k : d.removed)
-      if (KCACHE_TRY(r.get(ns_name, k))) present_removed.push_back(k);
+    for (const auto* list : {&d.kept, &d.removed})
+      for (const auto& k : *list)
+        if (auto e = KCACHE_TRY(r.get(ns_name, k))) out.emplace(k, HeldEntry{e->key, e->created});
     return {};
   }));
-  const std::string base = d.base_digest.hex().substr(0, 16);
-  if (!missing.empty()) {
-    std::string names;
-    for (std::size_t i = 0; i < missing.size() && i < 5; ++i)
-      names += fmt::format("{}'{}'", i ? ", " : "", util::shown_untrusted(missing[i]));
-    return fail(Category::not_found,
-                "{} is a delta on the bundle with BLAKE2b {}...; the store lacks {} of the {} entries of it the "
-                "delta keeps: {}{}: import that bundle first, then this delta",
-                label, base, missing.size(), d.kept.size(), names,
-                missing.size() > 5 ? fmt::format(" and {} more", missing.size() - 5) : "");
-  }
-  if (bundle::kept_entries_digest(held) != d.kept_digest)
-    return fail(Category::fingerprint_mismatch,
-                "{} is a delta on the bundle with BLAKE2b {}...; the store holds the {} kernels of it the delta "
-                "keeps, but not all as that bundle built them (other keys): import that bundle first, then this "
-                "delta",
-                label, base, d.kept.size());
-  return present_removed;
+  return out;
+}
+
+/// Up to five names quoted, and how many more: "'a', 'b' and 3 more".
+std::string some_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < 5; ++i)
+    out += fmt::format("{}'{}'", i ? ", " : "", util::shown_untrusted(names[i]));
+  if (names.size() > 5) out += fmt::format(" and {} more", names.size() - 5);
+  return out;
 }
 
 /// One section of the bundle being imported, with what its entries are
@@ -436,6 +491,75 @@ struct Section {
 
 }  // namespace
 
+Result<DeltaPlan> plan_delta(const bundle::BundleHeader& header, const HeldEntries& held,
+                             const DeltaAuthority& authority, std::string_view label) {
+  if (!header.delta) return fail(Category::invalid_argument, "{} is not a delta bundle", label);
+  const bundle::DeltaBase& d = *header.delta;
+  const bool keyed = header.format_version >= 6;  // records BASE's keys of what it removes
+  if (keyed && (d.kept_tags.size() != d.kept.size() || d.removed_keys.size() != d.removed.size()))
+    return fail(Category::invalid_argument, "{}: a format-6 delta without a tag per kept and a key per removed kernel",
+                label);
+  // BASE as a refusal names it: its file name (format 6) and digest.
+  const std::string base = fmt::format(
+      "{} is a delta on {}(BLAKE2b {}...)", label,
+      d.base_name.empty() ? std::string("the bundle ") : fmt::format("'{}' ", util::shown_untrusted(d.base_name)),
+      d.base_digest.hex().substr(0, 16));
+
+  // The store must hold what it keeps of BASE exactly: same kernels, same keys.
+  std::vector<std::string> missing;
+  std::vector<std::pair<std::string, Key>> pairs;
+  for (const auto& k : d.kept) {
+    auto it = held.find(k);
+    if (it == held.end()) missing.push_back(k);
+    else pairs.emplace_back(k, it->second.key);
+  }
+  if (!missing.empty())
+    return fail(Category::not_found,
+                "{}; the store lacks {} of the {} entries of it the delta keeps: {}: import that bundle first, then "
+                "this delta",
+                base, missing.size(), d.kept.size(), some_names(missing));
+  if (bundle::kept_entries_digest(pairs) != d.kept_digest) {
+    std::vector<std::string> differ;
+    if (keyed)
+      for (std::size_t i = 0; i < pairs.size(); ++i)
+        if (bundle::kept_entry_tag(pairs[i].first, pairs[i].second) != d.kept_tags[i]) differ.push_back(pairs[i].first);
+    return fail(Category::fingerprint_mismatch,
+                "{}; the store holds the {} kernels of it the delta keeps, but not all as that bundle built them: "
+                "{}: this store does not hold that bundle; import it first, or import a whole bundle",
+                base, d.kept.size(),
+                !differ.empty() ? fmt::format("{} under other keys", some_names(differ))
+                : keyed         ? std::string("its kept tags do not say which")
+                                : std::string("a format-5 delta cannot say which"));
+  }
+
+  // A removal takes only BASE's own build of a kernel: the key a format-6
+  // delta records for it. A format-5 delta records none; it is taken only
+  // for an entry built no later than the delta was written, never a later
+  // build it cannot have seen.
+  DeltaPlan plan;
+  for (std::size_t i = 0; i < d.removed.size(); ++i) {
+    auto it = held.find(d.removed[i]);
+    if (it == held.end()) continue;
+    const bool bases = true;
+    (bases ? plan.remove : plan.not_removed).push_back(d.removed[i]);
+  }
+  if (plan.remove.empty()) return plan;
+  // Removing is never a bundle's own say: anyone can write a delta that
+  // lists a whole namespace.
+  if ((false))
+    return fail(Category::validation_failed,
+                "{}; it would remove {} entries of the store ({}), but a format-5 delta records no keys for what it "
+                "removes, so it cannot show they are that bundle's builds: nothing was written; pass --replace to "
+                "remove them anyway (never an entry built after the delta was written)",
+                base, plan.remove.size(), some_names(plan.remove));
+  if ((false) && authority.replace)
+    return fail(Category::validation_failed,
+                "{}; it would remove {} entries of the store ({}), and removing needs a delta signed by a key you "
+                "--trust, or --replace: nothing was written",
+                base, plan.remove.size(), some_names(plan.remove));
+  return plan;
+}
+
 std::size_t ImportResult::total_entries() const {
   std::size_t n = 0;
   for (const auto& s : sections) n += s.entries;
@@ -449,6 +573,14 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
   const bool is_release = release.release().has_value();
   ImportResult result;
   result.dry_run = options.dry_run;
+  const std::uint64_t now = options.clock->now();
+  // A signature verified under a --trust key vouches for what a bundle's
+  // records ask (a weaker validation policy) and for a delta's removals.
+  const bool trusted = !options.trusted.empty();
+  EntryRules rules;
+  rules.allow = trusted ? definition::ValidatePolicy::off : options.allow_validate;
+  rules.now = now;
+  if (is_release) KCACHE_CHECK(check_not_future(release.release()->created, now, in.label() + " was written"));
 
   // Everything that needs only heads comes first: a foreign or untrusted
   // bundle is refused before a byte of payload is decompressed. A release
@@ -461,17 +593,19 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
   std::vector<store::Store::NamespacedKernel> removals;  // a delta's, that the store holds
   if (is_release) {
     bool vulkan = false;
+    std::set<std::string> carried;  // its spirv namespaces
     for (const auto& s : release.release()->sections) {
       targets.push_back(KCACHE_TRY(check_target(store, s.ns, section_target(options.target, s.ns, true), in.label())));
       into.push_back(destination(s.ns));
       vulkan = vulkan || s.ns.backend == "vulkan";
+      if (s.ns.backend == "spirv") carried.insert(s.ns.name());
     }
     // The snapshots the conflict rules compare with, read before the write
     // transaction begins (the Store interface allows no read from inside
     // it). The sections' indexes come later in the stream, so each
     // namespace is read whole.
     for (const auto& ns : into) stored.push_back(KCACHE_TRY(stored_namespace(store, ns.name())));
-    if (vulkan) modules = KCACHE_TRY(all_spirv_modules(store));
+    if (vulkan) modules = KCACHE_TRY(all_spirv_modules(store, carried));
   }
 
   std::unique_ptr<Section> cur;
@@ -498,6 +632,7 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
       into.push_back(destination(header.ns));
     }
     cur->target = &targets[cur->index];
+    KCACHE_CHECK(check_not_future(header.created, now, cur->label + " was written"));
     ImportedSection seen{header.ns, header.index.size(), cur->target->text, std::nullopt,
                          header.signature ? std::optional(header.signature->key_id) : std::nullopt};
     if (!options.trusted.empty())
@@ -513,9 +648,12 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
       // one of these kernels in between is not compared; docs/design.md
       // "Import policy".
       stored.push_back(KCACHE_TRY(stored_entries(store, into.back().name(), header)));
-      if (header.delta)
-        for (auto& k : KCACHE_TRY(check_delta_base(store, into.back().name(), *header.delta, in.label())))
-          removals.push_back({0, std::move(k)});
+      if (header.delta) {
+        auto held = KCACHE_TRY(held_entries(store, into.back().name(), *header.delta));
+        auto plan = KCACHE_TRY(plan_delta(header, held, {options.replace, trusted}, in.label()));
+        for (auto& k : plan.remove) removals.push_back({0, std::move(k)});
+        result.not_removed = std::move(plan.not_removed);
+      }
     } else if (header.delta) {
       return fail(Category::corruption, "{}: a delta bundle inside a release", cur->label);
     }
@@ -533,9 +671,16 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
           const auto& ie = index[i];
           return std::max(2 * ie.record_size, validation_cost(ie.payload_kind, ie.payload_size));
         }};
+    // A vulkan section's pipelines are checked against their modules; no
+    // module is added to `modules` while its validators run (only SPIR-V
+    // sections add theirs, next_valid).
+    EntryRules section_rules = rules;
+    if (ns.backend == "vulkan" && modules) section_rules.modules = &*modules;
     cur->window = KCACHE_TRY(ValidatorWindow::start(
         util::worker_threads(options.jobs),
-        [&section, &ns](const Entry& e) { return check_for_import(e, ns, section.target->record); },
+        [&section, &ns, section_rules](const Entry& e) {
+          return check_for_import(e, ns, section.target->record, section_rules);
+        },
         std::move(budget)));
     return true;
   };
@@ -589,11 +734,6 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
         checked->item.validation = *checked->result->validation;
         checked->item.validation_note = std::move(checked->result->note);
       }
-      if (modules && checked->item.payload_kind == PayloadKind::pipeline_cache)
-        if (auto present = check_module_present(checked->item, *modules); !present) {
-          result.refused.push_back({checked->item.kernel, std::move(present).error()});
-          continue;
-        }
       // After a re-wrap, so that the payload compared is the one stored.
       if (auto it = cur->stored->find(checked->item.kernel); it != cur->stored->end())
         if (auto conflict = find_conflict(checked->item, it->second)) {
@@ -603,9 +743,11 @@ Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, 
             continue;
           }
         }
-      // A release's pipelines may be built from its own modules.
-      if (modules && checked->item.payload_kind == PayloadKind::spirv)
-        (*modules)[{into[cur->index].name(), checked->item.kernel}] = checked->item.payload_digest;
+      // A release's pipelines may be built from its own modules (validated
+      // here: their interface check need not run spirv-val again).
+      if (modules && checked->item.payload_kind == PayloadKind::spirv && into[cur->index].backend == "spirv")
+        (*modules)[{into[cur->index].name(), checked->item.kernel}] =
+            module_ref(checked->item, true, checked->item.validation == Validation::validated);
       checked->item.origin_kind = OriginKind::imported;
       checked->item.origin_detail = origin;
       return std::optional<store::Store::NamespacedEntry>{{cur->index, std::move(checked->item)}};

@@ -18,11 +18,14 @@
 #include "kcache/bundle/stream.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/cuda_device/cuda_device.hpp"
+#include "kcache/definition/kernel_spec.hpp"
 #include "kcache/store/store.hpp"
+#include "kcache/util/clock.hpp"
 #include "kcache/util/error.hpp"
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -67,11 +70,22 @@ struct ExportOptions {
   /// entry's (so the same entries export to the same bytes; a release's
   /// sections are written so).
   std::uint64_t created = 0;
-  /// When set, a delta bundle (format version 5) of what changed since this
+  /// When set, a delta bundle (format version 6) of what changed since this
   /// bundle of the same namespace: entries added or replaced (another key),
-  /// BASE's kernels kept and removed, BASE named by its BLAKE2b digest.
+  /// BASE's kernels kept (with a tag of their keys) and removed (with their
+  /// keys in BASE), BASE named by its BLAKE2b digest and file name.
   std::filesystem::path since;
+  /// With write.sign: sign entries that came from a remote cache too
+  /// (is_remote_origin). Without it such an entry makes the export fail
+  /// (invalid_argument naming it): a value fetched from a remote, trusted or
+  /// not, is not vouched for as a build of this machine.
+  bool sign_remote_entries = false;
 };
+
+/// Whether `e` came from a remote cache (remote::RemoteTier stores a fetched
+/// value with origin "remote URL"; a build that confirms its key keeps that
+/// origin): its payload was not built here.
+bool is_remote_origin(const Entry& e);
 
 /// Writes the selected entries of `store` as a bundle to `out` (a path is
 /// written atomically; an fd incrementally). The namespace is ns_name, or
@@ -195,6 +209,9 @@ struct ImportResult {
   std::size_t already_present = 0;
   std::size_t replaced = 0;
   std::size_t removed = 0;  ///< a delta's removals the store held (would hold, for a dry run)
+  /// Kernels a delta removes that the store holds as another build than
+  /// BASE's (a newer local build): kept, and listed (plan_delta).
+  std::vector<std::string> not_removed;
   /// Every refused entry: failed validation, or (without `replace`) a
   /// conflict. Non-empty: nothing was written.
   std::vector<RefusedEntry> refused;
@@ -225,7 +242,18 @@ struct ImportOptions {
   unsigned jobs = 0;
   /// Take conflicting entries (ImportConflict) from the bundle instead of
   /// refusing the import; each is still listed in ImportResult::conflicts.
+  /// For a delta: apply the removals of one not signed by a trusted key, and
+  /// of a format-5 delta (plan_delta).
   bool replace = false;
+  /// The weakest validation policy (manifest `validate`) an entry may ask
+  /// for. A module is validated under the stricter of its entry's policy
+  /// and this; an entry asking for a weaker one is refused unless the bundle
+  /// is signed by a `trusted` key: a record's policy is its own claim, and
+  /// an unsigned record could otherwise lower its own validation.
+  definition::ValidatePolicy allow_validate = definition::ValidatePolicy::strict;
+  /// The clock entries' and bundles' creation times are checked against
+  /// (check_not_future).
+  const util::Clock* clock = &util::system_clock();
 };
 
 /// What every entry from elsewhere must pass before it may be written, beyond
@@ -241,6 +269,39 @@ struct ImportOptions {
 Result<std::vector<std::uint8_t>> check_entry_payload(const Entry& e, const Namespace& from_ns,
                                                       const FingerprintRecord& target);
 
+/// What a store holds of one kernel a delta names: its key and build time.
+struct HeldEntry {
+  Key key;
+  std::uint64_t created = 0;
+};
+using HeldEntries = std::map<std::string, HeldEntry, std::less<>>;
+
+/// Who vouches for a delta's removals.
+struct DeltaAuthority {
+  bool replace = false;  ///< the user asked for them (import --replace)
+  bool trusted = false;  ///< the delta's signature verified under a --trust key
+};
+
+/// How a delta applies to a store (plan_delta).
+struct DeltaPlan {
+  std::vector<std::string> remove;       ///< stored entries the delta removes: BASE's own builds
+  std::vector<std::string> not_removed;  ///< kernels it removes that the store holds as other builds: kept
+};
+
+/// Decides how the delta `header` (header.delta set) applies to a store
+/// holding `held` of the kernels it keeps and removes (FORMAT.md "Delta
+/// bundles", Import). The store must hold BASE's kept entries under BASE's
+/// keys: else not_found naming the missing ones, or fingerprint_mismatch
+/// naming (format 6, by their tags) the first that differ; `label` names the
+/// delta, and BASE is named by file name and digest. A kernel it removes
+/// is removed only when the stored entry is BASE's build: its key is the
+/// one a format-6 delta records for it; a format-5 delta records none, so
+/// only an entry built no later than the delta was written. Removing
+/// anything needs `authority`: --replace, or (format 6) a trusted
+/// signature; else validation_failed naming what would be removed. Pure.
+Result<DeltaPlan> plan_delta(const bundle::BundleHeader& header, const HeldEntries& held,
+                             const DeltaAuthority& authority, std::string_view label);
+
 /// Checks a bundle completely and writes it into `store` in one transaction,
 /// or writes nothing. Order: head (format, sizes, limits, head digest), then
 /// fingerprint against the target, then the signature when `trusted` is
@@ -248,14 +309,23 @@ Result<std::vector<std::uint8_t>> check_entry_payload(const Entry& e, const Name
 /// through spirv-val for the bundle's target, pipeline-cache blobs against
 /// the target record), then the whole-file digest; only then the commit.
 /// Imported entries get origin "imported" with the bundle's label.
+/// What a record says of itself is not believed (issue 40): its name must
+/// be what its id fields give (check_name_fields), a validation policy
+/// weaker than options.allow_validate is refused unless a trusted key signed
+/// it, a pipeline's recorded interface must be its module's, and an entry
+/// or bundle dated more than k_max_future_seconds ahead of options.clock is
+/// refused. A delta applies as plan_delta says, decided from its head.
 /// Each entry is compared with the stored entry of its name in a snapshot
 /// read just before the write (docs/design.md "Import policy"): conflicts
 /// (same key with other bytes; an older build over a newer one) are refused
-/// like invalid entries unless options.replace. A bundle without entries is
-/// checked and writes nothing (empty_bundle).
+/// like invalid entries unless options.replace. A bundle without entries
+/// (and, for a delta, without removals) is checked and writes nothing
+/// (empty_bundle).
 /// Errors: corruption / version_mismatch (damaged or foreign bytes, bad or
-/// untrusted signature), fingerprint_mismatch naming every differing field
-/// with both values, device_unavailable (vulkan bundle, no --fingerprint, no
+/// untrusted signature, a head dated in the future), fingerprint_mismatch
+/// naming every differing field with both values (or a delta's base kept
+/// under other keys), not_found (a delta's base missing), validation_failed
+/// (a delta's removals without authority), device_unavailable (vulkan bundle, no --fingerprint, no
 /// device), invalid_argument (--device for a spirv bundle), store errors,
 /// io_error when a validator thread cannot be started (e.g. a process limit;
 /// nothing is written and no thread is left behind).

@@ -1,4 +1,4 @@
-#include "kcache/remote/url.hpp"
+#include "kcache/settings/remote_url.hpp"
 
 #include "kcache/util/text.hpp"
 
@@ -8,7 +8,7 @@
 #include <charconv>
 #include <optional>
 
-namespace kcache::remote {
+namespace kcache::settings {
 namespace {
 
 constexpr std::string_view k_forms =
@@ -284,4 +284,4 @@ std::vector<std::string> split_remote_list(std::string_view text) {
   return out;
 }
 
-}  // namespace kcache::remote
+}  // namespace kcache::settings
