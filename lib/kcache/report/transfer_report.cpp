@@ -240,9 +240,11 @@ std::string bundle_text(const bundle::BundleSummary& summary, std::string_view b
                       : std::string("  unsigned\n");
   if (h.delta)
     text += fmt::format(
-        "  a delta on the bundle with BLAKE2b {} ({} entries): {} kept, {} removed, the entries "
+        "  a delta on the bundle {}with BLAKE2b {} ({} entries): {} kept, {} removed{}, the entries "
         "below added or replaced\n",
-        h.delta->base_digest.hex(), h.delta->base_entries, h.delta->kept.size(), h.delta->removed.size());
+        h.delta->base_name.empty() ? std::string() : fmt::format("'{}' ", h.delta->base_name),
+        h.delta->base_digest.hex(), h.delta->base_entries, h.delta->kept.size(), h.delta->removed.size(),
+        h.format_version >= 6 ? " (with their keys in it)" : " (by name only: format 5)");
   text += fmt::format("  {} entries: {} of modules, {} of records, {} bundle\n", h.index.size(),
                       human_bytes(h.total_payload_bytes()), human_bytes(h.total_record_bytes()),
                       human_bytes(summary.bundle_bytes));
@@ -291,6 +293,7 @@ json bundle_object(const bundle::BundleSummary& summary, std::string_view bundle
                             {"digest", e.digest.hex()}});
   if (h.delta)
     j["delta"] = {{"base_digest", h.delta->base_digest.hex()},
+                  {"base_name", h.delta->base_name},
                   {"base_entries", h.delta->base_entries},
                   {"kept", h.delta->kept.size()},
                   {"removed", h.delta->removed}};

@@ -540,19 +540,19 @@ Result<DeltaPlan> plan_delta(const bundle::BundleHeader& header, const HeldEntri
   for (std::size_t i = 0; i < d.removed.size(); ++i) {
     auto it = held.find(d.removed[i]);
     if (it == held.end()) continue;
-    const bool bases = true;
+    const bool bases = keyed ? it->second.key == d.removed_keys[i] : it->second.created <= header.created;
     (bases ? plan.remove : plan.not_removed).push_back(d.removed[i]);
   }
   if (plan.remove.empty()) return plan;
   // Removing is never a bundle's own say: anyone can write a delta that
   // lists a whole namespace.
-  if ((false))
+  if (!keyed && !authority.replace)
     return fail(Category::validation_failed,
                 "{}; it would remove {} entries of the store ({}), but a format-5 delta records no keys for what it "
                 "removes, so it cannot show they are that bundle's builds: nothing was written; pass --replace to "
                 "remove them anyway (never an entry built after the delta was written)",
                 base, plan.remove.size(), some_names(plan.remove));
-  if ((false) && authority.replace)
+  if (!authority.replace && !authority.trusted)
     return fail(Category::validation_failed,
                 "{}; it would remove {} entries of the store ({}), and removing needs a delta signed by a key you "
                 "--trust, or --replace: nothing was written",
