@@ -605,7 +605,10 @@ Result<void> stream_release(Session& session, const PullPlan& plan, int fd, std:
   };
   KCACHE_CHECK(put(plan.config));
   for (std::size_t i = 0; i < plan.layers.size(); ++i) {
-    const auto& [digest, size] = plan.layers[i];
+    // Not a structured binding: a lambda below captures the size (C++20
+    // allows it, clang 14 does not).
+    const auto& digest = plan.layers[i].first;
+    const auto size = plan.layers[i].second;
     Sha256 hash;
     std::uint64_t got = 0;
     std::uint8_t last = 0;
