@@ -1,4 +1,4 @@
-// Between the migrate module's two sources only.
+// Between migrate.cpp and command_inputs.cpp only.
 #pragma once
 
 #include "kcache/migrate/migrate.hpp"
