@@ -96,10 +96,14 @@ note "kcache glslc, without a link, serves the same"
 expect_exit 0 "$KCACHE" glslc -O -Ione/src/include --target-env=vulkan1.2 -DTYPE=uint -DBLOCK=256 -c one/src/shaders/scale.comp -o direct.spv
 cmp direct.spv one/build/scale_uint_256.spv || fail "kcache glslc wrote another module"
 
-note "the store's max_size holds after a launcher command too, never evicting what it served"
+note "the store's max_size holds after a launcher command too, never evicting what it served; stats tells, stderr does not"
 expect_exit 0 "$KCACHE" config set max_size 1K
 expect_exit 0 env PATH="$WORK/bin:$PATH" glslc -O -Ione/src/include --target-env=vulkan1.2 -DTYPE=uint -DBLOCK=256 -c one/src/shaders/scale.comp -o evict.spv
-expect_in "$WORK/err" "evicted"
+[[ ! -s $WORK/err ]] || fail "the launcher printed on stderr, where glslc prints nothing: $(cat "$WORK/err")"
+expect_exit 0 "$KCACHE" stats
+expect_in "$WORK/out" "evicted by max_size:"
+expect_exit 0 "$KCACHE" stats --json
+[[ $(json_get "$WORK/out" 'j["totals"]["evicted"]["entries"] > 0') == True ]] || fail "stats counts no eviction: $(cat "$WORK/out")"
 expect_exit 0 "$KCACHE" inspect --json
 [[ $(json_get "$WORK/out" 'len(j["entries"])') == 1 ]] || fail "eviction kept more than the served entry"
 expect_exit 0 "$KCACHE" config unset max_size

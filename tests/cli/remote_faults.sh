@@ -27,7 +27,7 @@ PORT=$(free_port)
 expect_exit 0 "$KCACHE" build proj/kcache.toml --store B -j2 --remote "redis://127.0.0.1:$PORT?max-failures=2"
 expect_in out "skipped for the rest of the run after 2 consecutive failures"
 expect_in out "cannot connect"
-expect_in out "$N kernels: 0 hit, $N compiled"
+expect_in out "$N kernels: 0 hit (0 from remotes), $N compiled"
 
 note "a server answering one byte a second times out (timeout-ms=300)"
 python3 - "$WORK/slow.port" <<'PY' & SLOW=$!

@@ -167,3 +167,49 @@ TEST_CASE("serve: a compile error is a failed receipt and writes nothing") {
   CHECK(served->receipt.outcome == build::Outcome::failed);
   CHECK_FALSE(fs::exists(t.path() / "bad.spv"));
 }
+
+TEST_CASE("serve: -Werror is bound to the key, so an entry whose warnings were stripped cannot serve it") {
+  test::TempDir t;
+  fs::create_directories(t.path() / ".git");
+  t.write("warn.comp", "#version 450\n#extension GL_FOO_bar : warn\nlayout(local_size_x = 1) in;\nvoid main() {}\n");
+  auto store = store::make_memory_store();
+  const store::Invocation inv{"glslc", t.path().string(), {}, ""};
+  auto plan_of = [&](std::vector<std::string> args) {
+    auto planned = launcher::plan("glslc", args, t.path());
+    REQUIRE(std::holds_alternative<launcher::Plan>(planned));
+    return std::get<launcher::Plan>(planned);
+  };
+  const auto plain = plan_of({"-c", "warn.comp", "-o", "plain.spv"});
+  auto first = launcher::serve(plain, *store, {}, inv);
+  REQUIRE_MESSAGE(first, first.error().message);
+  REQUIRE(first->receipt.outcome == build::Outcome::compiled);
+  CHECK_FALSE(first->diagnostics.empty());
+
+  // What a bundle or remote could bring: the same key and module re-encoded
+  // without its warnings (an entry record of version 2 carries none).
+  std::optional<Entry> entry;
+  REQUIRE(store->read([&](store::Reader& r) -> Result<void> {
+    entry = KCACHE_TRY(r.get(first->receipt.ns, first->kernel));
+    return {};
+  }));
+  REQUIRE(entry);
+  entry->diagnostics.clear();
+  REQUIRE(store->remove(first->receipt.ns, std::vector<std::string>{first->kernel}));
+  CHECK(first->receipt.ns == "spirv/vulkan1.0");  // glslc's default target
+  REQUIRE(store->put(spirv_namespace("vulkan1.0"), std::span<const Entry>(&*entry, 1)));
+
+  const auto strict = plan_of({"-c", "warn.comp", "-o", "strict.spv", "-Werror"});
+  for (int pass = 0; pass < 2; ++pass) {  // compiled, then the remembered failure
+    CAPTURE(pass);
+    auto served = launcher::serve(strict, *store, {}, inv);
+    REQUIRE_MESSAGE(served, served.error().message);
+    CHECK(served->kernel != first->kernel);
+    CHECK(served->receipt.outcome == build::Outcome::failed);
+    CHECK_FALSE(fs::exists(t.path() / "strict.spv"));
+  }
+  // -w wins over -Werror, as in glslc: the plain entry serves it.
+  auto quiet = launcher::serve(plan_of({"-c", "warn.comp", "-o", "quiet.spv", "-Werror", "-w"}), *store, {}, inv);
+  REQUIRE_MESSAGE(quiet, quiet.error().message);
+  CHECK(quiet->kernel == first->kernel);
+  CHECK(quiet->receipt.outcome == build::Outcome::hit);
+}

@@ -44,7 +44,7 @@ TEST_CASE("summary: one error in several variants is printed once, naming them")
   CHECK(text.find("FAILED k[N=1] (compile_failed in glslang); the same error in 2 more: k[N=2], k[N=3]\n" + error +
                   "\n") != std::string::npos);
   CHECK(text.find("FAILED other (compile_failed in glslang)\nother.comp:2: error:") != std::string::npos);
-  CHECK(text.find("4 kernels: 0 hit, 0 compiled, 0 stale replaced, 4 failed") != std::string::npos);
+  CHECK(text.find("4 kernels: 0 hit, 0 compiled, 4 failed") != std::string::npos);
 }
 
 TEST_CASE("summary: a long list of variants is cut, the count kept") {
@@ -67,6 +67,21 @@ TEST_CASE("summary: kernels and pipelines apart, remote hits counted") {
   result.receipts[1].outcome = Outcome::remote_hit;
   const std::string text = kcache::report::build_summary(result, false);
   CAPTURE(text);
-  CHECK(text.find("2 kernels and 2 pipelines: 3 hit, 0 compiled, 0 stale replaced, 0 failed, 0 not stored, 1 from "
-                  "remotes\n") != std::string::npos);
+  CHECK(text.find("2 kernels and 2 pipelines: 4 hit (1 from remotes), 0 compiled, 0 failed, 0 not stored\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("summary: a stale entry rebuilt counts as compiled, its part named") {
+  BuildResult result;
+  for (Outcome o : {Outcome::compiled, Outcome::stale_replaced, Outcome::stale_replaced, Outcome::hit}) {
+    Receipt r;
+    r.kernel = "k";
+    r.ns = "spirv/vulkan1.2";
+    r.outcome = o;
+    result.receipts.push_back(r);
+  }
+  const std::string text = kcache::report::build_summary(result, false);
+  CAPTURE(text);
+  CHECK(text.find("4 kernels: 1 hit, 3 compiled (2 replacing stale entries), 0 failed, 0 not stored\n") !=
+        std::string::npos);
 }

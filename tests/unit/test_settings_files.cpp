@@ -1,6 +1,7 @@
 // Settings files and their precedence (lib/kcache/settings/settings.hpp):
 // the version-1 golden file, round trips, every way a damaged file is
 // refused naming the file and line. The levels are test_settings_resolver.cpp's.
+#include "kcache/settings/resolver.hpp"
 #include "kcache/settings/settings.hpp"
 
 #include "kcache/util/file.hpp"
@@ -115,4 +116,31 @@ TEST_CASE("files: written mode 0600, removed when empty, a link refused; the use
   CHECK(user_settings_path("/x/cfg", "/home/u") == std::filesystem::path("/x/cfg/kcache/config"));
   CHECK(user_settings_path("relative", "/home/u") == std::filesystem::path("/home/u/.config/kcache/config"));
   CHECK_FALSE(user_settings_path("", ""));
+}
+
+TEST_CASE("launcher_validate: POLICY and PATTERN=POLICY words; the first matching pattern, else the bare policy") {
+  using definition::ValidatePolicy;
+  auto rules = parse_validate_rules("strict out/coopmat_*.spv=known gen/*=off");
+  REQUIRE_MESSAGE(rules, rules.error().message);
+  REQUIRE(rules->size() == 3);
+  CHECK(validate_policy_for(*rules, "out/coopmat_1.spv") == ValidatePolicy::known);
+  CHECK(validate_policy_for(*rules, "gen/deep/a.spv") == ValidatePolicy::off);  // '*' crosses '/'
+  CHECK(validate_policy_for(*rules, "out/plain.spv") == ValidatePolicy::strict);
+  auto bare = parse_validate_rules("known");
+  REQUIRE(bare);
+  CHECK(validate_policy_for(*bare, "anything.spv") == ValidatePolicy::known);
+  CHECK(validate_policy_for({}, "anything.spv") == ValidatePolicy::strict);
+  for (const char* bad : {"lenient", "a=lenient", "=known", "known off", "a=b=c"}) {
+    CAPTURE(bad);
+    auto r = parse_validate_rules(bad);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().category == Category::invalid_argument);
+  }
+  CHECK(check_setting("launcher_validate", "strict *coopmat*=known"));
+  CHECK_FALSE(check_setting("launcher_validate", "sometimes"));
+  // A store may not weaken validation: config set refuses it, the resolver passes it over.
+  CHECK_FALSE(store_refusal("launcher_validate", "known").empty());
+  std::string many;
+  for (std::size_t i = 0; i <= k_max_validate_rules; ++i) many += "p" + std::to_string(i) + "=known ";
+  CHECK_FALSE(parse_validate_rules(many));
 }

@@ -183,6 +183,29 @@ TEST_CASE("pending run log: a launcher run (run record version 3) has its golden
   CHECK(back->invocation->tool == "glslc");
 }
 
+TEST_CASE("pending run log: an eviction (run record version 4) has its golden file; other runs keep their versions") {
+  RunRecord evicted = make_run(1'700'000'300, 0);
+  evicted.command = "evict";
+  evicted.evicted = 3;
+  evicted.evicted_bytes = 123'456;
+  RunRecord launched = make_run(1'700'000'301, 1);
+  launched.command = "glslc";
+  launched.invocation = Invocation{"glslc", "/src/build", {"-c", "k.comp"}, ""};
+  launched.evicted = 1;
+  launched.evicted_bytes = 900;
+  const auto expected = sample_log(0x0123456789abcdef, {evicted, launched});
+  if (const char* dir = std::getenv("KCACHE_FIXTURE_OUT")) write_bytes(fs::path(dir) / "runs-v4.pending", expected);
+  auto golden = bytes_of(fs::path(KCACHE_SOURCE_DIR) / "tests/data/pending_runs/runs-v4.pending");
+  CHECK(golden == expected);
+  CHECK(runs_of(internal::parse_pending_runs(golden)) == std::vector{evicted, launched});
+  CHECK(internal::encode_run(evicted).at(4) == 4);
+  CHECK(internal::encode_run(make_run(1)).at(4) == 2);
+  // A truncated version-4 record is damage, not zeros.
+  auto bytes = internal::encode_run(evicted);
+  bytes.erase(bytes.end() - 16 - 4, bytes.end() - 16);
+  CHECK_FALSE(internal::decode_run(1, bytes));
+}
+
 TEST_CASE("pending run log: a run with nothing else to write costs no transaction; the next write folds it once") {
   LmdbFixture f;
   f.put("a");

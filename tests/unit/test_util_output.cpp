@@ -126,9 +126,13 @@ TEST_CASE("a dangling symlink is written through: the file it names is created, 
   auto chain = dir.path() / "chain.bin";
   std::filesystem::create_symlink("rel2.bin", chain);
   std::filesystem::create_symlink("artifacts/chain.bin", dir.path() / "rel2.bin");
-  for (const auto& [link, file] :
+  for (const auto& link_and_file :
        {std::pair{rel, std::string("artifacts/rel.bin")}, std::pair{abs, std::string("artifacts/abs.bin")},
         std::pair{chain, std::string("artifacts/chain.bin")}}) {
+    // Named members, not a structured binding: CAPTURE's lambda cannot
+    // capture a binding under clang 14.
+    const auto& link = link_and_file.first;
+    const auto& file = link_and_file.second;
     CAPTURE(link);
     auto written = write_file_atomic(link, bytes("new"));
     REQUIRE_MESSAGE(written.has_value(), written.error().message);

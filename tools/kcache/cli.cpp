@@ -179,6 +179,8 @@ std::string top_level_footer() {
          "  KCACHE_MAP_SIZE       LMDB map size of a store (e.g. 64G, the default; 8M), the most it can hold\n"
          "  KCACHE_BASEDIR        the launcher's project root (kcache glslc): keys are relative to it\n"
          "                        (default: the folder holding .git above the source)\n"
+         "  KCACHE_LAUNCHER_VALIDATE  the launcher's validate policy: strict (default), known or off, or\n"
+         "                        PATTERN=POLICY words per output (the launcher_validate setting)\n"
          "  KCACHE_PIPELINE_TIMEOUT  seconds a silent pipeline worker lives (default 300)\n"
          "  KCACHE_NVRTC          the NVRTC library for cuda kernels when --nvrtc is not given\n"
          "  KCACHE_GLSLC          the real glslc the launcher runs when it cannot serve a command\n"

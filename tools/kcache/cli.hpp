@@ -188,9 +188,13 @@ std::string cuda_driver_library();
 
 /// The `max_size` setting after a build (maintain::evict_to_limit): a
 /// store left over it loses its least recently used entries, never one
-/// `manifest` uses fresh. Says what it evicted on stderr (stdout may be
-/// --json or a module). Errors: the setting, the store's.
-Result<void> evict_over_max_size(const std::string& store_dir, const manifest::Manifest& manifest, store::Store& store);
+/// `manifest` uses fresh. What it evicted goes to the run log (`kcache
+/// stats`), and to stderr when `tell` (a build; never the launcher, whose
+/// stderr build tools read as the compiler's warnings). Errors: the
+/// setting, the store's.
+enum class TellEviction : bool { no, on_stderr };
+Result<void> evict_over_max_size(const std::string& store_dir, const manifest::Manifest& manifest, store::Store& store,
+                                 TellEviction tell);
 
 /// What built entries record as their origin: "built by kcache VERSION on HOST".
 std::string build_origin();

@@ -8,8 +8,10 @@
 #include "kcache/build/run.hpp"
 #include "kcache/device/device.hpp"
 #include "kcache/maintain/gc.hpp"
+#include "kcache/maintain/inspect.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/report/device_report.hpp"
+#include "kcache/report/inspect_report.hpp"
 #include "kcache/report/lifecycle.hpp"
 #include "kcache/report/report.hpp"
 #include "kcache/report/reproducible_report.hpp"
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <optional>
 
@@ -39,6 +42,7 @@ struct BuildArgs {
   bool explain = false;
   bool retry_failed = false;
   bool check_reproducible = false;
+  bool dry_run = false;
   bool no_record_usage = false;
   bool no_evict = false;
   std::string shard;
@@ -85,6 +89,39 @@ Result<build::RunOptions> run_options(const BuildArgs& args) {
   return options;
 }
 
+/// `build --dry-run`: what a build would compile and why, from the store's
+/// entries and the project's files (the build's own freshness rule, through
+/// maintain::explain_manifest); nothing is compiled or written.
+int run_dry_run(const BuildArgs& args, const manifest::Manifest& manifest) {
+  auto jobs = jobs_or_env(args.jobs, args.store.path());
+  if (!jobs) return report_error(jobs.error());
+  auto store = args.store.open(false);
+  if (!store) return report_error(store.error());
+  auto all = maintain::explain_manifest(**store, manifest, toolchain(), *jobs);
+  if (!all) return report_error(all.error());
+  fmt::print("{}", args.json ? report::why_json(*all) : report::why_text(*all));
+  return k_exit_ok;
+}
+
+/// Progress for a log that is not a terminal (CI): one line when a build
+/// has run for k_first_line and then every k_every, so that a long build is
+/// not silent until its summary, and a short one prints none.
+class LogProgress {
+ public:
+  void operator()(std::size_t done, std::size_t total) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < m_next) return;
+    m_next = now + k_every;
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(now - m_start).count();
+    fmt::print(stderr, "kcache: [{}/{}] kernels done, {} s\n", done, total, seconds);
+  }
+
+ private:
+  static constexpr std::chrono::seconds k_first_line{5}, k_every{10};
+  std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point m_next = m_start + k_first_line;
+};
+
 /// `build --check-reproducible`: every kernel compiled twice under two heap
 /// states, no store touched. A test build may tamper with the second compile
 /// (seams::tamper_second), to show the check can fail.
@@ -118,13 +155,27 @@ int run_check_reproducible(const BuildArgs& args, const manifest::Manifest& mani
 /// The max_size setting after a build that holds `own` (null: none), which
 /// the eviction does not count among the running builds it must spare.
 Result<void> evict_over_max_size_holding(const std::string& store_dir, const manifest::Manifest& manifest,
-                                         store::Store& store, const store::Lease* own) {
+                                         store::Store& store, const store::Lease* own, TellEviction tell) {
   auto limit = KCACHE_TRY(setting("max_size", "", store_dir));
   if (limit.source == settings::Source::none) return {};
   auto evicted =
       maintain::evict_to_limit(store, manifest, toolchain(), *util::parse_size(limit.value), clock().now(), own);
   if (!evicted) return tl::unexpected(std::move(evicted).error().context("evicting down to max_size"));
-  if (*evicted) fmt::print(stderr, "{}", report::eviction_text(**evicted, settings::source_name(limit.source)));
+  if (!*evicted) return {};
+  const maintain::Eviction& eviction = **evicted;
+  if (eviction.removed.removed > 0) {
+    store::UsageBatch batch;
+    batch.time = clock().now();
+    store::RunRecord run;
+    run.time = batch.time;
+    run.command = std::string(maintain::k_eviction_command);
+    run.evicted = static_cast<std::uint32_t>(eviction.removed.removed);
+    run.evicted_bytes = eviction.removed.record_bytes;
+    batch.run = std::move(run);
+    KCACHE_CHECK(store.record_usage(batch));
+  }
+  if (tell == TellEviction::on_stderr)
+    fmt::print(stderr, "{}", report::eviction_text(eviction, settings::source_name(limit.source)));
   return {};
 }
 
@@ -132,7 +183,7 @@ Result<void> evict_over_max_size_holding(const std::string& store_dir, const man
 /// are stored all the same.
 int evict_to_limit(const BuildArgs& args, const manifest::Manifest& manifest, store::Store& store,
                    const store::Lease* own) {
-  auto evicted = evict_over_max_size_holding(args.store.path(), manifest, store, own);
+  auto evicted = evict_over_max_size_holding(args.store.path(), manifest, store, own, TellEviction::on_stderr);
   return evicted ? k_exit_ok : report_error(evicted.error());
 }
 
@@ -206,6 +257,7 @@ int run_build(const BuildArgs& args) {
   auto manifest = manifest::load_manifest(args.manifest);
   if (!manifest) return report_error(manifest.error());
   if (args.check_reproducible) return run_check_reproducible(args, *manifest);
+  if (args.dry_run) return run_dry_run(args, *manifest);
   auto options = run_options(args);
   if (!options) return report_error(options.error());
   if (options->device && !manifest->device_profile.empty()) {  // [vulkan] device_profile
@@ -213,11 +265,15 @@ int run_build(const BuildArgs& args) {
     if (!profile) return report_error(std::move(profile).error().context(args.manifest + ": [vulkan] device_profile"));
     options->device = options->device->with_profile(*profile);
   }
+  // A terminal gets a line rewritten per kernel; a log (CI), a line every
+  // few seconds.
   bool progress = stderr_is_terminal() && !args.json;
-  options->build.on_receipt = [progress](const build::Receipt& r, std::size_t done, std::size_t total) {
+  options->build.on_receipt = [progress, log = LogProgress()](const build::Receipt& r, std::size_t done,
+                                                              std::size_t total) mutable {
     interrupt::g_done = done;
     interrupt::g_total = total;
     if (progress) fmt::print(stderr, "\r\033[K[{}/{}] {} {}", done, total, build::outcome_name(r.outcome), r.kernel);
+    else log(done, total);
   };
   auto tier = make_remote_tier(args.remote, args.store.path());
   if (!tier) return report_error(tier.error());
@@ -266,9 +322,9 @@ int run_build(const BuildArgs& args) {
 
 }  // namespace
 
-Result<void> evict_over_max_size(const std::string& store_dir, const manifest::Manifest& manifest,
-                                 store::Store& store) {
-  return evict_over_max_size_holding(store_dir, manifest, store, nullptr);
+Result<void> evict_over_max_size(const std::string& store_dir, const manifest::Manifest& manifest, store::Store& store,
+                                 TellEviction tell) {
+  return evict_over_max_size_holding(store_dir, manifest, store, nullptr, tell);
 }
 
 std::string build_origin() { return fmt::format("built by kcache {} on {}", KCACHE_VERSION, host_name()); }
@@ -323,6 +379,11 @@ void register_build(CLI::App& app, Action& action) {
                 "wrote) and exits 1 if any differ or fail (--json: schema kcache.reproducible/1, its\n"
                 "\"differs\" names them). Takes -j, --shard, --json, --report")
       ->excludes(cmd->get_option("--explain"));
+  cmd->add_flag("--dry-run", args->dry_run,
+                "compile and write nothing: list each kernel a build would compile and why (an input, option\n"
+                "or toolchain that changed, not in the store, a remembered failure), as `inspect --why`\n"
+                "(--json: schema kcache.why/1); remotes are not asked")
+      ->excludes(cmd->get_option("--check-reproducible"));
   cmd->add_flag("--no-record-usage", args->no_record_usage,
                 "do not record last-used times and this run in the store's run log (kcache stats)");
   cmd->add_flag("--no-evict", args->no_evict,

@@ -132,6 +132,18 @@ int run_launcher(const std::string& tool, const std::vector<std::string>& args) 
   options.build.toolchain = &toolchain();
   if (const char* base = std::getenv("KCACHE_BASEDIR"); base && *base)
     options.base_dir = fs::absolute(base).lexically_normal();
+  // launcher_validate: the environment's or the user's (never a store's).
+  auto validate = setting("launcher_validate", "", store_options.path());
+  if (validate && validate->source != settings::Source::none) {
+    auto rules = settings::parse_validate_rules(validate->value);
+    if (rules) options.validate = std::move(*rules);
+    else validate = tl::unexpected(std::move(rules).error());
+  }
+  if (!validate) {
+    fmt::print(stderr, "kcache: warning: {} — running the real {}\n", validate.error().message, tool);
+    store->reset();
+    return exec_real(tool, args, validate.error().message);
+  }
   auto tier = make_remote_tier(RemoteArgs{}, store_options.path());
   if (!tier) {
     fmt::print(stderr, "kcache: warning: remotes not used: {}\n", tier.error().message);
@@ -162,9 +174,10 @@ int run_launcher(const std::string& tool, const std::vector<std::string>& args) 
     const std::string text = launcher::format_module(served->module, plan.command.format);
     std::fwrite(text.data(), 1, text.size(), stdout);
   }
-  // The store's max_size, as after `kcache build`; the module is written
-  // whatever happens here, so a failure is a warning.
-  if (auto evicted = evict_over_max_size(store_options.path(), served->manifest, **store); !evicted)
+  // The store's max_size, as after `kcache build`, told to `kcache stats`
+  // only (glslc prints nothing of the kind); the module is written whatever
+  // happens here, so a failure is a warning.
+  if (auto evicted = evict_over_max_size(store_options.path(), served->manifest, **store, TellEviction::no); !evicted)
     fmt::print(stderr, "kcache: warning: {}\n", evicted.error().message);
   return k_exit_ok;
 }

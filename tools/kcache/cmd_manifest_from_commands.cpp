@@ -31,18 +31,26 @@ struct FromCommandsArgs {
   bool json = false;
 };
 
+struct LauncherCommands {
+  std::vector<migrate::CommandLine> lines;
+  /// The outputs whose last command the real program ran, by reason:
+  /// "N outputs left out (REASON): OUTPUT, ...".
+  std::vector<std::string> left_out;
+};
+
 /// The commands the launcher served from this store (its run log), the
-/// last one of each output, in the order those ran. Commands it did not
-/// serve are left out: the real program ran them, and a manifest cannot
-/// express them either.
-Result<std::vector<migrate::CommandLine>> launcher_commands(const StoreOptions& store_options) {
+/// last one of each output, in the order those ran. An output whose last
+/// command the real program ran is left out (kcache did not build it, and
+/// the manifest could not either), and listed with the reason.
+Result<LauncherCommands> launcher_commands(const StoreOptions& store_options) {
   auto store = KCACHE_TRY(store_options.open(false));
   std::vector<store::Invocation> invocations;
   std::vector<bool> served;  // the module was written (not a failed compile)
   KCACHE_CHECK(store->read([&](store::Reader& reader) -> Result<void> {
     return reader.runs([&](store::RunRecord&& run) {
-      if (run.invocation && run.invocation->not_cacheable.empty()) {
-        served.push_back(run.kernels == 1 && run.failed == 0 && run.refused_write == 0);
+      if (run.invocation) {
+        served.push_back(run.invocation->not_cacheable.empty() && run.kernels == 1 && run.failed == 0 &&
+                         run.refused_write == 0);
         invocations.push_back(std::move(*run.invocation));
       }
       return true;
@@ -56,16 +64,28 @@ Result<std::vector<migrate::CommandLine>> launcher_commands(const StoreOptions& 
       last_of_output[p->output ? p->output->string() : "-"] = i;
   }
   std::vector<std::size_t> order;
-  for (const auto& [output, i] : last_of_output)
-    if (served[i]) order.push_back(i);  // an output whose last compile failed is not part of the build
+  std::map<std::string, std::vector<std::string>> left_out;  // reason → outputs
+  for (const auto& [output, i] : last_of_output) {
+    if (served[i]) order.push_back(i);
+    else left_out[invocations[i].not_cacheable.empty() ? "not stored" : invocations[i].not_cacheable].push_back(output);
+  }
   std::sort(order.begin(), order.end());
-  std::vector<migrate::CommandLine> out;
+  LauncherCommands out;
   for (std::size_t i : order) {
     migrate::CommandLine line{{invocations[i].tool}, invocations[i].directory};
     line.words.insert(line.words.end(), invocations[i].args.begin(), invocations[i].args.end());
-    out.push_back(std::move(line));
+    out.lines.push_back(std::move(line));
   }
-  if (out.empty())
+  for (const auto& [why, outputs] : left_out) {
+    constexpr std::size_t k_shown = 5;
+    std::string shown;
+    for (std::size_t i = 0; i < outputs.size() && i < k_shown; ++i) shown += (i ? ", " : "") + outputs[i];
+    if (outputs.size() > k_shown) shown += fmt::format(", and {} more", outputs.size() - k_shown);
+    out.left_out.push_back(fmt::format("{} output{} left out, the real program built {} ({}): {}", outputs.size(),
+                                       outputs.size() == 1 ? "" : "s", outputs.size() == 1 ? "it" : "them", why,
+                                       shown));
+  }
+  if (out.lines.empty())
     return fail(Category::not_found,
                 "the run log of {} holds no command served by `kcache glslc` or `kcache glslangValidator` — run the "
                 "build through the launcher first",
@@ -115,9 +135,10 @@ int run_from_commands(const FromCommandsArgs& args) {
                               "give a file of compile commands (or - for stdin), or --from-store — one of the two"});
   Result<migrate::Migration> result;
   if (args.from_store) {
-    auto lines = launcher_commands(args.store);
-    if (!lines) return report_error(lines.error());
-    result = migrate::from_command_lines(*lines, fmt::format("the run log of {}", args.store.path()), options);
+    auto commands = launcher_commands(args.store);
+    if (!commands) return report_error(commands.error());
+    result = migrate::from_command_lines(commands->lines, fmt::format("the run log of {}", args.store.path()), options);
+    if (result) result->notes.insert(result->notes.end(), commands->left_out.begin(), commands->left_out.end());
   } else {
     const bool from_stdin = args.input == "-";
     auto text = util::read_file(from_stdin ? fs::path("/dev/stdin") : fs::path(args.input),

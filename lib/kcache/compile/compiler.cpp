@@ -350,6 +350,8 @@ Result<Compiled> compile(const KernelSpec& spec, const Definition& def, PhaseTim
   program.addShader(&shader);
   if (!program.link(messages)) return fail(Category::compile_failed, "{}", clean_log(program.getInfoLog()));
   out.warnings = clean_log(shader.getInfoLog());
+  if (spec.warnings_as_errors && !out.warnings.empty())
+    return fail(Category::compile_failed, "{}\nwarnings are errors (-Werror)", out.warnings);
   glslang::SpvOptions spv_options;
   spv_options.generateDebugInfo = false;
   spv_options.disableOptimizer = false;  // as glslangValidator: only HLSL legalisation runs here

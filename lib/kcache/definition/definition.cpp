@@ -147,6 +147,8 @@ HashedFields compute_id(const KernelSpec& spec) {
   if (!spec.preamble_file.empty()) r.add("preamble_file", spec.preamble_file);
   r.add("strip", spec.strip ? "true" : "false");
   r.add("validate", std::string(validate_policy_name(spec.validate)));
+  // Only when set: every key made before the field existed stays the same.
+  if (spec.warnings_as_errors) r.add("warnings_as_errors", "true");
   return r.finish();
 }
 

@@ -77,6 +77,10 @@ struct KernelSpec {
   std::string preamble_file;  ///< relative to the manifest's folder, "" for none; read after `preamble`
   bool strip = true;          ///< debug info removed (glslc -O's strip-debug pass); manifest default: optimize != none
   ValidatePolicy validate = ValidatePolicy::strict;
+  /// A compile that gives warnings fails (glslc -Werror without -w). In the
+  /// key, so an entry's warnings cannot be stripped to turn a failure into
+  /// a hit: an honest entry under such a key has none.
+  bool warnings_as_errors = false;
   int manifest_line = 0;  ///< line of the [[kernel]] in the manifest
   // language = "cuda" only (the GLSL-only fields above keep their defaults):
   std::vector<std::string> arch;           ///< "sm_90", "compute_90" (core/cuda.hpp), manifest order, no duplicates

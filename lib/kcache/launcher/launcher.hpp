@@ -25,8 +25,10 @@
 #pragma once
 
 #include "kcache/build/build.hpp"
+#include "kcache/definition/kernel_spec.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/migrate/migrate.hpp"
+#include "kcache/settings/settings.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/util/error.hpp"
 
@@ -80,16 +82,26 @@ std::filesystem::path keys_root(const Plan& plan, const std::optional<std::files
 /// characters a kernel name cannot hold as '_'), '@', and 16 hex digits of
 /// the identity hash of everything else that changes the module (stage,
 /// entry, target, optimisation, strip, defines, include dirs relative to
-/// `root`): "shaders.k.comp@3f9a0c2e41d7b855". The same command hits from
-/// any build folder or checkout; two commands that compile differently
-/// never share a name (the output path plays no part).
-std::string kernel_name(const Plan& plan, const std::filesystem::path& root);
+/// `root`, -Werror, the validate policy): "shaders.k.comp@3f9a0c2e41d7b855".
+/// The same command hits from any build folder or checkout; two commands
+/// that compile differently never share a name (the output path plays no
+/// part).
+std::string kernel_name(const Plan& plan, const std::filesystem::path& root,
+                        definition::ValidatePolicy validate = definition::ValidatePolicy::strict);
+
+/// The validate policy of `plan` under `rules` (the launcher_validate
+/// setting): matched against the output's path relative to `root` (the
+/// source's when the module goes to standard output).
+definition::ValidatePolicy validate_policy(const Plan& plan, const std::filesystem::path& root,
+                                           const std::vector<settings::ValidateRule>& rules);
 
 struct ServeOptions {
   /// Clock, toolchain, remotes (secondary), origin: as for `kcache build`.
   build::BuildOptions build;
   /// The project root for keys (KCACHE_BASEDIR); nullopt: keys_root's rule.
   std::optional<std::filesystem::path> base_dir;
+  /// The launcher_validate setting; empty: every module strict.
+  std::vector<settings::ValidateRule> validate;
 };
 
 struct Served {

@@ -21,7 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-definition::KernelSpec spec_of(const Plan& plan, const fs::path& root, std::string name) {
+definition::KernelSpec spec_of(const Plan& plan, const fs::path& root, std::string name,
+                               definition::ValidatePolicy validate) {
   const auto& c = plan.command;
   definition::KernelSpec spec;
   spec.name = name;
@@ -38,6 +39,8 @@ definition::KernelSpec spec_of(const Plan& plan, const fs::path& root, std::stri
   spec.target = c.target;
   spec.optimize = c.optimize;
   spec.strip = c.strip;
+  spec.warnings_as_errors = c.warnings_as_errors && !c.suppress_warnings;
+  spec.validate = validate;
   return spec;
 }
 
@@ -57,6 +60,16 @@ std::string name_of_source(const fs::path& rel) {
 /// A file the compile read (`rel`, relative to `root`) as the tool names
 /// it: the source as given; another file in the style the source was given
 /// (relative to the working folder, or absolute). nullopt for the source.
+/// Why the real program runs for a command kcache could not serve, as
+/// `kcache stats` groups it.
+std::string fallback_reason(const build::Receipt& receipt) {
+  const Category c = receipt.error ? receipt.error->category : Category::compile_failed;
+  if (c == Category::validator_unsupported)
+    return "spirv-val does not know what the module uses (launcher_validate = known stores it, flagged)";
+  if (c == Category::compile_failed) return "the compile failed (the real program reports it)";
+  return fmt::format("kcache could not serve it ({})", category_name(c));
+}
+
 std::optional<std::string> shown_input(const Plan& plan, const fs::path& root, std::string_view rel) {
   const fs::path abs = (root / rel).lexically_normal();
   if (abs == plan.source) return std::nullopt;
@@ -89,16 +102,23 @@ Result<void> write_text(const fs::path& path, std::string_view text) {
 
 }  // namespace
 
-std::string kernel_name(const Plan& plan, const fs::path& root) {
+std::string kernel_name(const Plan& plan, const fs::path& root, definition::ValidatePolicy validate) {
   // The identity hash of the one-kernel spec under a fixed name: every
   // option that changes the module, paths relative to the root.
-  const std::string options = definition::compute_id(spec_of(plan, root, "k")).hash.hex().substr(0, 16);
+  const std::string options = definition::compute_id(spec_of(plan, root, "k", validate)).hash.hex().substr(0, 16);
   std::string name = name_of_source(plan.source.lexically_relative(root));
   // Within the store's key limit: a long path keeps its end; the options
   // hash, which covers the whole path, keeps two long paths apart.
   const std::size_t room = k_max_kernel_name - options.size() - 1;
   if (name.size() > room) name = name.substr(name.size() - room);
   return name + "@" + options;
+}
+
+definition::ValidatePolicy validate_policy(const Plan& plan, const fs::path& root,
+                                           const std::vector<settings::ValidateRule>& rules) {
+  if (rules.empty()) return definition::ValidatePolicy::strict;
+  const fs::path& file = plan.output ? *plan.output : plan.source;
+  return settings::validate_policy_for(rules, file.lexically_relative(root).generic_string());
 }
 
 ToolMessages tool_messages(const Plan& plan, const fs::path& root, std::string_view diagnostics) {
@@ -133,23 +153,36 @@ Result<Served> serve(const Plan& plan, store::Store& store, const ServeOptions& 
                      const store::Invocation& invocation) {
   Served out;
   out.root = keys_root(plan, options.base_dir);
-  out.kernel = kernel_name(plan, out.root);
+  const auto validate = validate_policy(plan, out.root, options.validate);
+  out.kernel = kernel_name(plan, out.root, validate);
   manifest::Manifest& manifest = out.manifest;
   manifest.root = out.root;
   manifest.path = out.root / ("(" + invocation.tool + " command)");
-  manifest.kernels.push_back(spec_of(plan, out.root, out.kernel));
+  manifest.kernels.push_back(spec_of(plan, out.root, out.kernel, validate));
 
   build::RunOptions run;
   run.build = options.build;
   run.build.jobs = 1;
   run.build.on_receipt = nullptr;
-  run.invocation = invocation;
+  run.record_usage = false;  // below, once it is known whether the real program must run
   auto result = KCACHE_TRY(build::run(manifest, store, run));
-  out.record_warning = std::move(result.record_warning);
   if (result.result.receipts.size() != 1)
     return fail(Category::io_error, "the build of one command returned {} receipts", result.result.receipts.size());
-  out.receipt = std::move(result.result.receipts.front());
-  if (out.receipt.outcome == build::Outcome::failed) return out;
+  out.receipt = result.result.receipts.front();
+  // The run record, with the command; one the real program must run says
+  // why (`kcache stats` counts it among those the real program ran).
+  auto record = [&] {
+    result.result.receipts.front() = out.receipt;
+    store::Invocation recorded = invocation;
+    if (out.receipt.outcome == build::Outcome::failed && recorded.not_cacheable.empty())
+      recorded.not_cacheable = fallback_reason(out.receipt);
+    if (auto written = build::record_run(store, result.result, *options.build.clock, &recorded); !written)
+      out.record_warning = std::move(written).error();
+  };
+  if (out.receipt.outcome == build::Outcome::failed) {
+    record();
+    return out;
+  }
 
   // The module the build stored or found; the key says it is this one (a
   // concurrent command for the same output may have replaced it since).
@@ -161,14 +194,19 @@ Result<Served> serve(const Plan& plan, store::Store& store, const ServeOptions& 
   if (!entry || entry->key != out.receipt.key || entry->payload_kind != PayloadKind::spirv) {
     out.receipt.outcome = build::Outcome::failed;
     out.receipt.error = Error{Category::busy, "the stored module changed while it was being served"};
+    record();
     return out;
   }
   out.diagnostics = std::move(entry->diagnostics);
   if (plan.command.warnings_as_errors && !plan.command.suppress_warnings && !out.diagnostics.empty()) {
+    // Not reached by an honest store (-Werror is in the key); kept as a
+    // second line against an entry filed under that key with warnings.
     out.receipt.outcome = build::Outcome::failed;
     out.receipt.error = Error{Category::compile_failed, "the module has warnings and -Werror makes them errors"};
+    record();
     return out;
   }
+  record();
   out.module = std::move(entry->payload);
 
   if (plan.output) {

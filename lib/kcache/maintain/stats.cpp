@@ -11,7 +11,7 @@ Result<RunTotals> run_totals(store::Store& store, std::size_t last, std::uint64_
   std::deque<store::RunRecord> window;
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
     return reader.runs([&](store::RunRecord&& run) {
-      ++t.logged;
+      if (run.command != k_eviction_command) ++t.logged;
       if (run.time <= zeroed) return true;
       window.push_back(std::move(run));
       if (last && window.size() > last) window.pop_front();
@@ -19,6 +19,12 @@ Result<RunTotals> run_totals(store::Store& store, std::size_t last, std::uint64_
     });
   }));
   for (auto& run : window) {
+    t.evicted += run.evicted;
+    t.evicted_bytes += run.evicted_bytes;
+    if (run.command == k_eviction_command) {
+      ++t.evictions;
+      continue;
+    }
     if (!t.runs++) t.first = run.time;
     t.last = run.time;
     t.kernels += run.kernels;

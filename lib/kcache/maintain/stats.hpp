@@ -8,12 +8,17 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace kcache::maintain {
 
 /// Sums over the most recent runs of the run log.
+/// The run log's command of an eviction by max_size recorded on its own
+/// (after a launcher command or a build): not a run.
+inline constexpr std::string_view k_eviction_command = "evict";
+
 struct RunTotals {
   std::size_t runs = 0;     ///< runs summed
   std::size_t logged = 0;   ///< runs in the log
@@ -30,6 +35,9 @@ struct RunTotals {
   /// ccache counts "unsupported compiler option".
   std::uint64_t launcher_commands = 0;
   std::vector<std::pair<std::string, std::uint64_t>> not_cacheable;
+  /// What the max_size setting evicted (run record version 4): entries,
+  /// their bytes, and the evictions that did it (not counted in `runs`).
+  std::uint64_t evicted = 0, evicted_bytes = 0, evictions = 0;
   std::vector<store::PhaseRecord> phases;  ///< summed, in first-seen order
   std::vector<store::RunRecord> recent;    ///< the runs summed, oldest first
   /// Set by the caller, not by run_totals: the bytes of the store's entries
@@ -38,8 +46,8 @@ struct RunTotals {
   std::string limit_source;
   /// Runs up to this time (unix seconds; `stats --zero`) are left out; 0: none.
   std::uint64_t zeroed = 0;
-  /// Lookups that did not hit (kernels − hits).
-  std::uint64_t misses() const { return kernels - hits; }
+  /// Lookups that neither the store nor a remote answered.
+  std::uint64_t misses() const { return kernels - hits - remote_hit; }
 };
 
 /// Totals of the newest `last` runs (0 = every run in the log) that ended

@@ -43,11 +43,14 @@ std::string stats_text(const maintain::RunTotals& t, std::size_t rows) {
                             : "no builds recorded in this store yet (the run log is written by `kcache build`)\n");
   std::string out = size + fmt::format("{} runs ({} in the log){}, {} .. {}\n", t.runs, t.logged, zeroed,
                                        iso_time(t.first), iso_time(t.last));
-  out += fmt::format(
-      "kernels: {}  hits: {} ({:.1f}%)  misses: {}  compiled: {}  stale replaced: {}  failed: {}  "
-      "not stored: {}\n",
-      t.kernels, t.hits, percent(t.hits, t.kernels), t.misses(), t.compiled, t.stale_replaced, t.failed,
-      t.refused_write);
+  // Remote hits are hits and stale entries rebuilt were compiled; the
+  // parts follow in parentheses.
+  const std::uint64_t hits = t.hits + t.remote_hit, compiled = t.compiled + t.stale_replaced;
+  out += fmt::format("kernels: {}  hits: {} ({:.1f}%{})  misses: {}  compiled: {}{}  failed: {}  not stored: {}\n",
+                     t.kernels, hits, percent(hits, t.kernels),
+                     t.remote_hit ? fmt::format(", {} from remotes", t.remote_hit) : "", t.misses(), compiled,
+                     t.stale_replaced ? fmt::format(" ({} replacing stale entries)", t.stale_replaced) : "", t.failed,
+                     t.refused_write);
   out += fmt::format("wall: {:.2f} s total, {:.2f} s per run; written: {}\n", static_cast<double>(t.wall_us) / 1e6,
                      static_cast<double>(t.wall_us) / 1e6 / static_cast<double>(t.runs), human_bytes(t.bytes_written));
   if (t.remote_hit || t.remote_misses || t.remote_refused || t.remote_errors || t.remote_bytes_written)
@@ -63,6 +66,9 @@ std::string stats_text(const maintain::RunTotals& t, std::size_t rows) {
                        t.launcher_commands, t.launcher_commands - passed, passed);
     for (const auto& [why, n] : t.not_cacheable) out += fmt::format("  not cacheable: {}: {}\n", why, n);
   }
+  if (t.evicted)
+    out += fmt::format("evicted by max_size: {} entries, {} (in {} evictions)\n", t.evicted,
+                       human_bytes(t.evicted_bytes), t.evictions);
   out += "time per phase (cpu, summed over kernels):\n";
   for (const auto& p : t.phases)
     if (p.cpu_us || p.wall_us)
@@ -73,8 +79,9 @@ std::string stats_text(const maintain::RunTotals& t, std::size_t rows) {
                      "failed", "wall");
   for (std::size_t i = from; i < t.recent.size(); ++i) {
     const auto& r = t.recent[i];
-    out += fmt::format("{:<20}  {:>7}  {:>7}  {:>8}  {:>6}  {:>7.2f} s\n", iso_time(r.time), r.kernels, r.hits,
-                       r.compiled + r.stale_replaced, r.failed, static_cast<double>(r.wall_us) / 1e6);
+    out += fmt::format("{:<20}  {:>7}  {:>7}  {:>8}  {:>6}  {:>7.2f} s\n", iso_time(r.time), r.kernels,
+                       r.hits + r.remote_hit, r.compiled + r.stale_replaced, r.failed,
+                       static_cast<double>(r.wall_us) / 1e6);
   }
   return terminal_text(out);
 }
@@ -111,32 +118,34 @@ std::string stats_json(const maintain::RunTotals& t) {
                     {"bytes_written", r.bytes_written},
                     {"phases", std::move(rp)}});
   }
-  json out = {{"schema", "kcache.stats/1"},
-              {"runs", t.runs},
-              {"logged", t.logged},
-              {"first", t.runs ? json(iso_time(t.first)) : json(nullptr)},
-              {"last", t.runs ? json(iso_time(t.last)) : json(nullptr)},
-              {"totals",
-               {{"kernels", t.kernels},
-                {"hit", t.hits},
-                {"miss", t.misses()},
-                {"compiled", t.compiled},
-                {"stale_replaced", t.stale_replaced},
-                {"failed", t.failed},
-                {"refused_write", t.refused_write},
-                {"wall_ms", static_cast<double>(t.wall_us) / 1e3},
-                {"bytes_written", t.bytes_written},
-                {"launcher", launcher_json(t)},
-                {"remote",
-                 {{"remote_hit", t.remote_hit},
-                  {"misses", t.remote_misses},
-                  {"refused", t.remote_refused},
-                  {"errors", t.remote_errors},
-                  {"bytes_read", t.remote_bytes_read},
-                  {"bytes_written", t.remote_bytes_written}}}}},
-              {"hit_rate", t.kernels ? static_cast<double>(t.hits) / static_cast<double>(t.kernels) : 0.0},
-              {"phases", std::move(phases)},
-              {"recent", std::move(runs)}};
+  json out = {
+      {"schema", "kcache.stats/1"},
+      {"runs", t.runs},
+      {"logged", t.logged},
+      {"first", t.runs ? json(iso_time(t.first)) : json(nullptr)},
+      {"last", t.runs ? json(iso_time(t.last)) : json(nullptr)},
+      {"totals",
+       {{"kernels", t.kernels},
+        {"hit", t.hits + t.remote_hit},
+        {"miss", t.misses()},
+        {"compiled", t.compiled},
+        {"stale_replaced", t.stale_replaced},
+        {"failed", t.failed},
+        {"refused_write", t.refused_write},
+        {"wall_ms", static_cast<double>(t.wall_us) / 1e3},
+        {"bytes_written", t.bytes_written},
+        {"launcher", launcher_json(t)},
+        {"evicted", {{"entries", t.evicted}, {"bytes", t.evicted_bytes}, {"evictions", t.evictions}}},
+        {"remote",
+         {{"remote_hit", t.remote_hit},
+          {"misses", t.remote_misses},
+          {"refused", t.remote_refused},
+          {"errors", t.remote_errors},
+          {"bytes_read", t.remote_bytes_read},
+          {"bytes_written", t.remote_bytes_written}}}}},
+      {"hit_rate", t.kernels ? static_cast<double>(t.hits + t.remote_hit) / static_cast<double>(t.kernels) : 0.0},
+      {"phases", std::move(phases)},
+      {"recent", std::move(runs)}};
   // Fields appended: the store's size against its limit, the zeroing time.
   out["stored_bytes"] = t.stored_bytes ? json(*t.stored_bytes) : json(nullptr);
   out["max_size"] = t.limit ? json(*t.limit) : json(nullptr);

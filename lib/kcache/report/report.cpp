@@ -208,14 +208,19 @@ std::string build_summary(const build::BuildResult& result, bool explain, const 
   const std::size_t pipelines =
       static_cast<std::size_t>(std::count_if(result.receipts.begin(), result.receipts.end(),
                                              [](const build::Receipt& r) { return r.ns.starts_with("vulkan/"); }));
+  // A remote hit is a hit (nothing compiled here) and a stale entry
+  // rebuilt was compiled: the counts say what happened, their parts follow.
   const std::size_t remote = result.count(Outcome::remote_hit);
+  const std::size_t stale = result.count(Outcome::stale_replaced);
   out += fmt::format(
-      "{}: {} hit, {} compiled, {} stale replaced, {} failed{}, {} not stored{}\n",
+      "{}: {} hit{}, {} compiled{}, {} failed{}, {} not stored\n",
       pipelines ? fmt::format("{} kernels and {} pipelines", result.receipts.size() - pipelines, pipelines)
                 : fmt::format("{} kernels", result.receipts.size()),
-      result.count(Outcome::hit), result.count(Outcome::compiled), result.count(Outcome::stale_replaced), failed,
-      remembered ? fmt::format(" ({} remembered, not compiled)", remembered) : "", result.count(Outcome::refused_write),
-      remote || !result.secondary.empty() ? fmt::format(", {} from remotes", remote) : "");
+      result.count(Outcome::hit) + remote,
+      remote || !result.secondary.empty() ? fmt::format(" ({} from remotes)", remote) : "",
+      result.count(Outcome::compiled) + stale, stale ? fmt::format(" ({} replacing stale entries)", stale) : "", failed,
+      remembered ? fmt::format(" ({} remembered, not compiled)", remembered) : "",
+      result.count(Outcome::refused_write));
   std::string phases;
   for (std::size_t i = 0; i < k_phase_count; ++i) {
     const auto& t = result.totals.times[i];

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <fnmatch.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -93,6 +94,15 @@ constexpr KeyInfo k_keys[] = {
      .help = "the real glslangValidator the launcher runs when it cannot serve a command (never from a store)",
      .fallback = "the first glslangValidator on PATH that is not kcache",
      .why = k_runs_code},
+    {.name = "launcher_validate",
+     .env = "KCACHE_LAUNCHER_VALIDATE",
+     .store = StoreRule::refused,
+     .help = "how the glslc launcher validates modules, as a manifest's validate: strict, known (store a module "
+             "spirv-val does not know, flagged) or off; per output as PATTERN=POLICY words, e.g. "
+             "'strict *coopmat*.spv=known' (never from a store)",
+     .fallback = "strict",
+     .why = "a store may not weaken validation: whoever can write a store would have unchecked modules served",
+     .default_value = "strict"},
     {.name = "stats_zeroed",
      .user = false,
      .internal = true,
@@ -166,6 +176,8 @@ Result<void> check_setting(std::string_view key, std::string_view value) {
     if (urls.size() > 64) return fail(Category::invalid_argument, "remote: more than 64 URLs");
     for (const auto& u : urls)
       if (auto url = parse_remote_url(u); !url) return tl::unexpected(std::move(url).error().context(key));
+  } else if (key == "launcher_validate") {
+    if (auto rules = parse_validate_rules(value); !rules) return tl::unexpected(std::move(rules).error());
   } else if (key == "namespace") {
     if (value.find_first_of(" \t") != std::string_view::npos)
       return fail(Category::invalid_argument, "namespace: '{}' holds a space (one namespace, e.g. spirv/vulkan1.2)",
@@ -174,6 +186,41 @@ Result<void> check_setting(std::string_view key, std::string_view value) {
   // store, nvrtc, glslc, glslang_validator, trust: file names, checked when
   // they are used; the resolver decides which levels may give them.
   return {};
+}
+
+Result<std::vector<ValidateRule>> parse_validate_rules(std::string_view value) {
+  std::vector<ValidateRule> rules;
+  bool bare = false;
+  for (const auto& word : words(value)) {
+    if (rules.size() == k_max_validate_rules)
+      return fail(Category::invalid_argument, "launcher_validate: more than {} words", k_max_validate_rules);
+    const auto eq = word.rfind('=');
+    const std::string pattern = eq == std::string::npos ? "" : word.substr(0, eq);
+    const std::string policy = eq == std::string::npos ? word : word.substr(eq + 1);
+    auto parsed = definition::parse_validate_policy(policy);
+    if (!parsed)
+      return fail(Category::invalid_argument,
+                  "launcher_validate: '{}' is not POLICY or PATTERN=POLICY with POLICY strict, known or off",
+                  util::shown_untrusted(word, 120));
+    if (eq != std::string::npos && pattern.empty())
+      return fail(Category::invalid_argument, "launcher_validate: '{}' has an empty pattern",
+                  util::shown_untrusted(word, 120));
+    if (pattern.empty()) {
+      if (bare) return fail(Category::invalid_argument, "launcher_validate: more than one bare POLICY");
+      bare = true;
+    }
+    rules.push_back({pattern, *parsed});
+  }
+  return rules;
+}
+
+definition::ValidatePolicy validate_policy_for(const std::vector<ValidateRule>& rules, std::string_view output) {
+  const std::string path(output);
+  for (const auto& rule : rules)
+    if (!rule.pattern.empty() && ::fnmatch(rule.pattern.c_str(), path.c_str(), 0) == 0) return rule.policy;
+  for (const auto& rule : rules)
+    if (rule.pattern.empty()) return rule.policy;
+  return definition::ValidatePolicy::strict;
 }
 
 std::optional<std::string> find_setting(const Settings& settings, std::string_view key) {

@@ -34,6 +34,7 @@
 // atomic write each.
 #pragma once
 
+#include "kcache/definition/kernel_spec.hpp"
 #include "kcache/util/error.hpp"
 
 #include <cstdint>
@@ -150,6 +151,25 @@ Result<Settings> read_settings(const std::filesystem::path& path);
 /// Writes `settings` to `path` atomically, mode 0600 (creating its folder);
 /// removes the file when `settings` is empty. io_error.
 Result<void> write_settings(const std::filesystem::path& path, const Settings& settings);
+
+/// One word of the `launcher_validate` setting: the validate policy of the
+/// launcher's outputs whose path (relative to the project root) matches
+/// `pattern` (fnmatch(3), '*' also matching '/'); "" matches every output.
+struct ValidateRule {
+  std::string pattern;
+  definition::ValidatePolicy policy = definition::ValidatePolicy::strict;
+  bool operator==(const ValidateRule&) const = default;
+};
+/// The most words `launcher_validate` holds.
+inline constexpr std::size_t k_max_validate_rules = 64;
+/// Parses `launcher_validate`: words separated by spaces, each POLICY (the
+/// policy of outputs no pattern matches) or PATTERN=POLICY, POLICY one of
+/// strict, known, off (the manifest's `validate`). invalid_argument naming
+/// the word; at most one bare POLICY and k_max_validate_rules words.
+Result<std::vector<ValidateRule>> parse_validate_rules(std::string_view value);
+/// The policy of `output` (relative to the project root, '/'-separated):
+/// the first pattern that matches, else the bare POLICY, else strict.
+definition::ValidatePolicy validate_policy_for(const std::vector<ValidateRule>& rules, std::string_view output);
 
 /// The levels a value may come from, highest first; none = the default.
 enum class Source { flag, env, store, user, none };

@@ -113,12 +113,15 @@
 //                                 k_max_invocation_bytes)
 //   not_cacheable    str          [version 3, has_invocation] why the real program
 //                                 ran ("" = served)
+//   evicted          u32          [version 4] entries max_size evicted after the run
+//   evicted_bytes    u64          [version 4] their key + record bytes
 //   record_digest    h128         XXH3-128 of every byte above
 //
 // A new field is appended before record_digest and bumps the version;
 // readers accept k_run_min_version..k_run_max_version. The writer writes
-// version 2 for a run without an invocation (byte for byte what it wrote
-// before version 3) and version 3 for one with.
+// the lowest version that holds the run: version 2 for a run without an
+// invocation or eviction (byte for byte what it wrote before version 3),
+// version 3 for one with an invocation, version 4 for one with an eviction.
 //
 // Damage. LMDB has no checksums; kcache's records carry their own digests.
 // - A truncated data.mdb is refused at open as corruption, before the map
@@ -185,7 +188,7 @@ inline constexpr std::string_view k_schema_version = "3";
 /// The oldest layout version this code reads (and upgrades when writable).
 inline constexpr std::string_view k_schema_min_version = "1";
 inline constexpr std::uint16_t k_run_min_version = 1;
-inline constexpr std::uint16_t k_run_max_version = 3;
+inline constexpr std::uint16_t k_run_max_version = 4;
 inline constexpr std::size_t k_usage_record_bytes = 16;
 inline constexpr std::string_view k_lock_file_name = "kcache.lock";
 inline constexpr std::string_view k_leases_dir_name = "leases";

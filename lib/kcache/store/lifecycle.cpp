@@ -69,7 +69,8 @@ std::optional<std::uint64_t> run_number(std::string_view key) {
 std::vector<std::uint8_t> encode_run(const RunRecord& run) {
   util::ByteWriter w;
   w.raw(k_run_magic);
-  w.u16(run.invocation ? 3 : 2);
+  const std::uint16_t version = run.evicted || run.evicted_bytes ? 4 : run.invocation ? 3 : 2;
+  w.u16(version);
   w.u64(run.time);
   w.str(run.command);
   for (std::uint32_t v : {run.kernels, run.hits, run.compiled, run.stale_replaced, run.failed, run.refused_write})
@@ -85,6 +86,7 @@ std::vector<std::uint8_t> encode_run(const RunRecord& run) {
   for (std::uint32_t v : {run.remote_hit, run.remote_misses, run.remote_refused, run.remote_errors}) w.u32(v);
   w.u64(run.remote_bytes_read);
   w.u64(run.remote_bytes_written);
+  if (version >= 3 && !run.invocation) w.u8(0);
   if (const auto& inv = run.invocation) {
     std::size_t bytes = inv->tool.size() + inv->directory.size() + inv->not_cacheable.size();
     for (const auto& a : inv->args) bytes += a.size();
@@ -96,6 +98,10 @@ std::vector<std::uint8_t> encode_run(const RunRecord& run) {
     if (keep_args)
       for (const auto& a : inv->args) w.str(a);
     w.str(inv->not_cacheable.substr(0, k_max_run_string));
+  }
+  if (version >= 4) {
+    w.u32(run.evicted);
+    w.u64(run.evicted_bytes);
   }
   w.raw(util::hash_bytes(w.bytes()).bytes);
   return w.take();
@@ -169,6 +175,13 @@ Result<RunRecord> decode_run(std::uint64_t n, std::span<const std::uint8_t> byte
       inv.not_cacheable = std::move(*why);
       run.invocation = std::move(inv);
     }
+  }
+  if (*version >= 4) {
+    auto evicted = r.u32();
+    auto bytes = r.u64();
+    if (!evicted || !bytes) return corrupt_run(n, "truncated eviction counts");
+    run.evicted = *evicted;
+    run.evicted_bytes = *bytes;
   }
   if (r.remaining() != 0) return corrupt_run(n, "trailing bytes");
   return run;

@@ -93,6 +93,11 @@ struct RunRecord {
   /// The launcher's command (run record version 3), command "glslc" or
   /// "glslangValidator"; nullopt for other runs.
   std::optional<Invocation> invocation;
+  /// Entries the max_size setting evicted after the run, and their bytes
+  /// (run record version 4; 0 before). An eviction is recorded here rather
+  /// than printed where a compiler prints nothing (the launcher).
+  std::uint32_t evicted = 0;
+  std::uint64_t evicted_bytes = 0;
   bool operator==(const RunRecord&) const = default;
 };
 
