@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Cross-checks kcache against glslc, the reference it promises to match
-(README "What kcache builds"): for every kernel in the store, Debian's spirv-val
+(README "How it works"): for every kernel in the store, Debian's spirv-val
 accepts the module, and glslc given the same source, defines, include dirs,
 entry, target and optimisation (-O0 / -O / -Os; kcache's `strip` default is
 glslc's) produces the same module apart from the generator word (word 2:

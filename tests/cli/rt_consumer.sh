@@ -22,8 +22,19 @@ for f in bin/kcache $LIB/libkcache.so $LIB/libkcache.so.0 include/kcache/runtime
   [[ -e $PREFIX/$f ]] || fail "not installed: $f"
 done
 # The library exports the C API and nothing else (no fmt, no volk vk* pointers).
-others=$(nm -D --defined-only "$PREFIX/$LIB/libkcache.so" | awk '{print $3}' | grep -v '^kcache_' || true)
+# (Global and weak symbols only: a lowercase type is local, bound inside.)
+others=$(nm -D --defined-only "$PREFIX/$LIB/libkcache.so" | awk '$2 ~ /^[A-Z]$/ {print $3}' | grep -v '^kcache_' || true)
 [[ -z $others ]] || fail "libkcache.so exports more than kcache_*: $others"
+# It validates and reflects modules but compiles none: no glslang in it, nor
+# the compile module's zero-filling operator new (an application keeps its
+# own allocator; a stray weak libstdc++ copy once pulled both in).
+built=$KCACHE_BUILD_DIR/lib/kcache/runtime/libkcache.so
+nm -C "$built" >"$WORK/lib.syms"
+[[ -s $WORK/lib.syms ]] || fail "nm listed nothing in $built"
+grep -q 'kcache::compile::validate' "$WORK/lib.syms" || fail "nm shows no kcache symbol: the check below would prove nothing"
+if grep -E 'glslang::|k_defined_heap' "$WORK/lib.syms" >"$WORK/lib.bad"; then
+  fail "libkcache.so holds glslang or the compile heap: $(head -3 "$WORK/lib.bad")"
+fi
 
 # The consumer's build must use its own store, never the user's.
 export KCACHE_STORE=$WORK/users-store

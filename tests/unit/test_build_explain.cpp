@@ -3,6 +3,7 @@
 // stored relative (another namespace, another variant, another device).
 #include "kcache/build/build.hpp"
 #include "kcache/build/explain.hpp"
+#include "kcache/build/record_rules.hpp"
 #include "kcache/manifest/manifest.hpp"
 
 #include "test_support.hpp"
@@ -168,7 +169,9 @@ TEST_CASE("a device namespace explains a changed fingerprint field by name") {
 
   // The same device: fresh, and no toolchain fields are expected of a blob.
   CHECK(p.explain(toml, "k", vulkan_namespace(old_record)).state == Freshness::fresh);
-  CHECK(toolchain_changes(blob, compile::Toolchain::installed()).empty());
+  const RecordRules* rules = record_rules("vulkan");
+  REQUIRE(rules);
+  CHECK(rules->toolchain_changes(recorded(blob), compile::Toolchain::installed()).empty());
 }
 
 TEST_CASE("essential_changes keeps independent reasons") {

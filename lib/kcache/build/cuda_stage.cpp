@@ -2,6 +2,7 @@
 #include "kcache/build/cuda_stage.hpp"
 
 #include "kcache/build/freshness.hpp"
+#include "kcache/build/record_rules.hpp"
 #include "kcache/build/stage.hpp"
 #include "kcache/core/cuda.hpp"
 #include "kcache/nvrtc/nvrtc.hpp"
@@ -120,6 +121,35 @@ class CudaBackend final : public PerUnitBackend {
 Assessment assess_cuda(const KernelSpec& spec, std::string_view arch, const Recorded& stored,
                        definition::FileCache& files) {
   return check_direct(definition::compute_cuda_id(spec, arch), recorded_toolchain(stored.ir_fields), stored, files);
+}
+
+namespace {
+
+/// What the CUDA stage's records are worth here (record_rules.hpp). No
+/// toolchain verdict without a manifest: NVRTC is loaded only to compile,
+/// so the toolchain a record names is believed, as on the warm path.
+class CudaRecordRules final : public RecordRules {
+ public:
+  std::string_view backend() const override { return k_cuda_backend; }
+
+  std::vector<std::string> namespaces_of(const KernelSpec& spec) const override {
+    std::vector<std::string> out;
+    if (spec.language == definition::Language::cuda)
+      for (const auto& arch : spec.arch) out.push_back(cuda_namespace(arch).name());
+    return out;
+  }
+
+  Assessment assess(const KernelSpec& spec, const Namespace& ns, const Recorded& stored, definition::FileCache& files,
+                    const compile::Toolchain&) const override {
+    return assess_cuda(spec, ns.fingerprint, stored, files);
+  }
+};
+
+}  // namespace
+
+const RecordRules& cuda_record_rules() {
+  static const CudaRecordRules rules;
+  return rules;
 }
 
 bool has_cuda_kernels(const manifest::Manifest& manifest) {

@@ -1,6 +1,7 @@
 // The device stage of a vulkan build (contract in device_build.hpp).
 #include "kcache/build/device_stage.hpp"
 
+#include "kcache/build/record_rules.hpp"
 #include "kcache/build/stage.hpp"
 #include "kcache/device/pipeline_entry.hpp"
 
@@ -97,7 +98,34 @@ class PipelineBackend final : public Backend {
   std::vector<Item> m_items;
 };
 
+/// What the pipeline stage's records are worth here (record_rules.hpp): a
+/// pipeline recipe, not a toolchain; the manifest names no device, so it
+/// says nothing of them; a namespace of fingerprint schema 1 (its id named
+/// one card) is reached by no lookup any more.
+class PipelineRecordRules final : public RecordRules {
+ public:
+  std::string_view backend() const override { return "vulkan"; }
+
+  std::optional<Change> stale_namespace(const Namespace& ns) const override {
+    if (!has_per_card_fields(ns.record)) return std::nullopt;
+    return Change{"fingerprint", "schema 1 (one card: deviceUUID in the id)",
+                  "schema 2 (GPU model and driver): " + vulkan_namespace(ns.record).name()};
+  }
+
+  std::vector<std::string> namespaces_of(const KernelSpec&) const override { return {}; }
+
+  Assessment assess(const KernelSpec&, const Namespace&, const Recorded&, definition::FileCache&,
+                    const compile::Toolchain&) const override {
+    return {};  // never asked: namespaces_of names none
+  }
+};
+
 }  // namespace
+
+const RecordRules& pipeline_record_rules() {
+  static const PipelineRecordRules rules;
+  return rules;
+}
 
 std::vector<device::SpecValue> spec_values(const KernelSpec& spec) {
   std::vector<device::SpecValue> out;

@@ -90,31 +90,6 @@ std::vector<Change> essential_changes(std::vector<Change> changes) {
   return out;
 }
 
-namespace {
-
-std::vector<Change> recorded_toolchain_changes(const std::vector<Field>& id_fields, const std::vector<Field>& ir_fields,
-                                               const compile::Toolchain& toolchain) {
-  auto level = definition::Optimize::performance;
-  if (const std::string* recorded = find_field(id_fields, "optimize"))
-    if (auto parsed = definition::parse_optimize(*recorded)) level = *parsed;
-  std::vector<Field> current{{"key_schema", std::string(definition::k_key_schema)}};
-  const auto& fields = toolchain.fields(level);
-  current.insert(current.end(), fields.begin(), fields.end());
-  return definition::diff_fields(toolchain_part(ir_fields), current);
-}
-
-}  // namespace
-
-std::vector<Change> toolchain_changes(const Entry& stored, const compile::Toolchain& toolchain) {
-  if (stored.payload_kind != PayloadKind::spirv) return {};  // a pipeline recipe, not a toolchain
-  return recorded_toolchain_changes(stored.id_fields, stored.ir_fields, toolchain);
-}
-
-std::vector<Change> toolchain_changes(const Failure& stored, const compile::Toolchain& toolchain) {
-  if (stored.phase == FailurePhase::pipeline) return {};  // a pipeline recipe, not a toolchain
-  return recorded_toolchain_changes(stored.id_fields, stored.ir_fields, toolchain);
-}
-
 bool remembered_failure(const Explanation& e) { return e.state != Freshness::fresh && e.failure && e.failure->current; }
 
 std::string describe(const Explanation& e, std::size_t max) {

@@ -54,15 +54,6 @@ ChangeKind change_kind(std::string_view field);
 /// when "variant:K" changed the same way, "name" when a variant changed.
 std::vector<Change> essential_changes(std::vector<Change> changes);
 
-/// The toolchain fields of `stored` that differ from this kcache's (key
-/// schema, glslang, SPIRV-Tools, optimiser recipe for the entry's recorded
-/// optimisation level). Non-empty means the entry can never hit again here,
-/// whatever the manifest says. Empty for a pipeline-cache entry (it records
-/// a pipeline recipe, not a toolchain).
-std::vector<Change> toolchain_changes(const Entry& stored, const compile::Toolchain& toolchain);
-/// As above for a failure record: empty for a device-stage (pipeline) failure.
-std::vector<Change> toolchain_changes(const Failure& stored, const compile::Toolchain& toolchain);
-
 /// A kernel's state against the store, with the reasons.
 struct Explanation {
   std::string kernel;

@@ -4,6 +4,7 @@
 #include "kcache/build/build.hpp"
 
 #include "kcache/build/explain.hpp"
+#include "kcache/build/record_rules.hpp"
 #include "kcache/build/stage.hpp"
 #include "kcache/compile/compiler.hpp"
 #include "kcache/util/hash.hpp"
@@ -109,7 +110,41 @@ class SpirvBackend final : public PerUnitBackend {
   mutable std::map<Hash128, Shared> m_compiles;
 };
 
+/// What the SPIR-V stage's records are worth here (record_rules.hpp).
+class SpirvRecordRules final : public RecordRules {
+ public:
+  std::string_view backend() const override { return "spirv"; }
+
+  /// Key schema, glslang, SPIRV-Tools and the optimiser recipe of the
+  /// level the record names (its "optimize" id field).
+  std::vector<Change> toolchain_changes(const Recorded& stored, const compile::Toolchain& toolchain) const override {
+    auto level = definition::Optimize::performance;
+    for (const auto& [name, value] : stored.id_fields)
+      if (name == "optimize")
+        if (auto parsed = definition::parse_optimize(value)) level = *parsed;
+    std::vector<Field> current{{"key_schema", std::string(definition::k_key_schema)}};
+    const auto& fields = toolchain.fields(level);
+    current.insert(current.end(), fields.begin(), fields.end());
+    return definition::diff_fields(toolchain_part(stored.ir_fields), current);
+  }
+
+  std::vector<std::string> namespaces_of(const definition::KernelSpec& spec) const override {
+    if (spec.language == definition::Language::cuda) return {};
+    return {spirv_namespace(spec.target).name()};
+  }
+
+  Assessment assess(const definition::KernelSpec& spec, const Namespace&, const Recorded& stored,
+                    definition::FileCache& files, const compile::Toolchain& toolchain) const override {
+    return build::assess(spec, stored, files, toolchain);
+  }
+};
+
 }  // namespace
+
+const RecordRules& spirv_record_rules() {
+  static const SpirvRecordRules rules;
+  return rules;
+}
 
 Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& store, const BuildOptions& options) {
   BuildResult result;

@@ -168,4 +168,11 @@ StageOptions stage_options(const BuildOptions& options, definition::FileCache& f
 Result<void> run_stage(const Backend& backend, std::vector<Unit> units, store::Store& store,
                        const StageOptions& options, BuildResult& result);
 
+/// Each stage's read-side rules (record_rules.hpp), defined beside the
+/// stage; record_rules() looks them up by namespace backend.
+class RecordRules;
+const RecordRules& spirv_record_rules();
+const RecordRules& pipeline_record_rules();
+const RecordRules& cuda_record_rules();
+
 }  // namespace kcache::build

@@ -38,7 +38,7 @@ inline constexpr int k_min_window_log = 10;
 inline constexpr std::uint32_t k_max_block_bytes = 1u << 30;
 /// zstd level of a version-2 or 3 head (compress_header_body). 9: on the
 /// 400-kernel benchmark corpus's 54 KB index, 30.6 KB in 3.5 ms where
-/// level 19 saved 0.5 KB more for 16 ms (FORMAT.md "Header body, version 2").
+/// level 19 saved 0.5 KB more for 16 ms (FORMAT.md "Header body, versions 2 and 3").
 inline constexpr int k_head_level = 9;
 /// Smallest possible encode_entry() output: fixed fields with empty strings
 /// and lists (used to reject index entries that cannot be records).
@@ -124,7 +124,7 @@ Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& 
                             std::uint16_t format_version);
 
 /// Format 2's head body: encode_header_body's bytes as one zstd frame that
-/// declares its content size (FORMAT.md "Header body, version 2").
+/// declares its content size (FORMAT.md "Header body, versions 2 and 3").
 std::vector<std::uint8_t> compress_header_body(std::span<const std::uint8_t> body);
 
 /// Inverse of compress_header_body for untrusted bytes: exactly one frame,

@@ -16,23 +16,6 @@ using util::to_hex;
 constexpr std::string_view k_public_header = "kcache-ed25519-public-key 1";
 constexpr std::string_view k_secret_header = "kcache-ed25519-secret-key 1";
 
-template <std::size_t N>
-bool from_hex(std::string_view text, std::array<std::uint8_t, N>& out) {
-  if (text.size() != 2 * N) return false;
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (std::size_t i = 0; i < N; ++i) {
-    int hi = nibble(text[2 * i]), lo = nibble(text[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out[i] = static_cast<std::uint8_t>(hi << 4 | lo);
-  }
-  return true;
-}
-
 /// Parses "header\nname value\n..." (blank lines and '#' comments ignored,
 /// each name once) into name → value.
 Result<std::map<std::string, std::string>> parse_key_text(std::string_view text, std::string_view header,
@@ -73,7 +56,7 @@ Result<std::array<std::uint8_t, N>> hex_field(const std::map<std::string, std::s
   auto it = fields.find(name);
   if (it == fields.end()) return fail(Category::invalid_argument, "{}: missing '{}' line", what, name);
   std::array<std::uint8_t, N> out{};
-  if (!from_hex(it->second, out))
+  if (!util::from_hex(it->second, out))
     return fail(Category::invalid_argument, "{}: '{}' must be {} hex digits", what, name, 2 * N);
   return out;
 }

@@ -1,8 +1,7 @@
 #include "kcache/maintain/entry_state.hpp"
 
-#include "kcache/build/cuda_stage.hpp"
 #include "kcache/build/explain.hpp"
-#include "kcache/core/cuda.hpp"
+#include "kcache/build/record_rules.hpp"
 
 namespace kcache::maintain {
 
@@ -21,9 +20,8 @@ EntryClassifier::EntryClassifier(const manifest::Manifest* manifest, const compi
   if (!manifest) return;
   m_files.emplace(manifest->root);
   for (const auto& k : manifest->kernels) {
-    if (k.language == definition::Language::cuda)
-      for (const auto& arch : k.arch) m_wanted[{cuda_namespace(arch).name(), k.name}] = &k;
-    else m_wanted[{spirv_namespace(k.target).name(), k.name}] = &k;
+    for (const build::RecordRules* rules : build::all_record_rules())
+      for (auto& ns : rules->namespaces_of(k)) m_wanted[{std::move(ns), k.name}] = &k;
     m_by_name.emplace(k.name, &k);
   }
 }
@@ -34,34 +32,26 @@ const definition::KernelSpec* EntryClassifier::wanted(const std::string& ns, con
 }
 
 Classification EntryClassifier::classify(const Namespace& ns, const Entry& entry) {
-  return classify_recorded(ns, entry.kernel, build::toolchain_changes(entry, m_toolchain),
-                           [&](const definition::KernelSpec& spec) {
-                             if (ns.backend == k_cuda_backend)
-                               return build::assess_cuda(spec, ns.fingerprint, build::recorded(entry), *m_files);
-                             return build::assess(spec, entry, *m_files, m_toolchain);
-                           });
+  return classify_recorded(ns, entry.kernel, build::recorded(entry));
 }
 
 Classification EntryClassifier::classify(const Namespace& ns, const Failure& failure) {
-  return classify_recorded(ns, failure.kernel, build::toolchain_changes(failure, m_toolchain),
-                           [&](const definition::KernelSpec& spec) {
-                             if (ns.backend == k_cuda_backend)
-                               return build::assess_cuda(spec, ns.fingerprint, build::recorded(failure), *m_files);
-                             return build::assess(spec, failure, *m_files, m_toolchain);
-                           });
+  return classify_recorded(ns, failure.kernel, build::recorded(failure));
 }
 
-Classification EntryClassifier::classify_recorded(
-    const Namespace& ns, const std::string& kernel, std::vector<build::Change> toolchain,
-    const std::function<build::Assessment(const definition::KernelSpec&)>& assess) {
+Classification EntryClassifier::classify_recorded(const Namespace& ns, const std::string& kernel,
+                                                  const build::Recorded& stored) {
   Classification c;
-  if (ns.backend == "vulkan" && has_per_card_fields(ns.record)) {
+  // A backend no stage of this kcache writes (a newer kcache's): unknown.
+  const build::RecordRules* rules = build::record_rules(ns.backend);
+  if (!rules) return c;
+  if (auto why = rules->stale_namespace(ns)) {
     c.state = EntryState::stale;
     c.toolchain_stale = true;
-    c.changes.push_back({"fingerprint", "schema 1 (one card: deviceUUID in the id)",
-                         "schema 2 (GPU model and driver): " + vulkan_namespace(ns.record).name()});
+    c.changes.push_back(std::move(*why));
     return c;
   }
+  auto toolchain = rules->toolchain_changes(stored, m_toolchain);
   c.toolchain_stale = !toolchain.empty();
   if (!m_manifest) {
     if (c.toolchain_stale) {
@@ -70,18 +60,20 @@ Classification EntryClassifier::classify_recorded(
     }
     return c;
   }
-  if (!m_by_name.contains(kernel)) {
+  auto named = m_by_name.find(kernel);
+  if (named == m_by_name.end()) {
     c.state = EntryState::orphan;
     return c;
   }
-  // A device namespace: the manifest names its kernels but not the device.
-  if (ns.backend != "spirv" && ns.backend != k_cuda_backend) return c;
+  // A namespace the manifest does not place kernels in (a device's): the
+  // manifest names the kernel but not the device.
+  if (rules->namespaces_of(*named->second).empty()) return c;
   const definition::KernelSpec* spec = wanted(ns.name(), kernel);
   if (!spec) {
-    c.state = EntryState::orphan;  // built for a target the manifest no longer uses for it
+    c.state = EntryState::orphan;  // built for a target (or arch) the manifest no longer uses for it
     return c;
   }
-  auto a = assess(*spec);
+  auto a = rules->assess(*spec, ns, stored, *m_files, m_toolchain);
   c.state = a.state == build::Freshness::fresh ? EntryState::fresh : EntryState::stale;
   if (c.state == EntryState::stale) c.changes = build::essential_changes(std::move(a.changes));
   return c;

@@ -43,14 +43,17 @@ struct Classification {
 };
 
 /// Classifies entries against an optional manifest.
-///   - An entry of a fingerprint-schema-1 vulkan namespace is stale, always.
-///   - Without a manifest: stale when built by another toolchain, else unknown.
+/// Each question is the stage's that writes the record's namespace
+/// (build::record_rules); this class holds no backend names.
+///   - A record of a namespace its stage calls stale (stale_namespace: a
+///     vulkan namespace of fingerprint schema 1) is stale, always.
+///   - Without a manifest: stale when built by another toolchain (as far as
+///     the stage can tell without loading its compiler), else unknown.
 ///   - With one: orphan when the manifest has no kernel of that name, or the
-///     entry is in a spirv namespace other than its kernel's target (a cuda
-///     namespace of an arch it no longer lists); a device entry of a manifest
-///     kernel is unknown; a spirv entry is fresh or stale by build::assess
-///     (recorded inputs by content, options, toolchain), a cuda entry by
-///     build::assess_cuda (the CUDA stage's warm-path rule).
+///     record is in a namespace the stage no longer puts it in (another
+///     target, an arch it no longer lists); a record of a namespace the
+///     manifest does not place kernels in (a device's) is unknown; the rest
+///     are fresh or stale by the stage's warm-path rule (assess).
 class EntryClassifier {
  public:
   /// `manifest` may be null; both it and `toolchain` must outlive this.
@@ -69,9 +72,9 @@ class EntryClassifier {
   }
 
  private:
-  /// classify's rule over what entries and failure records both record.
-  Classification classify_recorded(const Namespace& ns, const std::string& kernel, std::vector<build::Change> toolchain,
-                                   const std::function<build::Assessment(const definition::KernelSpec&)>& assess);
+  /// classify's rule over what entries and failure records both record,
+  /// by the rules of the stage that writes `ns` (build/record_rules.hpp).
+  Classification classify_recorded(const Namespace& ns, const std::string& kernel, const build::Recorded& stored);
 
   const manifest::Manifest* m_manifest;
   const compile::Toolchain& m_toolchain;

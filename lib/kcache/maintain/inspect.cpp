@@ -1,5 +1,6 @@
 #include "kcache/maintain/inspect.hpp"
 
+#include "kcache/build/record_rules.hpp"
 #include "kcache/device/device.hpp"
 #include "kcache/util/worker_pool.hpp"
 
@@ -169,7 +170,8 @@ Result<KernelReport> inspect_kernel(store::Store& store, const std::string& kern
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
     for (const auto& info : KCACHE_TRY(reader.namespace_records()))
       if (auto e = KCACHE_TRY(reader.get(info.ns.name(), kernel))) {
-        auto changes = build::toolchain_changes(*e, toolchain);
+        const build::RecordRules* rules = build::record_rules(info.ns.backend);
+        auto changes = rules ? rules->toolchain_changes(build::recorded(*e), toolchain) : std::vector<build::Change>{};
         out.stored.push_back({info.ns.name(), std::move(*e), std::move(changes)});
       }
     if (spec) {

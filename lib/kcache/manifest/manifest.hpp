@@ -1,6 +1,6 @@
 // The kernel manifest (TOML): parsing, validation and variant expansion.
 //
-// Format (README "Manifest format" is the user-facing description):
+// Format (README "The manifest" is the user-facing description):
 //   [defaults]  entry, stage, language, defines, include_dirs, target,
 //               optimize, spec_constants, extensions, preamble,
 //               preamble_file, strip, validate — applied to every kernel

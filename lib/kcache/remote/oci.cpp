@@ -27,7 +27,7 @@ namespace {
 
 using nlohmann::json;
 
-// OCI.md "Media types".
+// OCI.md "The artifact".
 constexpr std::string_view k_manifest_type = "application/vnd.oci.image.manifest.v1+json";
 constexpr std::string_view k_artifact_type = "application/vnd.kcache.release.v1";
 constexpr std::string_view k_config_type = "application/vnd.kcache.release.head.v4";
@@ -46,9 +46,7 @@ class Sha256 {
   std::string digest() {
     std::uint8_t out[crypto_hash_sha256_BYTES];
     crypto_hash_sha256_final(&m_state, out);
-    std::string hex = "sha256:";
-    for (auto b : out) hex += fmt::format("{:02x}", b);
-    return hex;
+    return "sha256:" + util::to_hex(out);
   }
 
  private:

@@ -24,13 +24,6 @@ std::optional<std::uint64_t> number(std::string_view s, std::uint64_t lo, std::u
   return v;
 }
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 /// Percent-decodes user info; nullopt for a bad escape or a decoded byte
 /// outside printable ASCII (credentials go into protocol commands).
 std::optional<std::string> decode_userinfo(std::string_view s) {
@@ -39,7 +32,7 @@ std::optional<std::string> decode_userinfo(std::string_view s) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     if (c == '%') {
       if (i + 2 >= s.size()) return std::nullopt;
-      int hi = hex_digit(s[i + 1]), lo = hex_digit(s[i + 2]);
+      int hi = util::hex_digit_value(s[i + 1]), lo = util::hex_digit_value(s[i + 2]);
       if (hi < 0 || lo < 0) return std::nullopt;
       c = static_cast<unsigned char>(hi * 16 + lo);
       i += 2;
@@ -173,7 +166,7 @@ Result<RemoteUrl> parse_remote_url(std::string_view text) {
       auto inner = authority.substr(1, close - 1);
       if (inner.empty() || inner.size() > 45) return bad("a bad IPv6 address");
       for (char c : inner)
-        if (hex_digit(c) < 0 && c != ':' && c != '.') return bad("a bad IPv6 address");
+        if (util::hex_digit_value(c) < 0 && c != ':' && c != '.') return bad("a bad IPv6 address");
       url.host = std::string(authority.substr(0, close + 1));
       auto after = authority.substr(close + 1);
       if (!after.empty()) {
@@ -242,13 +235,8 @@ Result<RemoteUrl> parse_remote_url(std::string_view text) {
       url.prefix = std::string(value);
     } else if (name == "trust") {
       TrustedKey key{};
-      bool hex = value.size() == 2 * key.size();
-      for (std::size_t i = 0; hex && i < key.size(); ++i) {
-        int hi = hex_digit(value[2 * i]), lo = hex_digit(value[2 * i + 1]);
-        hex = hi >= 0 && lo >= 0;
-        key[i] = static_cast<std::uint8_t>(hi * 16 + lo);
-      }
-      if (!hex) return bad("trust needs a public key: the 64 hex digits of a key file's public-key line");
+      if (!util::from_hex(value, key))
+        return bad("trust needs a public key: the 64 hex digits of a key file's public-key line");
       if (url.trust.size() == k_max_trusted_keys)
         return bad(fmt::format("more than {} trust= keys", k_max_trusted_keys));
       if (std::find(url.trust.begin(), url.trust.end(), key) == url.trust.end()) url.trust.push_back(key);

@@ -5,6 +5,7 @@
 #include "kcache/util/bytes.hpp"
 #include "kcache/util/file.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -115,7 +116,11 @@ PendingRunsFile::~PendingRunsFile() {
 }
 
 Result<PendingLog> PendingRunsFile::read() const {
-  std::vector<std::uint8_t> bytes(k_max_pending_file);
+  // Sized by the file (a warm launcher command reads a log of a few runs:
+  // a buffer of the bound would be a megabyte zeroed and faulted in for it).
+  struct stat st {};
+  if (::fstat(m_fd, &st) != 0) return util::os_error(m_path, "stat the pending run log", errno);
+  std::vector<std::uint8_t> bytes(std::min<std::uint64_t>(static_cast<std::uint64_t>(st.st_size), k_max_pending_file));
   std::size_t got = 0;
   while (got < bytes.size()) {
     ssize_t n = ::pread(m_fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));

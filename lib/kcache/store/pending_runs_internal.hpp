@@ -38,7 +38,7 @@
 // the fold takes it inside LMDB's write lock, appends never take LMDB's, so
 // the order is always the same.
 //
-// Reliability (docs/reliability.md "Pending run log"). Nothing is fsynced:
+// Reliability (docs/reliability.md "Promises", the pending run log). Nothing is fsynced:
 // power loss may drop runs appended since the last fold, or leave a torn
 // tail, which is ignored. Run records are statistics (`kcache stats`); no
 // entry, usage record or gc decision depends on them, and the file is never

@@ -1,5 +1,7 @@
 #include "kcache/util/file.hpp"
 
+#include "kcache/util/text.hpp"
+
 #include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -69,13 +71,7 @@ std::string random_suffix() {
     std::random_device rd;
     for (auto& b : raw) b = static_cast<std::uint8_t>(rd());
   }
-  static constexpr char k_hex[] = "0123456789abcdef";
-  std::string out;
-  for (auto b : raw) {
-    out.push_back(k_hex[b >> 4]);
-    out.push_back(k_hex[b & 15]);
-  }
-  return out;
+  return to_hex(raw);
 }
 
 /// Whether `st` is something a rename over would destroy rather than

@@ -1,6 +1,7 @@
 #include "kcache/util/hash.hpp"
 
 #include "kcache/util/hash_xxh3_avx2.hpp"
+#include "kcache/util/text.hpp"
 
 #include <xxhash.h>
 
@@ -17,34 +18,13 @@ Hash128 from_xxh(XXH128_hash_t h) {
   return out;
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 }  // namespace
 
-std::string Hash128::hex() const {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out(32, '0');
-  for (std::size_t i = 0; i < 16; ++i) {
-    out[2 * i] = digits[bytes[i] >> 4];
-    out[2 * i + 1] = digits[bytes[i] & 15];
-  }
-  return out;
-}
+std::string Hash128::hex() const { return to_hex(bytes); }
 
 std::optional<Hash128> Hash128::from_hex(std::string_view text) {
-  if (text.size() != 32) return std::nullopt;
   Hash128 out;
-  for (std::size_t i = 0; i < 16; ++i) {
-    int hi = hex_value(text[2 * i]);
-    int lo = hex_value(text[2 * i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out.bytes[i] = static_cast<std::uint8_t>(hi << 4 | lo);
-  }
+  if (!util::from_hex(text, out.bytes)) return std::nullopt;
   return out;
 }
 

@@ -19,6 +19,11 @@ std::string human_bytes(std::uint64_t bytes);
 
 /// Lowercase hex of `bytes`, two digits each.
 std::string to_hex(std::span<const std::uint8_t> bytes);
+/// The value of one hex digit (either case), -1 for any other character.
+int hex_digit_value(char c);
+/// Fills `out` from exactly 2 × out.size() hex digits (either case); false
+/// (out unspecified) for another length or a character that is not one.
+bool from_hex(std::string_view text, std::span<std::uint8_t> out);
 
 /// Levenshtein distance between `a` and `b` (insertions, deletions and
 /// substitutions of bytes): how far a mistyped name is from a known one.
