@@ -132,9 +132,11 @@ Failure make_failure(const Unit& unit, const Key& key, const Prepared& prepared,
 /// writes what it emits through one BatchWriter, so compiling never waits
 /// for a write transaction. `done(receipt)` is called on the calling thread
 /// once per emitted result, after its write committed or was refused (at
-/// once when there was nothing to write).
+/// once when there was nothing to write). With no `work` (every unit
+/// settled on the warm path) produce() runs here: a warm launcher command
+/// starts no thread.
 void produce_and_write(store::Store& store, std::vector<Receipt>& receipts, std::size_t& bytes_written,
-                       const std::function<void(const std::function<void(Made)>&)>& produce,
+                       std::size_t work, const std::function<void(const std::function<void(Made)>&)>& produce,
                        const std::function<void(std::size_t)>& done) {
   std::mutex mutex;
   std::condition_variable ready;
@@ -152,10 +154,14 @@ void produce_and_write(store::Store& store, std::vector<Receipt>& receipts, std:
     ready.notify_one();
   };
   std::optional<std::jthread> producer;
-  try {
-    producer.emplace(run);
-  } catch (const std::system_error&) {
-    run();  // no thread to spare: produce first, then write (util/worker_pool.hpp's rule)
+  if (work == 0) {
+    run();
+  } else {
+    try {
+      producer.emplace(run);
+    } catch (const std::system_error&) {
+      run();  // no thread to spare: produce first, then write (util/worker_pool.hpp's rule)
+    }
   }
   BatchWriter writer(store, receipts, bytes_written);
   for (bool last = false; !last;) {
@@ -311,7 +317,7 @@ Result<void> run_stage(const Backend& backend, std::vector<Unit> units, store::S
   std::size_t stage_bytes = 0;
   Result<void> compiled_all;
   produce_and_write(
-      store, result.receipts, stage_bytes,
+      store, result.receipts, stage_bytes, jobs.size(),
       [&](const std::function<void(Made)>& emit) {
         std::mutex mutex;
         std::vector<std::size_t> to_compile;  // into jobs
