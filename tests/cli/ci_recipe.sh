@@ -27,23 +27,28 @@ for job_name, job in wf["jobs"].items():
                 assert isinstance(v, (str, bool, int)), f"job {job_name}: with.{k} is {type(v).__name__}"
         if "run" in step:
             runs.append(step["run"])
-checked = []
-for run in runs:
-    text = re.sub(r"\$\{\{[^}]*\}\}", "X", run)
-    # Every `kcache SUB ...` up to the end of its command (a separator, a
-    # closing parenthesis, the line's end), wherever it stands: in a loop, in
-    # $(...), after &&.
-    for m in re.finditer(r"(?:^|[\s;&|(])kcache\s+([a-z][a-z-]*)([^;&|)\n]*)", text):
-        words = ["kcache", m.group(1)] + m.group(2).split()
-        sub = words[1]
-        help_text = subprocess.run([kcache, sub, "--help"], capture_output=True, text=True)
-        assert help_text.returncode == 0, f"`kcache {sub}` does not exist: {help_text.stderr}"
-        for w in words[2:]:
-            if w.startswith("-"):
-                option = w.split("=")[0]
-                assert re.search(r"(^|[ ,])" + re.escape(option) + r"\b", help_text.stdout, re.M), \
-                    f"`kcache {sub}` has no option {option}"
-        checked.append(" ".join(words[:2]))
+def kcache_commands(runs, recipe):
+    """Checks every `kcache SUB ...` of `runs` against this kcache's --help:
+    up to the end of its command (a separator, a closing parenthesis, the
+    line's end), wherever it stands: in a loop, in $(...), after &&."""
+    found = []
+    for run in runs:
+        text = re.sub(r"\$\{\{[^}]*\}\}", "X", run)
+        for m in re.finditer(r"(?:^|[\s;&|(])kcache\s+([a-z][a-z-]*)([^;&|)\n]*)", text):
+            words = ["kcache", m.group(1)] + m.group(2).split()
+            sub = words[1]
+            help_text = subprocess.run([kcache, sub, "--help"], capture_output=True, text=True)
+            assert help_text.returncode == 0, f"{recipe}: `kcache {sub}` does not exist: {help_text.stderr}"
+            for w in words[2:]:
+                if w.startswith("-"):
+                    option = w.split("=")[0]
+                    assert re.search(r"(^|[ ,])" + re.escape(option) + r"\b", help_text.stdout, re.M), \
+                        f"{recipe}: `kcache {sub}` has no option {option}"
+            found.append(" ".join(words[:2]))
+    return found
+
+
+checked = kcache_commands(runs, "github")
 assert len(checked) >= 3, f"only {len(checked)} kcache commands found"
 print("ci recipe:", len(runs), "run steps,", len(checked), "kcache commands checked:", ", ".join(checked))
 # The GitHub workflow caches the package and each shard's store, the store
@@ -60,27 +65,16 @@ gl = yaml.safe_load(open(gitlab_path))
 assert isinstance(gl.get("stages"), list) and gl["stages"], "gitlab: no stages"
 jobs = {k: v for k, v in gl.items() if isinstance(v, dict) and "script" in v}
 assert set(jobs) == {"kcache", "build", "merge"}, f"gitlab jobs: {sorted(jobs)}"
-before = len(checked)
+gitlab_runs = []
 for name, job in jobs.items():
     assert job.get("stage") in gl["stages"], f"gitlab job {name}: stage {job.get('stage')}"
     assert isinstance(job["script"], list) and all(isinstance(x, str) for x in job["script"]), f"gitlab {name}: script"
-    runs = job["script"]
-    for run in runs:
-        text = re.sub(r"\$\{\{[^}]*\}\}", "X", run)
-        for m in re.finditer(r"(?:^|[\s;&|(])kcache\s+([a-z][a-z-]*)([^;&|)\n]*)", text):
-            words = ["kcache", m.group(1)] + m.group(2).split()
-            help_text = subprocess.run([kcache, words[1], "--help"], capture_output=True, text=True)
-            assert help_text.returncode == 0, f"gitlab: `kcache {words[1]}` does not exist"
-            for w in words[2:]:
-                if w.startswith("-"):
-                    option = w.split("=")[0]
-                    assert re.search(r"(^|[ ,])" + re.escape(option) + r"\b", help_text.stdout, re.M), \
-                        f"gitlab: `kcache {words[1]}` has no option {option}"
-            checked.append(" ".join(words[:2]))
-assert len(checked) - before >= 4, f"gitlab: only {len(checked) - before} kcache commands found"
+    gitlab_runs += job["script"]
+gitlab_checked = kcache_commands(gitlab_runs, "gitlab")
+assert len(gitlab_checked) >= 4, f"gitlab: only {len(gitlab_checked)} kcache commands found"
 assert "kcache.toml" in jobs["build"]["cache"]["key"]["files"] and jobs["build"]["cache"]["paths"] == ["store/"], \
     "gitlab: the store is not cached on the manifest"
-print("gitlab recipe:", len(checked) - before, "kcache commands checked")
+print("gitlab recipe:", len(gitlab_checked), "kcache commands checked:", ", ".join(gitlab_checked))
 PY
 # The flow-mapping spelling the README had is rejected by the same parser.
 printf 'steps:\n  - with: { name: shard-${{ matrix.shard }}, path: x }\n' >old.yml
