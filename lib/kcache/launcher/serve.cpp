@@ -57,9 +57,6 @@ std::string name_of_source(const fs::path& rel) {
   return name.empty() ? std::string("module") : name;
 }
 
-/// A file the compile read (`rel`, relative to `root`) as the tool names
-/// it: the source as given; another file in the style the source was given
-/// (relative to the working folder, or absolute). nullopt for the source.
 /// Why the real program runs for a command kcache could not serve, as
 /// `kcache stats` groups it.
 std::string fallback_reason(const build::Receipt& receipt) {
@@ -70,6 +67,9 @@ std::string fallback_reason(const build::Receipt& receipt) {
   return fmt::format("kcache could not serve it ({})", category_name(c));
 }
 
+/// A file the compile read (`rel`, relative to `root`) as the tool names
+/// it: the source as given; another file in the style the source was given
+/// (relative to the working folder, or absolute). nullopt for the source.
 std::optional<std::string> shown_input(const Plan& plan, const fs::path& root, std::string_view rel) {
   const fs::path abs = (root / rel).lexically_normal();
   if (abs == plan.source) return std::nullopt;
