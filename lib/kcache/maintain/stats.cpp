@@ -11,8 +11,16 @@ Result<RunTotals> run_totals(store::Store& store, std::size_t last, std::uint64_
   std::deque<store::RunRecord> window;
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
     return reader.runs([&](store::RunRecord&& run) {
-      if (run.command != k_eviction_command) ++t.logged;
+      const bool eviction = run.command == k_eviction_command;
+      if (!eviction) ++t.logged;
       if (run.time <= zeroed) return true;
+      // An eviction is counted, not a run: `last` counts runs only.
+      if (eviction) {
+        ++t.evictions;
+        t.evicted += run.evicted;
+        t.evicted_bytes += run.evicted_bytes;
+        return true;
+      }
       window.push_back(std::move(run));
       if (last && window.size() > last) window.pop_front();
       return true;
@@ -21,10 +29,6 @@ Result<RunTotals> run_totals(store::Store& store, std::size_t last, std::uint64_
   for (auto& run : window) {
     t.evicted += run.evicted;
     t.evicted_bytes += run.evicted_bytes;
-    if (run.command == k_eviction_command) {
-      ++t.evictions;
-      continue;
-    }
     if (!t.runs++) t.first = run.time;
     t.last = run.time;
     t.kernels += run.kernels;

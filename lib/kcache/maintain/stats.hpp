@@ -36,7 +36,8 @@ struct RunTotals {
   std::uint64_t launcher_commands = 0;
   std::vector<std::pair<std::string, std::uint64_t>> not_cacheable;
   /// What the max_size setting evicted (run record version 4): entries,
-  /// their bytes, and the evictions that did it (not counted in `runs`).
+  /// their bytes, and the evictions that did it, since the counters were
+  /// zeroed whatever `last` says (an eviction is not a run).
   std::uint64_t evicted = 0, evicted_bytes = 0, evictions = 0;
   std::vector<store::PhaseRecord> phases;  ///< summed, in first-seen order
   std::vector<store::RunRecord> recent;    ///< the runs summed, oldest first
