@@ -38,13 +38,17 @@ window() {
   done
   echo $((best > 20 ? best : 20))
 }
-# kill_after MS PID: SIGKILL PID after a uniform random 0..MS milliseconds;
-# echoes "killed" when it was still running, "finished" otherwise.
+# kill_after MS PID: SIGKILL PID after a uniform random 0..MS milliseconds,
+# then waits until it is gone (its descriptors, locks and mappings with it),
+# so that the checks that follow see the store as a dead process left it.
+# Sets OUTCOME to "killed" when it was still running, "finished" otherwise.
+# Runs in this shell, not in $(...): only the parent can reap the process.
 kill_after() {
-  local ms=$(( (RANDOM * 32768 + RANDOM) % $1 ))
+  local ms=$(( (RANDOM * 32768 + RANDOM) % $1 )) rc=0
   sleep "$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))"
-  if kill -9 "$2" 2>/dev/null; then echo killed; else echo finished; fi
-  wait "$2" 2>/dev/null || true
+  kill -9 "$2" 2>/dev/null || true
+  wait "$2" 2>/dev/null || rc=$?
+  if ((rc == 137)); then OUTCOME=killed; else OUTCOME=finished; fi
 }
 # names DIR: sorted "namespace<TAB>kernel" lines of the store in DIR.
 names() { "$KCACHE_RELTOOL" names "$1" | sort; }
@@ -61,7 +65,7 @@ killed=0 lost_total=0
 for i in $(seq 1 "$N_BUILD"); do
   manifest $((i + 3)) 40 k
   "$KCACHE" build proj/kcache.toml -j 2 --store build-store >/dev/null 2>build.err & pid=$!
-  [[ $(kill_after "$window" $pid) == killed ]] && killed=$((killed + 1))
+  kill_after "$window" $pid; [[ $OUTCOME == killed ]] && killed=$((killed + 1))
   check_store build-store >/dev/null
   names build-store > after
   n=$(lost before after); lost_total=$((lost_total + n))
@@ -77,7 +81,7 @@ build_fig="builds: $N_BUILD runs ($killed killed mid-run, window ${window} ms), 
 lib_killed=0
 for i in $(seq 1 "$N_LIB"); do
   "$KCACHE_RELTOOL" write-loop lib-store batches.log "w$i" 4 2>/dev/null & pid=$!
-  [[ $(kill_after 150 $pid) == killed ]] && lib_killed=$((lib_killed + 1))
+  kill_after 150 $pid; [[ $OUTCOME == killed ]] && lib_killed=$((lib_killed + 1))
   "$KCACHE_RELTOOL" check-batches lib-store batches.log 4 > check.out || { cat check.out; fail "write run $i: batches lost or half-visible"; }
 done
 check_store lib-store >/dev/null
@@ -98,7 +102,7 @@ imp_killed=0 whole=0 none=0 half=0
 for i in $(seq 1 "$N_IMPORT"); do
   rm -rf t && cp -a base-store t
   "$KCACHE" import imp.kcb --store t >/dev/null 2>&1 & pid=$!
-  [[ $(kill_after "$window" $pid) == killed ]] && imp_killed=$((imp_killed + 1))
+  kill_after "$window" $pid; [[ $OUTCOME == killed ]] && imp_killed=$((imp_killed + 1))
   check_store t >/dev/null
   names t > after
   n=$(lost base.names after)
@@ -117,7 +121,7 @@ exp_killed=0 complete=0 absent=0 temps=0
 for i in $(seq 1 "$N_EXPORT"); do
   rm -rf exp && mkdir exp
   "$KCACHE" export --store src-store -o exp/out.kcb >/dev/null 2>&1 & pid=$!
-  [[ $(kill_after "$window" $pid) == killed ]] && exp_killed=$((exp_killed + 1))
+  kill_after "$window" $pid; [[ $OUTCOME == killed ]] && exp_killed=$((exp_killed + 1))
   if [[ -e exp/out.kcb ]]; then
     rm -rf dry && cp -a base-store dry
     "$KCACHE" import exp/out.kcb --dry-run --store dry >dry.out 2>&1 || { cat dry.out; fail "export run $i: a partial bundle is visible at the output path"; }
