@@ -3,13 +3,13 @@
 # export and raw store writes. After every kill: the store opens, every
 # record decodes with good digests, `kcache verify` passes, nothing committed
 # before is lost, and an import is all or nothing (0 half-visible imports).
-# Runs: 80 builds, 100 store write loops, 60 imports, 60 exports (x
-# KCACHE_SOAK); kill times uniform over each command's normal duration;
+# Runs: 40 builds, 50 store write loops, 30 imports, 30 exports (x
+# KCACHE_SOAK: the gate runs 1, a deep run 2); kill times uniform over each command's normal duration;
 # seed $KCACHE_SEED (printed), so a failure can be replayed.
 source "$(dirname "$0")/lib.bash"
 SEED=${KCACHE_SEED:-20240607}
 RANDOM=$SEED
-N_BUILD=$((80 * SOAK)) N_LIB=$((100 * SOAK)) N_IMPORT=$((60 * SOAK)) N_EXPORT=$((60 * SOAK))
+N_BUILD=$((40 * SOAK)) N_LIB=$((50 * SOAK)) N_IMPORT=$((30 * SOAK)) N_EXPORT=$((30 * SOAK))
 mkdir -p proj/shaders
 cat > proj/shaders/k.comp <<'GLSL'
 #version 450
