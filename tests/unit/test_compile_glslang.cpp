@@ -1,4 +1,5 @@
 #include "kcache/compile/compiler.hpp"
+#include "kcache/core/namespace.hpp"
 
 #include "test_support.hpp"
 
@@ -105,6 +106,35 @@ TEST_CASE("the validator's 'unknown' is reported apart from 'invalid'") {
   auto bad = compile::validate(invalid, "vulkan1.2");
   REQUIRE_FALSE(bad);
   CHECK(bad.error().category == Category::validation_failed);
+}
+
+TEST_CASE("each target of core's table compiles to its SPIR-V version and validates for its Vulkan version") {
+  test::TempDir dir;
+  dir.write("k.comp", k_shader);
+  dir.write("inc/common.glsl", "float twice(float x) { return x + x; }\n");
+  FileCache files(dir.path());
+  for (const SpirvTarget& target : k_spirv_targets) {
+    CAPTURE(target.name);
+    PhaseTimes t;
+    auto spec = spec_for("k.comp");
+    spec.target = std::string(target.name);
+    auto def = compile::expand(spec, files, t);
+    REQUIRE(def);
+    auto compiled = compile::compile(spec, *def, t);
+    REQUIRE(compiled);
+    // Word 1 of a module is its version: 0x00010y00 for SPIR-V 1.y.
+    CHECK(compiled->spirv.at(1) == ((1u << 16) | (static_cast<std::uint32_t>(target.spirv_minor) << 8)));
+    CHECK(compile::validate(compiled->spirv, target.name).has_value());
+  }
+  // A SPIR-V 1.6 module is too new for Vulkan 1.0: the environment follows the target.
+  PhaseTimes t;
+  auto spec = spec_for("k.comp");
+  spec.target = "vulkan1.3";
+  auto def = compile::expand(spec, files, t);
+  REQUIRE(def);
+  auto newest = compile::compile(spec, *def, t);
+  REQUIRE(newest);
+  CHECK_FALSE(compile::validate(newest->spirv, "vulkan1.0").has_value());
 }
 
 TEST_CASE("toolchain fields name the compiler versions and the optimiser recipe") {

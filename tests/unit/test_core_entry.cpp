@@ -182,7 +182,7 @@ TEST_CASE("check_kernel_name") {
 }
 
 TEST_CASE("check_foreign_namespace: known spirv targets, derived vulkan ids, printable records") {
-  for (auto t : k_spirv_targets) CHECK(check_foreign_namespace(spirv_namespace(t)).has_value());
+  for (const auto& t : k_spirv_targets) CHECK(check_foreign_namespace(spirv_namespace(t.name)).has_value());
   CHECK(says(check_foreign_namespace(spirv_namespace("vulkan9.9")),
              "unknown SPIR-V target 'vulkan9.9' (known: vulkan1.0, vulkan1.1, vulkan1.2, vulkan1.3)"));
   CHECK(says(check_foreign_namespace(spirv_namespace("")), "unknown SPIR-V target ''"));

@@ -65,12 +65,17 @@ struct TargetEnv {
   spv_target_env tools;
 };
 
+// glslang numbers its versions: Vulkan 1.x is (1 << 22) | (x << 12), SPIR-V
+// 1.y is (1 << 16) | (y << 8); so core's target table needs no copy here.
+constexpr int glslang_vulkan(int minor) { return (1 << 22) | (minor << 12); }
+constexpr int glslang_spirv(int minor) { return (1 << 16) | (minor << 8); }
+static_assert(glslang_vulkan(0) == glslang::EShTargetVulkan_1_0 && glslang_vulkan(3) == glslang::EShTargetVulkan_1_3);
+static_assert(glslang_spirv(0) == glslang::EShTargetSpv_1_0 && glslang_spirv(6) == glslang::EShTargetSpv_1_6);
+
 TargetEnv target_env(std::string_view target) {
-  const spv_target_env tools = tools_env(target);
-  if (target == "vulkan1.0") return {glslang::EShTargetVulkan_1_0, glslang::EShTargetSpv_1_0, tools};
-  if (target == "vulkan1.1") return {glslang::EShTargetVulkan_1_1, glslang::EShTargetSpv_1_3, tools};
-  if (target == "vulkan1.3") return {glslang::EShTargetVulkan_1_3, glslang::EShTargetSpv_1_6, tools};
-  return {glslang::EShTargetVulkan_1_2, glslang::EShTargetSpv_1_5, tools};
+  const SpirvTarget& t = target_row(target);
+  return {static_cast<glslang::EShTargetClientVersion>(glslang_vulkan(t.vulkan_minor)),
+          static_cast<glslang::EShTargetLanguageVersion>(glslang_spirv(t.spirv_minor)), tools_env(t.name)};
 }
 
 /// Resolves includes the way the C preprocessor does: `"x"` relative to the including

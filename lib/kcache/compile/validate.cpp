@@ -12,15 +12,23 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cstring>
 
 namespace kcache::compile {
 
+const SpirvTarget& target_row(std::string_view target) {
+  const SpirvTarget* t = find_spirv_target(target);
+  return t ? *t : *find_spirv_target("vulkan1.2");
+}
+
 spv_target_env tools_env(std::string_view target) {
-  if (target == "vulkan1.0") return SPV_ENV_VULKAN_1_0;
-  if (target == "vulkan1.1") return SPV_ENV_VULKAN_1_1;
-  if (target == "vulkan1.3") return SPV_ENV_VULKAN_1_3;
-  return SPV_ENV_VULKAN_1_2;
+  // SPIRV-Tools names its environments in an enum with no order to compute
+  // from: one per Vulkan minor version of core's target table.
+  static constexpr std::array<spv_target_env, 4> by_vulkan_minor = {SPV_ENV_VULKAN_1_0, SPV_ENV_VULKAN_1_1,
+                                                                    SPV_ENV_VULKAN_1_2, SPV_ENV_VULKAN_1_3};
+  static_assert(by_vulkan_minor.size() == k_spirv_targets.size());
+  return by_vulkan_minor[static_cast<std::size_t>(target_row(target).vulkan_minor)];
 }
 
 bool is_unsupported_by_validator(std::string_view message) {

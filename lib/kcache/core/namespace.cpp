@@ -69,8 +69,18 @@ Namespace vulkan_namespace(FingerprintRecord record) {
 
 std::string recorded_vulkan_id(const FingerprintRecord& record) { return short_id_of(record); }
 
-bool is_known_spirv_target(std::string_view target) {
-  return std::find(k_spirv_targets.begin(), k_spirv_targets.end(), target) != k_spirv_targets.end();
+const SpirvTarget* find_spirv_target(std::string_view name) {
+  for (const SpirvTarget& t : k_spirv_targets)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+bool is_known_spirv_target(std::string_view target) { return find_spirv_target(target) != nullptr; }
+
+std::string spirv_target_names() {
+  std::string names;
+  for (const SpirvTarget& t : k_spirv_targets) names += fmt::format("{}{}", names.empty() ? "" : ", ", t.name);
+  return names;
 }
 
 Result<void> check_foreign_namespace(const Namespace& ns) {
@@ -80,7 +90,7 @@ Result<void> check_foreign_namespace(const Namespace& ns) {
   // its modules validated against some other target.
   if (ns.backend == "spirv" && !is_known_spirv_target(ns.fingerprint))
     return fail(Category::corruption, "unknown SPIR-V target '{}' (known: {})", shown(ns.fingerprint),
-                fmt::join(k_spirv_targets, ", "));
+                spirv_target_names());
   const auto& fields = ns.record.fields;
   if (fields.size() > k_max_record_fields)
     return fail(Category::corruption, "fingerprint record has {} fields; limit {}", fields.size(), k_max_record_fields);

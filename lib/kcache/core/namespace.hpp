@@ -84,13 +84,29 @@ Namespace vulkan_namespace(FingerprintRecord record);
 /// vulkan_namespace() id. What stored and shipped names are checked against.
 std::string recorded_vulkan_id(const FingerprintRecord& record);
 
-/// The SPIR-V target environments kcache compiles for, oldest first. A spirv
-/// namespace's fingerprint is one of them; definition::is_known_target (the
-/// manifest's `target`) should answer from this same list.
-inline constexpr std::array<std::string_view, 4> k_spirv_targets = {"vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3"};
+/// A SPIR-V target environment kcache compiles for, and the versions it
+/// stands for: the Vulkan version, and the SPIR-V version the compilers emit
+/// for it (the newest that Vulkan version takes; glslc's --target-spv).
+struct SpirvTarget {
+  std::string_view name;  ///< "vulkan1.2": a manifest's `target`, a spirv namespace's fingerprint
+  int vulkan_minor;       ///< Vulkan 1.<vulkan_minor>
+  int spirv_minor;        ///< SPIR-V 1.<spirv_minor>
+};
+
+/// Every target kcache compiles for, oldest first: the one table the
+/// manifest, the compilers, from-commands, the runtime and the bundle checks
+/// read.
+inline constexpr std::array<SpirvTarget, 4> k_spirv_targets = {
+    {{"vulkan1.0", 0, 0}, {"vulkan1.1", 1, 3}, {"vulkan1.2", 2, 5}, {"vulkan1.3", 3, 6}}};
+
+/// The row of k_spirv_targets named `name`; nullptr for any other text.
+const SpirvTarget* find_spirv_target(std::string_view name);
 
 /// Whether `target` is one of k_spirv_targets.
 bool is_known_spirv_target(std::string_view target);
+
+/// "vulkan1.0, vulkan1.1, vulkan1.2, vulkan1.3": the targets, for a message.
+std::string spirv_target_names();
 
 /// Checks a namespace that came from elsewhere (a bundle's head; a store
 /// being verified): backend `spirv` with a known target and exactly the

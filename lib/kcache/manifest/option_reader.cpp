@@ -2,6 +2,7 @@
 #include "kcache/manifest/manifest_internal.hpp"
 
 #include "kcache/core/cuda.hpp"
+#include "kcache/core/namespace.hpp"
 #include "kcache/definition/definition.hpp"
 #include "kcache/util/text.hpp"
 
@@ -111,8 +112,8 @@ void read_target(const toml::table& t, Options& o, Diagnostics& diag) {
   if (const toml::node* n = t.get("target")) {
     auto v = n->value<std::string>();
     if (!v || !definition::is_known_target(*v))
-      diag.add(n, fmt::format("unknown target {} — use one of vulkan1.0, vulkan1.1, vulkan1.2, vulkan1.3",
-                              v ? "'" + *v + "'" : std::string("(not a string)")));
+      diag.add(n, fmt::format("unknown target {} — use one of {}", v ? "'" + *v + "'" : std::string("(not a string)"),
+                              spirv_target_names()));
     else o.target = *v;
   }
 }

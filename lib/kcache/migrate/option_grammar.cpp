@@ -3,6 +3,7 @@
 #include "kcache/migrate/commands_internal.hpp"
 #include "kcache/migrate/migrate.hpp"
 
+#include "kcache/core/namespace.hpp"
 #include "kcache/manifest/manifest.hpp"
 
 #include "kcache/util/path.hpp"
@@ -72,12 +73,11 @@ bool is_identifier(std::string_view s) {
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
-/// The SPIR-V version each kcache target produces (compile/compiler.cpp).
-std::string_view spirv_of_target(std::string_view target) {
-  if (target == "vulkan1.0") return "spv1.0";
-  if (target == "vulkan1.1") return "spv1.3";
-  if (target == "vulkan1.3") return "spv1.6";
-  return "spv1.5";
+/// The SPIR-V version a kcache target produces, as glslc's --target-spv
+/// names it ("spv1.5"); targets are checked before this is asked.
+std::string spirv_of_target(std::string_view target) {
+  const SpirvTarget* t = find_spirv_target(target);
+  return fmt::format("spv1.{}", t ? t->spirv_minor : -1);
 }
 
 /// One command's options into a Command; problems are listed, not fatal to the others.
@@ -170,7 +170,7 @@ class CommandParser {
     if (t == "vulkan") t = "vulkan1.0";
     if (!definition::is_known_target(t))
       return cannot(fmt::format("--target-env={}", util::shown_untrusted(t)),
-                    "kcache builds for vulkan1.0, vulkan1.1, vulkan1.2 or vulkan1.3");
+                    fmt::format("kcache builds for {}", spirv_target_names()));
     m_cmd.target = std::string(t);
     return {};
   }

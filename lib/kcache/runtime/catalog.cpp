@@ -3,6 +3,7 @@
 // The validator, run before SPIRV-Cross sees a module (reflect_checked).
 #include "kcache/compile/compiler.hpp"
 #include "kcache/core/cuda.hpp"
+#include "kcache/core/namespace.hpp"
 #include "kcache/definition/kernel_spec.hpp"
 // The interface the device stage builds pipelines with (recorded, or
 // reflected the same way): an application must create its layout and
@@ -275,7 +276,7 @@ Result<std::unique_ptr<Catalog>> Catalog::open_embedded(const kcache_embedded_ta
                 "embedded kernel table version {} is not {} (this kcache's); re-emit the sources with this kcache",
                 table.version, KCACHE_EMBEDDED_VERSION);
   if (!table.target || !is_known_spirv_target(table.target))
-    return fail(Category::invalid_argument, "embedded kernel table: no known target (vulkan1.0 .. vulkan1.3)");
+    return fail(Category::invalid_argument, "embedded kernel table: no known target (one of {})", spirv_target_names());
   if (table.count > 0 && !table.kernels)
     return fail(Category::invalid_argument, "embedded kernel table: {} kernels but no array", table.count);
   std::vector<Entry> entries;
