@@ -2,6 +2,7 @@
 // implementations: kept apart from entries, scoped by namespace, deleted by a
 // put of the kernel's entry, removed by key like gc's entries; and the LMDB
 // store's upgrade from layout 2, which had no failures database.
+#include "kcache/store/layout_internal.hpp"
 #include "kcache/store/store.hpp"
 
 #include "raw_lmdb.hpp"
@@ -139,6 +140,26 @@ TEST_CASE_TEMPLATE("store: remove_failures removes by key and keeps rewritten re
   CHECK(done->absent == 1);
   CHECK(done->record_bytes > 0);
   CHECK(failure_names(*store, k_ns) == std::vector<std::string>{"b"});
+}
+
+TEST_CASE("store: the removal rule keeps a rewritten record and a damaged entry, drops a damaged failure") {
+  const auto key = internal::entry_key(k_ns.name(), "a");
+  REQUIRE(key.has_value());
+  const auto record = encode_failure(make_failure("a"));
+  const std::vector<std::uint8_t> damaged = {0x6b, 0x63, 0x00, 0x01};
+  using internal::RemovedRecord;
+  RemoveSummary s;
+  CHECK_FALSE(internal::judge_removal(RemovedRecord::failure, *key, std::nullopt, {"a", make_failure("a").key}, s));
+  CHECK(s.absent == 1);
+  CHECK_FALSE(internal::judge_removal(RemovedRecord::failure, *key, record, {"a", make_failure("a", "ir-2").key}, s));
+  CHECK(s.changed == 1);
+  CHECK(internal::judge_removal(RemovedRecord::failure, *key, record, {"a", make_failure("a").key}, s));
+  CHECK(s.removed == 1);
+  CHECK(s.record_bytes == key->size() + record.size());
+  CHECK(internal::judge_removal(RemovedRecord::failure, *key, damaged, {"a", make_failure("a").key}, s));
+  CHECK(s.removed == 2);
+  CHECK_FALSE(internal::judge_removal(RemovedRecord::entry, *key, damaged, {"a", make_failure("a").key}, s));
+  CHECK(s.changed == 2);
 }
 
 TEST_CASE("store: a layout-2 store has no failures until its first writable open upgrades it") {

@@ -57,6 +57,35 @@ Result<std::string> entry_key(std::string_view ns_name, std::string_view kernel)
   return key;
 }
 
+Result<std::vector<std::string>> entry_keys(std::string_view ns_name, std::span<const RemoveItem> items) {
+  std::vector<std::string> keys;
+  keys.reserve(items.size());
+  for (const auto& item : items) keys.push_back(KCACHE_TRY(entry_key(ns_name, item.kernel)));
+  return keys;
+}
+
+bool judge_removal(RemovedRecord kind, std::string_view key, std::optional<std::span<const std::uint8_t>> value,
+                   const RemoveItem& item, RemoveSummary& summary) {
+  if (!value) {
+    ++summary.absent;
+    return false;
+  }
+  std::optional<Key> stored;
+  if (kind == RemovedRecord::entry) {
+    if (auto entry = decode_stored_entry(key, *value)) stored = entry->key;
+  } else if (auto failure = decode_stored_failure(key, *value)) {
+    stored = failure->key;
+  }
+  const bool keep = stored ? *stored != item.key : kind == RemovedRecord::entry;
+  if (keep) {
+    ++summary.changed;
+    return false;
+  }
+  ++summary.removed;
+  summary.record_bytes += key.size() + value->size();
+  return true;
+}
+
 std::vector<std::uint8_t> encode_namespace_record(const Namespace& ns) {
   util::ByteWriter w;
   w.raw(k_namespace_magic);

@@ -205,6 +205,23 @@ Result<std::string> entry_key(std::string_view ns_name, std::string_view kernel)
 /// The prefix every `entries` key of `ns_name` starts with (name + 0x1f).
 std::string entry_prefix(std::string_view ns_name);
 
+/// entry_key of each item's kernel, in order; the first that cannot be made
+/// fails the call.
+Result<std::vector<std::string>> entry_keys(std::string_view ns_name, std::span<const RemoveItem> items);
+
+/// Which records a conditional removal judges: remove_unchanged's entries or
+/// remove_failures' failure records.
+enum class RemovedRecord { entry, failure };
+
+/// The one rule of a conditional removal, for the record stored under `key`
+/// (nullopt: none): counts it in `summary` and says whether to delete it. A
+/// record whose key is no longer `item.key` was rewritten since the caller
+/// listed it and stays (`changed`). An entry that does not decode stays as
+/// well (verify names it); a failure record that does not decode goes, as it
+/// holds nothing worth keeping.
+bool judge_removal(RemovedRecord kind, std::string_view key, std::optional<std::span<const std::uint8_t>> value,
+                   const RemoveItem& item, RemoveSummary& summary);
+
 /// Encodes `ns` as a namespace record (current version).
 std::vector<std::uint8_t> encode_namespace_record(const Namespace& ns);
 

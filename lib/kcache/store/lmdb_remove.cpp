@@ -26,30 +26,14 @@ Result<std::size_t> LmdbStore::remove(std::string_view ns_name, std::span<const 
 
 Result<RemoveSummary> LmdbStore::remove_unchanged(std::string_view ns_name, std::span<const RemoveItem> items) {
   if (m_read_only) return refuse_write(fmt::format("remove entries from '{}'", ns_name));
-  std::vector<std::string> keys;
-  keys.reserve(items.size());
-  for (const auto& item : items) {
-    auto key = internal::entry_key(ns_name, item.kernel);
-    if (!key) return tl::unexpected(std::move(key).error().context(store_name()));
-    keys.push_back(std::move(*key));
-  }
+  auto keys = internal::entry_keys(ns_name, items);
+  if (!keys) return tl::unexpected(std::move(keys).error().context(store_name()));
   Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
   RemoveSummary summary;
   for (std::size_t i = 0; i < items.size(); ++i) {
-    auto value = KCACHE_TRY(txn.get(m_env->entries(), keys[i], "an entry"));
-    if (!value) {
-      ++summary.absent;
-      continue;
-    }
-    auto stored = internal::decode_stored_entry(keys[i], *value);
-    if (!stored || stored->key != items[i].key) {
-      ++summary.changed;
-      continue;
-    }
-    std::uint64_t bytes = keys[i].size() + value->size();
-    KCACHE_CHECK(delete_entry(txn, keys[i]));
-    ++summary.removed;
-    summary.record_bytes += bytes;
+    auto value = KCACHE_TRY(txn.get(m_env->entries(), (*keys)[i], "an entry"));
+    if (internal::judge_removal(internal::RemovedRecord::entry, (*keys)[i], value, items[i], summary))
+      KCACHE_CHECK(delete_entry(txn, (*keys)[i]));
   }
   if (summary.removed > 0) KCACHE_CHECK(txn.commit());
   return summary;
@@ -57,13 +41,8 @@ Result<RemoveSummary> LmdbStore::remove_unchanged(std::string_view ns_name, std:
 
 Result<RemoveSummary> LmdbStore::remove_failures(std::string_view ns_name, std::span<const RemoveItem> items) {
   if (m_read_only) return refuse_write(fmt::format("remove failure records from '{}'", ns_name));
-  std::vector<std::string> keys;
-  keys.reserve(items.size());
-  for (const auto& item : items) {
-    auto key = internal::entry_key(ns_name, item.kernel);
-    if (!key) return tl::unexpected(std::move(key).error().context(store_name()));
-    keys.push_back(std::move(*key));
-  }
+  auto keys = internal::entry_keys(ns_name, items);
+  if (!keys) return tl::unexpected(std::move(keys).error().context(store_name()));
   RemoveSummary summary;
   if (!m_env->has_failures()) {
     summary.absent = items.size();
@@ -71,23 +50,11 @@ Result<RemoveSummary> LmdbStore::remove_failures(std::string_view ns_name, std::
   }
   Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
   for (std::size_t i = 0; i < items.size(); ++i) {
-    auto value = KCACHE_TRY(txn.get(m_env->failures(), keys[i], "a failure record"));
-    if (!value) {
-      ++summary.absent;
-      continue;
-    }
-    // A damaged record is removed too: it holds nothing worth keeping.
-    auto stored = internal::decode_stored_failure(keys[i], *value);
-    if (stored && stored->key != items[i].key) {
-      ++summary.changed;
-      continue;
-    }
-    std::uint64_t bytes = keys[i].size() + value->size();
-    MDB_val k = to_val(keys[i]);
+    auto value = KCACHE_TRY(txn.get(m_env->failures(), (*keys)[i], "a failure record"));
+    if (!internal::judge_removal(internal::RemovedRecord::failure, (*keys)[i], value, items[i], summary)) continue;
+    MDB_val k = to_val((*keys)[i]);
     if (int rc = mdb_del(txn.handle(), m_env->failures(), &k, nullptr); rc != MDB_SUCCESS)
       return lmdb_fail(m_env->dir(), "remove a failure record", rc);
-    ++summary.removed;
-    summary.record_bytes += bytes;
   }
   if (summary.removed > 0) KCACHE_CHECK(txn.commit());
   return summary;

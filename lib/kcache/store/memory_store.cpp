@@ -233,26 +233,16 @@ class MemoryStore final : public Store {
   }
 
   Result<RemoveSummary> remove_failures(std::string_view ns_name, std::span<const RemoveItem> items) override {
-    std::vector<std::string> keys;
-    keys.reserve(items.size());
-    for (const auto& item : items) keys.push_back(KCACHE_TRY(internal::entry_key(ns_name, item.kernel)));
+    const auto keys = KCACHE_TRY(internal::entry_keys(ns_name, items));
     std::lock_guard lock(m_mutex);
     auto next = std::make_shared<State>(*m_state);
     RemoveSummary summary;
     for (std::size_t i = 0; i < items.size(); ++i) {
       auto it = next->failures.find(keys[i]);
-      if (it == next->failures.end()) {
-        ++summary.absent;
-        continue;
-      }
-      auto stored = internal::decode_stored_failure(keys[i], it->second);
-      if (stored && stored->key != items[i].key) {
-        ++summary.changed;
-        continue;
-      }
-      summary.record_bytes += keys[i].size() + it->second.size();
-      next->failures.erase(it);
-      ++summary.removed;
+      std::optional<std::span<const std::uint8_t>> value;
+      if (it != next->failures.end()) value = it->second;
+      if (internal::judge_removal(internal::RemovedRecord::failure, keys[i], value, items[i], summary))
+        next->failures.erase(it);
     }
     if (summary.removed > 0) publish(std::move(next));
     return summary;
@@ -275,27 +265,17 @@ class MemoryStore final : public Store {
   }
 
   Result<RemoveSummary> remove_unchanged(std::string_view ns_name, std::span<const RemoveItem> items) override {
-    std::vector<std::string> keys;
-    keys.reserve(items.size());
-    for (const auto& item : items) keys.push_back(KCACHE_TRY(internal::entry_key(ns_name, item.kernel)));
+    const auto keys = KCACHE_TRY(internal::entry_keys(ns_name, items));
     std::lock_guard lock(m_mutex);
     auto next = std::make_shared<State>(*m_state);
     RemoveSummary summary;
     for (std::size_t i = 0; i < items.size(); ++i) {
       auto it = next->entries.find(keys[i]);
-      if (it == next->entries.end()) {
-        ++summary.absent;
-        continue;
-      }
-      auto stored = internal::decode_stored_entry(keys[i], *it->second);
-      if (!stored || stored->key != items[i].key) {
-        ++summary.changed;
-        continue;
-      }
-      summary.record_bytes += keys[i].size() + it->second->size();
+      std::optional<std::span<const std::uint8_t>> value;
+      if (it != next->entries.end()) value = *it->second;
+      if (!internal::judge_removal(internal::RemovedRecord::entry, keys[i], value, items[i], summary)) continue;
       next->entries.erase(it);
       next->usage.erase(keys[i]);
-      ++summary.removed;
     }
     if (summary.removed > 0) publish(std::move(next));
     return summary;
