@@ -4,8 +4,9 @@
 # record decodes with good digests, `kcache verify` passes, nothing committed
 # before is lost, and an import is all or nothing (0 half-visible imports).
 # Runs: 40 builds, 50 store write loops, 30 imports, 30 exports (x
-# KCACHE_SOAK: the gate runs 1, a deep run 2); kill times uniform over each command's normal duration;
-# seed $KCACHE_SEED (printed), so a failure can be replayed.
+# KCACHE_SOAK: the gate runs 1, a deep run 2); kill times uniform over each
+# command's normal duration; seed $KCACHE_SEED (printed), so a failure can
+# be replayed.
 source "$(dirname "$0")/lib.bash"
 SEED=${KCACHE_SEED:-20240607}
 RANDOM=$SEED
