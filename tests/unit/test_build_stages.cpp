@@ -77,11 +77,28 @@ class MemoryTier final : public SecondaryTier {
     std::lock_guard lock(m_mutex);
     values[slot(ns.name(), e.key)] = e;
   }
+  std::optional<Entry> fetch_direct(const Namespace& ns, std::string_view, const Hash128& id, const Hash128& direct,
+                                    const EntryCheck& check) override {
+    ++direct_fetches;
+    std::lock_guard lock(m_mutex);
+    auto it = direct_values.find(ns.name() + "/" + direct.hex());
+    if (it == direct_values.end() || it->second.key.id != id) return std::nullopt;
+    if (check && !check(it->second)) {
+      ++refused;
+      return std::nullopt;
+    }
+    return it->second;
+  }
+  void publish_direct(const Namespace& ns, const Entry& e, const Hash128& direct) override {
+    std::lock_guard lock(m_mutex);
+    direct_values[ns.name() + "/" + direct.hex()] = e;
+  }
   std::vector<SecondaryStats> stats() const override { return {}; }
 
   static std::string slot(const std::string& ns, const Key& key) { return ns + "/" + key.id.hex() + key.ir.hex(); }
   std::map<std::string, Entry> values;
-  std::atomic<int> fetches{0}, publishes{0}, refused{0};
+  std::map<std::string, Entry> direct_values;  ///< by namespace and direct key
+  std::atomic<int> fetches{0}, publishes{0}, refused{0}, direct_fetches{0};
 
  private:
   std::mutex m_mutex;
@@ -206,19 +223,62 @@ TEST_CASE("engine rules hold for every stage") {
       CHECK(e->origin_kind == OriginKind::confirmed);
       CHECK(outcome_name(p.build(*other, &tier).outcome) == "hit");
     }
+    SUBCASE(named("a runner with an empty store is served by recorded inputs, not preprocessing").c_str()) {
+      MemoryTier tier;
+      CHECK(outcome_name(p.build(*store, &tier).outcome) == "compiled");
+      const bool direct = stage.name == "spirv";  // the stages whose toolchain is known up front
+      CHECK(tier.direct_values.size() == (direct ? 1u : 0u));
+      tier.fetches = 0;
+      tier.direct_fetches = 0;
+      auto fresh = store::make_memory_store(p.clock);
+      Receipt r = p.build(*fresh, &tier);
+      CHECK(outcome_name(r.outcome) == "remote_hit");
+      if (direct) {
+        CHECK(tier.direct_fetches.load() == 1);
+        CHECK(tier.fetches.load() == 0);  // no key asked: none computed
+        CHECK(r.times[Phase::expand].wall_ms == 0);
+        REQUIRE(stored(*fresh, stage.ns));
+        CHECK(stored(*fresh, stage.ns)->origin_kind == OriginKind::confirmed);
+        CHECK(outcome_name(p.build(*fresh, &tier).outcome) == "hit");
+      }
+    }
+    SUBCASE(named("a direct value recorded for other inputs is refused, then served by key").c_str()) {
+      if (stage.name != "spirv") return;
+      MemoryTier tier;
+      p.build(*store, &tier);
+      tier.fetches = 0;
+      // The same include, edited in a way the preprocessor erases: the
+      // recorded hash differs, the expansion (so the key) does not.
+      p.dir.write(stage.include, "#define INC 1\n// a comment\n");
+      auto fresh = store::make_memory_store(p.clock);
+      Receipt r = p.build(*fresh, &tier);
+      CHECK(tier.refused.load() == 1);
+      CHECK(outcome_name(r.outcome) == "remote_hit");
+      CHECK(tier.fetches.load() == 1);
+      // Served by key, it is offered again under this checkout's inputs.
+      auto e = stored(*fresh, stage.ns);
+      REQUIRE(e);
+      CHECK(tier.direct_values.begin()->second.inputs == e->inputs);
+      auto third = store::make_memory_store(p.clock);
+      CHECK(outcome_name(p.build(*third, &tier).outcome) == "remote_hit");
+      CHECK(tier.fetches.load() == 1);  // the third is served by its inputs
+      CHECK(tier.refused.load() == 1);
+    }
     SUBCASE(named("a remote value whose fields were changed behind its key is refused").c_str()) {
       MemoryTier tier;
       p.build(*store, &tier);
       REQUIRE(tier.values.size() == 1);
-      Entry& poisoned = tier.values.begin()->second;
-      const auto honest_fields = poisoned.id_fields;
-      // Another entry point (or policy, or specialization) under the same key.
-      for (auto& [k, v] : poisoned.id_fields)
-        if (k == "entry") v = "other";
+      const auto honest_fields = tier.values.begin()->second.id_fields;
+      // Another entry point (or policy, or specialization) under the same
+      // key, wherever the remote files it.
+      for (auto* values : {&tier.values, &tier.direct_values})
+        for (auto& [slot, poisoned] : *values)
+          for (auto& [k, v] : poisoned.id_fields)
+            if (k == "entry") v = "other";
       auto victim = store::make_memory_store(p.clock);
       Receipt r = p.build(*victim, &tier);
       CHECK(outcome_name(r.outcome) == "compiled");
-      CHECK(tier.refused.load() == 1);
+      CHECK(tier.refused.load() == (stage.name == "spirv" ? 2 : 1) /* direct, then by key */);
       auto e = stored(*victim, stage.ns);
       REQUIRE(e);
       CHECK(e->id_fields == honest_fields);
@@ -228,11 +288,12 @@ TEST_CASE("engine rules hold for every stage") {
       p.build(*store, &tier);
       REQUIRE(tier.values.size() == 1);
       // Year 2100: stored, it would turn every later good bundle into a rollback.
-      tier.values.begin()->second.created = 4'102'444'800;
+      for (auto* values : {&tier.values, &tier.direct_values})
+        for (auto& [slot, value] : *values) value.created = 4'102'444'800;
       auto victim = store::make_memory_store(p.clock);
       Receipt r = p.build(*victim, &tier);
       CHECK(outcome_name(r.outcome) == "compiled");
-      CHECK(tier.refused.load() == 1);
+      CHECK(tier.refused.load() == (stage.name == "spirv" ? 2 : 1) /* direct, then by key */);
       REQUIRE(stored(*victim, stage.ns));
       CHECK(stored(*victim, stage.ns)->created == p.clock.now());
     }

@@ -318,3 +318,67 @@ TEST_CASE("refused values count toward max-failures: a hostile remote is skipped
   CHECK(s2[0].hits == 3);
   CHECK(s2[0].skipped.empty());
 }
+
+TEST_CASE("direct values: written only signed, read only from remotes with trusted keys") {
+  const Namespace ns = spirv_namespace("vulkan1.2");
+  const Entry e = compiled_entry();
+  const Hash128 direct = util::hash_string("direct key of k");
+  auto signer = bundle::generate_keypair();
+  REQUIRE(signer);
+  auto make_tier = [&](std::vector<std::string> urls, std::optional<bundle::KeyPair> sign,
+                       std::vector<MemoryBackend*>& mems) {
+    std::vector<std::unique_ptr<Backend>> backends;
+    for (std::size_t i = 0; i < urls.size(); ++i) {
+      backends.push_back(std::make_unique<MemoryBackend>());
+      mems.push_back(static_cast<MemoryBackend*>(backends.back().get()));
+    }
+    TierOptions options;
+    for (auto& u : urls) options.remotes.push_back(url(u));
+    options.sign = std::move(sign);
+    return std::make_unique<RemoteTier>(options, std::move(backends));
+  };
+  const std::string trust = "redis://mem?trust=" + util::to_hex(signer->public_key.bytes);
+
+  // Unsigned writer: no direct value (no reader would believe it).
+  std::vector<MemoryBackend*> unsigned_mems;
+  auto unsigned_tier = make_tier({"redis://mem"}, std::nullopt, unsigned_mems);
+  unsigned_tier->publish_direct(ns, e, direct);
+  CHECK(unsigned_mems[0]->values.empty());
+
+  // Signed writer: filed under the direct key.
+  std::vector<MemoryBackend*> mems;
+  auto writer = make_tier({"redis://mem"}, *signer, mems);
+  writer->publish_direct(ns, e, direct);
+  REQUIRE(mems[0]->values.count(value_direct_key("", ns.name(), direct)) == 1);
+  const auto value = mems[0]->values.begin()->second;
+
+  // A reader without trusted keys does not ask; one with them gets it,
+  // whatever its key's ir half, once the id half is the one asked.
+  std::vector<MemoryBackend*> readers;
+  auto reader = make_tier({"redis://mem", trust}, std::nullopt, readers);
+  for (auto* m : readers) m->values[value_direct_key("", ns.name(), direct)] = value;
+  auto got = reader->fetch_direct(ns, "k", e.key.id, direct, {});
+  REQUIRE(got);
+  CHECK(got->key == e.key);
+  CHECK(got->inputs == e.inputs);
+  CHECK(readers[0]->requests == 0);  // the untrusted remote was not asked
+  CHECK(readers[1]->requests == 1);
+  CHECK_FALSE(reader->fetch_direct(ns, "k", util::hash_string("another id"), direct, {}));
+  // The engine's check (inputs) refuses: counted as a refusal.
+  CHECK_FALSE(reader->fetch_direct(ns, "k", e.key.id, direct, [](const Entry&) -> Result<void> {
+    return fail(Category::corruption, "recorded for other inputs");
+  }));
+  auto s = reader->stats();
+  CHECK(s[1].hits == 1);
+  CHECK(s[1].refused == 2);
+
+  // Unsigned bytes under the direct key of a trusting remote: refused.
+  auto unsigned_value = encode_value(ns.name(), encode_entry(e));
+  REQUIRE(unsigned_value);
+  auto refused = RemoteTier::check_direct_value(*unsigned_value, ns, "k", e.key.id,
+                                                std::vector<bundle::PublicKey>{signer->public_key}, "x");
+  CHECK_FALSE(refused);
+  auto no_keys = RemoteTier::check_direct_value(value, ns, "k", e.key.id, {}, "x");
+  REQUIRE_FALSE(no_keys);
+  CHECK(no_keys.error().category == Category::invalid_argument);
+}

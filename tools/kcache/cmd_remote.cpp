@@ -88,7 +88,9 @@ Result<std::unique_ptr<remote::RemoteTier>> make_remote_tier(const RemoteArgs& a
       });
     options.remotes.push_back(std::move(url));
   }
-  if (!args.sign.empty()) options.sign = KCACHE_TRY(bundle::load_secret_key(args.sign));
+  // --sign > KCACHE_SIGN > the user's `sign` setting (never a store's).
+  const std::string sign = args.sign.empty() ? KCACHE_TRY(setting("sign", "", store_dir)).value : args.sign;
+  if (!sign.empty()) options.sign = KCACHE_TRY(bundle::load_secret_key(sign));
   ignore_sigpipe();
   return std::make_unique<remote::RemoteTier>(std::move(options));
 }

@@ -1,5 +1,7 @@
 #include "kcache/build/freshness.hpp"
 
+#include "kcache/util/hash.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,6 +24,15 @@ std::vector<Field> toolchain_part(const std::vector<Field>& ir_fields) {
     // the inputs; lowered_name (CUDA) is a recorded product, not an input.
     if (f.first != "expanded_source" && f.first != "inputs" && f.first != "lowered_name") out.push_back(f);
   return out;
+}
+
+Hash128 direct_key(const definition::HashedFields& id, const std::vector<Field>& toolchain) {
+  util::Hasher h;
+  h.field("direct", "kcache direct key v1");
+  h.field("id", id.hash);
+  h.field("key_schema", definition::k_key_schema);
+  for (const auto& [name, value] : toolchain) h.field(name, value);
+  return h.finish();
 }
 
 Recorded recorded(const Entry& e) { return {e.key, true, e.id_fields, e.ir_fields, e.inputs}; }

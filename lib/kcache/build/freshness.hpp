@@ -60,6 +60,14 @@ inline Assessment check_direct(const definition::HashedFields& id, const std::ve
   return check_direct(id, toolchain, recorded(stored), files);
 }
 
+/// Where remotes file a record for direct mode (SecondaryTier::
+/// fetch_direct): a hash of a domain string, the kernel's id hash, the key
+/// schema and `toolchain` (its toolchain fields, key schema excluded) —
+/// everything check_direct compares but the inputs, which the record
+/// carries and the reader checks against its own files. Computed before any
+/// preprocessing, so a runner with an empty store asks for it first.
+Hash128 direct_key(const definition::HashedFields& id, const std::vector<Field>& toolchain);
+
 /// The ir fields without the expanded-source hash: what check_direct
 /// compares against the current toolchain.
 std::vector<Field> toolchain_part(const std::vector<Field>& ir_fields);

@@ -62,6 +62,20 @@ class SecondaryTier {
                                      const EntryCheck& check) = 0;
   /// Offers a freshly compiled entry of `ns` to the writable remotes.
   virtual void publish(const Namespace& ns, const Entry& entry) = 0;
+  /// Direct mode through remotes (docs/design.md "Remote caches"): an entry
+  /// of `ns` for `kernel` filed under `direct` (direct_key() of the kernel's
+  /// id and toolchain, known before any preprocessing), whose key's id half
+  /// is `id`, checked as fetch() checks a value and then by `check` (the
+  /// engine's: its recorded inputs are this checkout's files). Asked only of
+  /// remotes whose values must be signed by a trusted key: a value's
+  /// recorded inputs are believed only where a trusted signer vouches that
+  /// they gave its key. nullopt: none, or none such (counted).
+  virtual std::optional<Entry> fetch_direct(const Namespace& ns, std::string_view kernel, const Hash128& id,
+                                            const Hash128& direct, const EntryCheck& check) = 0;
+  /// Offers `entry`, whose key this process computed from its recorded
+  /// inputs, to the writable remotes under `direct`; written only when
+  /// values are signed (an unsigned one would never be read).
+  virtual void publish_direct(const Namespace& ns, const Entry& entry, const Hash128& direct) = 0;
   /// What each remote did so far, in the order asked.
   virtual std::vector<SecondaryStats> stats() const = 0;
 };

@@ -46,6 +46,11 @@ class SpirvBackend final : public PerUnitBackend {
     return m_options.toolchain->fields(unit.spec->optimize);
   }
 
+  /// Known up front: glslang and SPIRV-Tools are linked in.
+  std::optional<std::vector<Field>> direct_toolchain(const Unit& unit) const override {
+    return m_options.toolchain->fields(unit.spec->optimize);
+  }
+
   tl::expected<Prepared, Failed> prepare(const Unit& unit, PhaseTimes& times) const override {
     auto def = compile::expand(*unit.spec, m_files, times);
     if (!def) return tl::unexpected(Failed{def.error(), FailurePhase::expand, false});

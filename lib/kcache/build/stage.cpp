@@ -25,8 +25,42 @@ struct Job {
   std::size_t receipt = 0;         ///< into result.receipts
   std::optional<Entry> stored;     ///< its previous entry: stale, or not yet confirmed here
   std::optional<Failure> failure;  ///< a failure record whose inputs changed
+  /// The stored entry's recorded inputs are this checkout's (an imported
+  /// entry one expansion here will confirm): no remote is asked first.
+  bool inputs_current = false;
   Prepared prepared;
 };
+
+/// What the engine checks of every value a remote hands it, beyond the
+/// remote's own import check: the key bound to its fields, a build time not
+/// in the future (import's rollback rule: it would outrank every later good
+/// build) and the backend's accept().
+Result<void> check_remote_entry(const Backend& backend, const Unit& unit, const Entry& e, const util::Clock& clock) {
+  KCACHE_CHECK(check_key_binding(e));
+  if (e.created > clock.now() + k_remote_clock_skew_seconds)
+    return fail(Category::corruption, "remote value: built {}, in the future (this machine's clock says {})",
+                util::iso_time(e.created), util::iso_time(clock.now()));
+  return backend.accept(unit, e);
+}
+
+/// Direct mode through the remotes (stage.hpp, step 2): the entry a remote
+/// filed under the unit's direct key whose recorded inputs are this
+/// checkout's files, marked confirmed (a trusted signer vouched that those
+/// inputs gave its key), or nullopt.
+std::optional<Entry> fetch_direct(const Backend& backend, const Unit& unit, const StageOptions& options,
+                                  const std::vector<Field>& toolchain) {
+  auto fetched = options.secondary->fetch_direct(
+      unit.ns, unit.spec->name, unit.id.hash, direct_key(unit.id, toolchain), [&](const Entry& e) -> Result<void> {
+        KCACHE_CHECK(check_remote_entry(backend, unit, e, *options.clock));
+        Assessment a = check_direct(unit.id, toolchain, recorded(e), *options.files);
+        if (a.state != Freshness::fresh)
+          return fail(Category::corruption, "remote value: recorded for other inputs ({})",
+                      describe_changes(a.changes, 2));
+        return {};
+      });
+  if (fetched) fetched->origin_kind = OriginKind::confirmed;
+  return fetched;
+}
 
 /// The warm path's per-unit clock: wall time only. Reading a thread's CPU
 /// clock is a system call (no vDSO), and three reads per kernel were 16% of
@@ -248,6 +282,7 @@ Result<void> run_stage(const Backend& backend, std::vector<Unit> units, store::S
           // An imported record's inputs are its own claim: its ir is believed
           // once an expansion here has given it (stage.hpp, step 1).
           const bool unconfirmed = !unit.ir && h.origin_kind == OriginKind::imported;
+          job.inputs_current = unconfirmed && a.state == Freshness::fresh;
           if (a.state == Freshness::fresh && !unconfirmed && !backend.checks_payload()) {
             r.outcome = Outcome::hit;
             r.key = h.key;
@@ -325,6 +360,25 @@ Result<void> run_stage(const Backend& backend, std::vector<Unit> units, store::S
           Job& job = jobs[j];
           const Unit& unit = units[job.unit];
           Receipt& r = result.receipts[job.receipt];
+          const auto toolchain = unit.ir ? std::nullopt : backend.direct_toolchain(unit);
+          if (options.secondary && toolchain && !job.inputs_current) {
+            Stopwatch watch;
+            auto fetched = fetch_direct(backend, unit, options, *toolchain);
+            watch.lap(r.times[Phase::lookup]);
+            if (fetched) {
+              r.key = fetched->key;
+              r.outcome = Outcome::remote_hit;
+              r.bytes = fetched->payload.size();
+              emit(Made{job.receipt, backend.write_namespace(unit), std::move(*fetched), std::nullopt});
+              return;
+            }
+          }
+          // Offers an entry whose key this process computed to the remotes
+          // by its inputs, for the next runner with an empty store.
+          auto publish_direct = [&](const Namespace& ns, const Entry& e) {
+            if (options.secondary && toolchain)
+              options.secondary->publish_direct(ns, e, direct_key(unit.id, *toolchain));
+          };
           if (unit.ir) {
             job.prepared = {*unit.ir, unit.inputs, nullptr};
           } else if (auto p = backend.prepare(unit, r.times); p) {
@@ -355,14 +409,7 @@ Result<void> run_stage(const Backend& backend, std::vector<Unit> units, store::S
           if (options.secondary) {
             Stopwatch watch;
             auto fetched = options.secondary->fetch(unit.ns, r.kernel, r.key, [&](const Entry& e) -> Result<void> {
-              KCACHE_CHECK(check_key_binding(e));
-              // A build dated in the future would outrank every later good
-              // one (import's rollback rule): not a build that happened.
-              if (e.created > options.clock->now() + k_remote_clock_skew_seconds)
-                return fail(Category::corruption,
-                            "remote value: built {}, in the future (this machine's clock says {})",
-                            util::iso_time(e.created), util::iso_time(options.clock->now()));
-              return backend.accept(unit, e);
+              return check_remote_entry(backend, unit, e, *options.clock);
             });
             watch.lap(r.times[Phase::lookup]);
             if (fetched) {
@@ -370,6 +417,9 @@ Result<void> run_stage(const Backend& backend, std::vector<Unit> units, store::S
               fetched->origin_kind = OriginKind::confirmed;
               r.outcome = Outcome::remote_hit;
               r.bytes = fetched->payload.size();
+              // A remote filled before direct values (or by an unsigned
+              // writer) learns them from the runners that read it.
+              publish_direct(backend.write_namespace(unit), *fetched);
               emit(Made{job.receipt, backend.write_namespace(unit), std::move(*fetched), std::nullopt});
               return;
             }
@@ -412,7 +462,11 @@ Result<void> run_stage(const Backend& backend, std::vector<Unit> units, store::S
           const Namespace ns = backend.write_namespace(unit);
           Entry e = make_entry(unit, r.key, job.prepared, std::move(*compiled), options);
           r.bytes = e.payload.size();
-          if (options.secondary) options.secondary->publish(ns, e);
+          if (options.secondary) {
+            options.secondary->publish(ns, e);
+            if (auto toolchain = unit.ir ? std::nullopt : backend.direct_toolchain(unit))
+              options.secondary->publish_direct(ns, e, direct_key(unit.id, *toolchain));
+          }
           emit(Made{job.receipt, ns, std::move(e), std::nullopt});
         });
       },

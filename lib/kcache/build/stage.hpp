@@ -13,7 +13,12 @@
 //      whose key is known up front (Unit::ir) is a hit when the stored key is
 //      that key. A failure record current by the same rule is reported
 //      without compiling (docs/design.md "Remembered failures").
-//   2. On `jobs` threads: prepare() computes the ir half; a stored entry or
+//   2. On `jobs` threads: a unit with no current entry whose backend knows
+//      its toolchain up front (Backend::direct_toolchain) is first asked of
+//      the remotes by its recorded inputs (SecondaryTier::fetch_direct:
+//      signed values only, their inputs this checkout's files), so a runner
+//      with an empty store and a warm remote runs no preprocessor. Then
+//      prepare() computes the ir half; a stored entry or
 //      failure record of exactly that key is still current (an edit the
 //      preprocessor erases) and learns the new input hashes; else the
 //      secondary tier (remotes) is asked for exactly that key, its value
@@ -113,6 +118,12 @@ class Backend {
   /// names; `stored` is the record judged (a backend whose compiler is not
   /// loaded on the warm path believes the one it names).
   virtual std::vector<Field> toolchain(const Unit& unit, const Recorded& stored) const = 0;
+  /// The toolchain fields (key schema excluded) this process would compile
+  /// `unit` with, when known without loading a compiler: then remotes are
+  /// asked for the unit by its recorded inputs before any preparation
+  /// (SecondaryTier::fetch_direct) and compiled entries are offered so.
+  /// nullopt (the default): only by key, after prepare().
+  virtual std::optional<std::vector<Field>> direct_toolchain(const Unit&) const { return std::nullopt; }
   /// Whether accept() reads the payload (the warm path then reads whole
   /// entries instead of heads).
   virtual bool checks_payload() const { return false; }

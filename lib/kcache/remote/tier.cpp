@@ -75,9 +75,14 @@ RemoteTier::RemoteTier(TierOptions options, std::vector<std::unique_ptr<Backend>
 
 RemoteTier::~RemoteTier() = default;
 
-Result<Entry> RemoteTier::check_value(std::span<const std::uint8_t> bytes, const Namespace& ns, std::string_view kernel,
-                                      const Key& key, std::span<const bundle::PublicKey> trusted,
-                                      std::string_view origin) {
+namespace {
+
+/// The one check of every remote value: the envelope, its namespace, the
+/// signature when `trusted` is given, the record, that it is the entry
+/// `asked` for, and its payload. The entry, marked imported from `origin`.
+Result<Entry> checked_entry(std::span<const std::uint8_t> bytes, const Namespace& ns, std::string_view kernel,
+                            const std::function<bool(const Key&)>& asked, std::span<const bundle::PublicKey> trusted,
+                            std::string_view origin) {
   auto parts = KCACHE_TRY(decode_value(bytes));
   // The key names the namespace already; a value claiming another one was
   // put there by someone else (or another compatibility class): foreign.
@@ -86,7 +91,7 @@ Result<Entry> RemoteTier::check_value(std::span<const std::uint8_t> bytes, const
                 ns.name());
   if (!trusted.empty()) KCACHE_CHECK(verify_value(parts, trusted));
   auto entry = KCACHE_TRY(decode_entry(parts.record));
-  if (entry.kernel != kernel || entry.key != key)
+  if (entry.kernel != kernel || !asked(entry.key))
     return fail(Category::corruption, "remote value: holds kernel '{}' key {}, not the '{}' asked for",
                 util::shown_untrusted(entry.kernel), entry.key.ir.hex().substr(0, 16), kernel);
   KCACHE_CHECK(validate_entry_record(entry));
@@ -100,11 +105,31 @@ Result<Entry> RemoteTier::check_value(std::span<const std::uint8_t> bytes, const
   return entry;
 }
 
-std::optional<Entry> RemoteTier::fetch(const Namespace& ns, std::string_view kernel, const Key& key,
-                                       const build::EntryCheck& check) {
+}  // namespace
+
+Result<Entry> RemoteTier::check_value(std::span<const std::uint8_t> bytes, const Namespace& ns, std::string_view kernel,
+                                      const Key& key, std::span<const bundle::PublicKey> trusted,
+                                      std::string_view origin) {
+  return checked_entry(
+      bytes, ns, kernel, [&](const Key& k) { return k == key; }, trusted, origin);
+}
+
+Result<Entry> RemoteTier::check_direct_value(std::span<const std::uint8_t> bytes, const Namespace& ns,
+                                             std::string_view kernel, const Hash128& id,
+                                             std::span<const bundle::PublicKey> trusted, std::string_view origin) {
+  if (trusted.empty())
+    return fail(Category::invalid_argument, "a direct value is read only from a remote with trusted keys");
+  return checked_entry(
+      bytes, ns, kernel, [&](const Key& k) { return k.id == id; }, trusted, origin);
+}
+
+std::optional<Entry> RemoteTier::fetch_from(const std::function<bool(const Remote&)>& asks,
+                                            const std::function<std::string(const Remote&)>& key_of,
+                                            std::string_view kernel, const Checker& checked,
+                                            const build::EntryCheck& check) {
   for (auto& r : m_remotes) {
-    if (r->skipped()) continue;
-    auto got = r->backend->get(value_key(r->url.prefix, ns.name(), key), k_max_value_bytes);
+    if (r->skipped() || !asks(*r)) continue;
+    auto got = r->backend->get(key_of(*r), k_max_value_bytes);
     if (!got && got.error().category != Category::corruption) {
       r->failed(got.error());
       continue;
@@ -116,8 +141,7 @@ std::optional<Entry> RemoteTier::fetch(const Namespace& ns, std::string_view ker
       continue;
     }
     std::size_t size = got ? (*got)->size() : 0;
-    auto entry = got ? check_value(**got, ns, kernel, key, r->trusted, r->url.shown())
-                     : Result<Entry>(tl::unexpected(got.error()));
+    auto entry = got ? checked(**got, *r) : Result<Entry>(tl::unexpected(got.error()));
     if (entry && check)
       if (auto ok = check(*entry); !ok) entry = tl::unexpected(std::move(ok).error());
     std::lock_guard lock(r->mutex);
@@ -133,7 +157,28 @@ std::optional<Entry> RemoteTier::fetch(const Namespace& ns, std::string_view ker
   return std::nullopt;
 }
 
-void RemoteTier::publish(const Namespace& ns, const Entry& entry) {
+std::optional<Entry> RemoteTier::fetch(const Namespace& ns, std::string_view kernel, const Key& key,
+                                       const build::EntryCheck& check) {
+  return fetch_from([](const Remote&) { return true; },
+                    [&](const Remote& r) { return value_key(r.url.prefix, ns.name(), key); }, kernel,
+                    [&](std::span<const std::uint8_t> bytes, const Remote& r) {
+                      return check_value(bytes, ns, kernel, key, r.trusted, r.url.shown());
+                    },
+                    check);
+}
+
+std::optional<Entry> RemoteTier::fetch_direct(const Namespace& ns, std::string_view kernel, const Hash128& id,
+                                              const Hash128& direct, const build::EntryCheck& check) {
+  return fetch_from([](const Remote& r) { return !r.trusted.empty(); },
+                    [&](const Remote& r) { return value_direct_key(r.url.prefix, ns.name(), direct); }, kernel,
+                    [&](std::span<const std::uint8_t> bytes, const Remote& r) {
+                      return check_direct_value(bytes, ns, kernel, id, r.trusted, r.url.shown());
+                    },
+                    check);
+}
+
+void RemoteTier::publish_to(const Namespace& ns, const Entry& entry,
+                            const std::function<std::string(const Remote&)>& key_of) {
   std::optional<std::vector<std::uint8_t>> value;
   for (auto& r : m_remotes) {
     if (!r->stats.writable || r->skipped()) continue;
@@ -145,7 +190,7 @@ void RemoteTier::publish(const Namespace& ns, const Entry& entry) {
       }
       value = std::move(*encoded);
     }
-    auto put = r->backend->put(value_key(r->url.prefix, ns.name(), entry.key), *value);
+    auto put = r->backend->put(key_of(*r), *value);
     if (!put) {
       r->failed(put.error());
       continue;
@@ -155,6 +200,15 @@ void RemoteTier::publish(const Namespace& ns, const Entry& entry) {
     ++r->stats.writes;
     r->stats.bytes_written += value->size();
   }
+}
+
+void RemoteTier::publish(const Namespace& ns, const Entry& entry) {
+  publish_to(ns, entry, [&](const Remote& r) { return value_key(r.url.prefix, ns.name(), entry.key); });
+}
+
+void RemoteTier::publish_direct(const Namespace& ns, const Entry& entry, const Hash128& direct) {
+  if (!m_options.sign) return;
+  publish_to(ns, entry, [&](const Remote& r) { return value_direct_key(r.url.prefix, ns.name(), direct); });
 }
 
 std::vector<build::SecondaryStats> RemoteTier::stats() const {

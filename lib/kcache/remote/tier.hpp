@@ -16,6 +16,7 @@
 #include "kcache/remote/url.hpp"
 #include "kcache/util/error.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -50,6 +51,12 @@ class RemoteTier final : public build::SecondaryTier {
     return fetch(ns, kernel, key, {});
   }
   void publish(const Namespace& ns, const Entry& entry) override;
+  /// Asks only the remotes with trusted keys (the run's --trust or the URL's
+  /// trust=); each value must be signed by one of them.
+  std::optional<Entry> fetch_direct(const Namespace& ns, std::string_view kernel, const Hash128& id,
+                                    const Hash128& direct, const build::EntryCheck& check) override;
+  /// Writes only with a signing key (--sign): readers believe no other.
+  void publish_direct(const Namespace& ns, const Entry& entry, const Hash128& direct) override;
   std::vector<build::SecondaryStats> stats() const override;
 
   /// Checks a value fetched for (ns, kernel, key): the envelope, its
@@ -60,9 +67,24 @@ class RemoteTier final : public build::SecondaryTier {
   /// wrong. Pure: the one check of every remote value.
   static Result<Entry> check_value(std::span<const std::uint8_t> bytes, const Namespace& ns, std::string_view kernel,
                                    const Key& key, std::span<const bundle::PublicKey> trusted, std::string_view origin);
+  /// check_value() for a direct value (fetch_direct): any key whose id half
+  /// is `id`, and signed by one of `trusted`, which must not be empty
+  /// (invalid_argument: an unsigned value's recorded inputs are never
+  /// believed).
+  static Result<Entry> check_direct_value(std::span<const std::uint8_t> bytes, const Namespace& ns,
+                                          std::string_view kernel, const Hash128& id,
+                                          std::span<const bundle::PublicKey> trusted, std::string_view origin);
 
  private:
   struct Remote;
+  using Checker = std::function<Result<Entry>(std::span<const std::uint8_t>, const Remote&)>;
+  /// The fetch loop of fetch() and fetch_direct(): each remote `asks` in
+  /// turn, the value under `key_of(remote)` checked by `checked` then `check`.
+  std::optional<Entry> fetch_from(const std::function<bool(const Remote&)>& asks,
+                                  const std::function<std::string(const Remote&)>& key_of, std::string_view kernel,
+                                  const Checker& checked, const build::EntryCheck& check);
+  /// Writes `entry` to every writable remote under `key_of(remote)`.
+  void publish_to(const Namespace& ns, const Entry& entry, const std::function<std::string(const Remote&)>& key_of);
   TierOptions m_options;
   std::vector<std::unique_ptr<Remote>> m_remotes;
 };

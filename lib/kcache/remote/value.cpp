@@ -171,4 +171,9 @@ std::string value_key(std::string_view prefix, std::string_view ns_name, const K
   return fmt::format("{}{}kcache1/{}/{}-{}", prefix, sep, ns_name, key.id.hex(), key.ir.hex());
 }
 
+std::string value_direct_key(std::string_view prefix, std::string_view ns_name, const Hash128& direct) {
+  const char* sep = prefix.empty() || prefix.ends_with('/') ? "" : "/";
+  return fmt::format("{}{}kcache1-direct/{}/{}", prefix, sep, ns_name, direct.hex());
+}
+
 }  // namespace kcache::remote

@@ -96,4 +96,11 @@ Result<bundle::KeyId> verify_value(const ValueParts& parts, std::span<const bund
 /// without spaces: a valid Redis key, URL path and relative file path.
 std::string value_key(std::string_view prefix, std::string_view ns_name, const Key& key);
 
+/// The key a value of `ns_name` is filed under for direct mode (FORMAT.md
+/// "Direct values"), `direct` being build::direct_key() of its kernel:
+/// "kcache1-direct/NAMESPACE/HEX" after the prefix. The value is the same
+/// signed value value_key() holds; a reader believes its recorded inputs
+/// only when a trusted key signed it.
+std::string value_direct_key(std::string_view prefix, std::string_view ns_name, const Hash128& direct);
+
 }  // namespace kcache::remote

@@ -50,6 +50,14 @@ constexpr KeyInfo k_keys[] = {
      .help = "public key files (kcache keygen): accept only remote values signed by one of them (a store's may "
              "only name some of the user's)",
      .fallback = "none (remote values are not authenticated)"},
+    {.name = "sign",
+     .env = "KCACHE_SIGN",
+     .flag = "--sign",
+     .store = StoreRule::refused,
+     .help = "a secret key file (kcache keygen): sign the values written to remote caches with it, so that "
+             "readers trusting its public key believe them, recorded inputs included (never from a store)",
+     .fallback = "none (values are written unsigned)",
+     .why = "a store may not choose what its users sign"},
     {.name = "namespace",
      .flag = "--namespace",
      .help = "the namespace `kcache get` takes when a kernel is in several (e.g. spirv/vulkan1.2)",
