@@ -9,8 +9,9 @@ source "$(dirname "$0")/lib.bash"
 : "${KCACHE_BUILD_DIR:?set by ctest}"
 PREFIX=$WORK/prefix
 cmake --install "$KCACHE_BUILD_DIR" --prefix "$PREFIX" >"$WORK/install.log"
-[[ -L $PREFIX/libexec/kcache/glslc && $(readlink "$PREFIX/libexec/kcache/glslc") == ../../bin/kcache ]] \
-  || fail "the launcher's link glslc is not installed as a relative link to bin/kcache"
+[[ -L $PREFIX/libexec/kcache/glslc && $(readlink "$PREFIX/libexec/kcache/glslc") == kcache-launcher &&
+  -x $PREFIX/libexec/kcache/kcache-launcher ]] \
+  || fail "the launcher's link glslc is not installed as a link to kcache-launcher beside it"
 cp -r "$KCACHE_SOURCE_DIR/tests/data/launcher_project" src
 mkdir src/.git  # a checkout: the keys' root is src/
 cmake -S src -B build -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX" >"$WORK/configure.log" 2>&1 \

@@ -177,6 +177,7 @@ std::string top_level_footer() {
          "  KCACHE_MAX_SIZE       a store's size limit (e.g. 10G): a build that leaves the store over it\n"
          "                        evicts least recently used entries, never those the build used\n"
          "  KCACHE_MAP_SIZE       LMDB map size of a store (e.g. 64G, the default; 8M), the most it can hold\n"
+         "  KCACHE_SIGN           a secret key file: values written to remotes are signed with it (direct mode)\n"
          "  KCACHE_BASEDIR        the launcher's project root (kcache glslc): keys are relative to it\n"
          "                        (default: the folder holding .git above the source)\n"
          "  KCACHE_LAUNCHER_VALIDATE  the launcher's validate policy: strict (default), known or off, or\n"

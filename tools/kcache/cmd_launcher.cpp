@@ -7,11 +7,13 @@
 #include "remote_cli.hpp"
 
 #include "kcache/launcher/launcher.hpp"
+#include "kcache/launcher_build/serve.hpp"
 #include "kcache/report/report.hpp"
 
 #include <fmt/format.h>
 
 #include <unistd.h>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -28,8 +30,9 @@ constexpr const char* k_exec_marker = "KCACHE_LAUNCHER_RAN";
 /// The real program: the `glslc` / `glslang_validator` setting (the command
 /// line's environment or the user's settings; never a store's, which may
 /// not name a program to run), else the first `tool` on PATH that is not
-/// kcache itself (the link that called us, or another link to the same
-/// binary). A damaged settings file means PATH: the real program must run.
+/// kcache itself (the link that called us, another link to the same
+/// binary, or to kcache-launcher, which hands its misses to us). A damaged settings file means PATH: the real program
+/// must run.
 std::optional<fs::path> real_program(const std::string& tool) {
   const StoreOptions store_options;
   if (auto chosen = setting(tool == "glslc" ? "glslc" : "glslang_validator", "", store_options.path());
@@ -48,7 +51,9 @@ std::optional<fs::path> real_program(const std::string& tool) {
     const fs::path candidate = fs::path(dir) / tool;
     if (::access(candidate.c_str(), X_OK) != 0) continue;
     const fs::path real = fs::canonical(candidate, ec);
-    if (ec || real == self || real.filename() == "kcache" || real.filename() == "kcache-testing") continue;
+    if (ec || real == self || real.filename() == "kcache" || real.filename() == "kcache-testing" ||
+        real.filename() == "kcache-launcher")
+      continue;
     return candidate;
   }
   return std::nullopt;
@@ -98,6 +103,31 @@ void record_not_cacheable(const StoreOptions& store_options, store::Invocation i
   (void)(*store)->record_usage(batch);
 }
 
+/// Serves `plan` from `store` when find_hit finds its entry: the outputs,
+/// the tool's messages, the run record. The exit code, or nullopt when the
+/// command is the engine's.
+std::optional<int> serve_hit(const launcher::Plan& plan, store::Store& store,
+                             const launcher_build::ServeOptions& options, const store::Invocation& invocation) {
+  const auto start = std::chrono::steady_clock::now();
+  launcher::HitOptions hit_options{options.base_dir, options.validate,
+                                   options.build.toolchain->fields(plan.command.optimize), clock().now()};
+  auto hit = launcher::find_hit(plan, store, hit_options);
+  if (!hit || !*hit) return std::nullopt;  // an unreadable store is the engine's to report
+  if (auto written = launcher::write_outputs(plan, (*hit)->root, (*hit)->entry.payload, (*hit)->entry.inputs); !written)
+    return std::nullopt;  // the engine tries again, and runs the real program if it must
+  const auto messages = launcher::tool_messages(plan, (*hit)->root, (*hit)->entry.diagnostics);
+  std::fwrite(messages.out.data(), 1, messages.out.size(), stdout);
+  std::fwrite(messages.err.data(), 1, messages.err.size(), stderr);
+  if (!plan.output) {
+    const std::string text = launcher::format_module((*hit)->entry.payload, plan.command.format);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+  const auto wall = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
+  // Statistics only: the module is written whatever happens here.
+  (void)launcher::record_hit(store, **hit, invocation, hit_options.now, static_cast<std::uint64_t>(wall.count()));
+  return k_exit_ok;
+}
+
 }  // namespace
 
 int run_launcher(const std::string& tool, const std::vector<std::string>& args) {
@@ -126,7 +156,7 @@ int run_launcher(const std::string& tool, const std::vector<std::string>& args) 
     fmt::print(stderr, "kcache: warning: {} — running the real {}\n", store.error().message, tool);
     return exec_real(tool, args, store.error().message);
   }
-  launcher::ServeOptions options;
+  launcher_build::ServeOptions options;
   options.build.origin = build_origin();
   options.build.clock = &clock();
   options.build.toolchain = &toolchain();
@@ -144,13 +174,16 @@ int run_launcher(const std::string& tool, const std::vector<std::string>& args) 
     store->reset();
     return exec_real(tool, args, validate.error().message);
   }
+  // A hit by the direct rule, as kcache-launcher serves it (launcher.hpp);
+  // anything else through the build engine.
+  if (auto served = serve_hit(plan, **store, options, invocation)) return *served;
   auto tier = make_remote_tier(RemoteArgs{}, store_options.path());
   if (!tier) {
     fmt::print(stderr, "kcache: warning: remotes not used: {}\n", tier.error().message);
   } else {
     options.build.secondary = tier->get();
   }
-  auto served = launcher::serve(plan, **store, options, invocation);
+  auto served = launcher_build::serve(plan, **store, options, invocation);
   if (!served) {
     // The store failed under us, or an output could not be written: the
     // real program may still do the job (and says so if it cannot).

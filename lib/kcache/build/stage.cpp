@@ -281,7 +281,7 @@ Result<void> run_stage(const Backend& backend, std::vector<Unit> units, store::S
           watch.lap(r.times[Phase::hash]);
           // An imported record's inputs are its own claim: its ir is believed
           // once an expansion here has given it (stage.hpp, step 1).
-          const bool unconfirmed = !unit.ir && h.origin_kind == OriginKind::imported;
+          const bool unconfirmed = !unit.ir && !inputs_believed(h.origin_kind);
           job.inputs_current = unconfirmed && a.state == Freshness::fresh;
           if (a.state == Freshness::fresh && !unconfirmed && !backend.checks_payload()) {
             r.outcome = Outcome::hit;

@@ -9,13 +9,15 @@
 // num text, -MD depfiles, glslc's default output names). Anything else is
 // NotCacheable with the reason, and the caller runs the real program.
 //
-// A planned command is served (serve()): it becomes one kernel of a
-// one-kernel manifest rooted at the project root (keys_root()), and the
-// build engine does what it does for `kcache build` — a fresh entry is a hit,
-// a remote value a remote hit, anything else is compiled in process,
-// validated and stored; the run is recorded with the command
-// (store::Invocation), which `manifest from-commands --from-store` reads.
-// Then the module is written as the tool would write it, atomically.
+// A planned command becomes one kernel (kernel_spec()) named by what is
+// compiled, never where it goes (kernel_name()), with keys relative to the
+// project root (keys_root()). find_hit() serves it when the store holds a
+// current entry, by the direct rule alone: this module links no compiler,
+// so `kcache-launcher` (tools/kcache-launcher), the small program the glslc
+// links run, answers a hit in about a millisecond. Everything else goes to
+// the build engine (launcher_build::serve, in `kcache` itself). Either way
+// the module is written as the tool would write it (write_outputs()),
+// atomically.
 //
 // Output identity: the module is the one glslc writes (tests/cli/
 // launcher_project.sh compares every byte) apart from word 2, the SPIR-V
@@ -24,9 +26,8 @@
 // Thread-safety: pure functions and one call at a time per store handle.
 #pragma once
 
-#include "kcache/build/build.hpp"
+#include "kcache/core/entry.hpp"
 #include "kcache/definition/kernel_spec.hpp"
-#include "kcache/manifest/manifest.hpp"
 #include "kcache/migrate/migrate.hpp"
 #include "kcache/settings/settings.hpp"
 #include "kcache/store/store.hpp"
@@ -95,36 +96,59 @@ std::string kernel_name(const Plan& plan, const std::filesystem::path& root,
 definition::ValidatePolicy validate_policy(const Plan& plan, const std::filesystem::path& root,
                                            const std::vector<settings::ValidateRule>& rules);
 
-struct ServeOptions {
-  /// Clock, toolchain, remotes (secondary), origin: as for `kcache build`.
-  build::BuildOptions build;
+/// The one-kernel spec a command becomes, named `name`: source and include
+/// dirs relative to `root`, the command's stage, entry, target, defines,
+/// optimisation, strip, -Werror (without -w) and `validate`.
+definition::KernelSpec kernel_spec(const Plan& plan, const std::filesystem::path& root, std::string name,
+                                   definition::ValidatePolicy validate);
+
+/// What find_hit needs beyond the command and the store.
+struct HitOptions {
   /// The project root for keys (KCACHE_BASEDIR); nullopt: keys_root's rule.
   std::optional<std::filesystem::path> base_dir;
   /// The launcher_validate setting; empty: every module strict.
   std::vector<settings::ValidateRule> validate;
+  /// The toolchain fields (key schema excluded) a current entry optimised at
+  /// the command's level names: compile::Toolchain::fields in `kcache`, the
+  /// same fields recorded at build time in `kcache-launcher`.
+  std::vector<Field> toolchain;
+  /// Now, for the run record and the entry's last use (unix seconds).
+  std::uint64_t now = 0;
 };
 
-struct Served {
-  build::Receipt receipt;  ///< hit, compiled, remote_hit, ... or failed (the caller runs the real program)
-  std::string kernel;      ///< the entry's name
-  std::filesystem::path root;
-  /// The one-kernel manifest the command became (what an eviction after it
-  /// must keep: maintain::evict_to_limit).
-  manifest::Manifest manifest;
-  std::vector<std::uint8_t> module;  ///< the SPIR-V written (empty when failed)
-  /// The module's warnings as its entry records them (FILE relative to
-  /// `root`; "" for none, or an entry of a kcache that kept none).
-  std::string diagnostics;
-  std::optional<Error> record_warning;  ///< the run record could not be written
+/// A command served from the store by find_hit.
+struct Hit {
+  std::filesystem::path root;  ///< the keys' root
+  std::string ns;              ///< the entry's namespace name
+  std::string kernel;          ///< its name
+  Entry entry;                 ///< the whole entry, digests checked: the module and its warnings
 };
 
-/// Builds or finds the module of `plan` in `store` and writes the output
-/// (and depfile) as the tool would. A failed compile is a receipt (nothing
-/// written), and so is a module with warnings under glslc -Werror (without
-/// -w), which the tool refuses: the caller runs it to say so. Errors: the
-/// store cannot be read, an output cannot be written.
-Result<Served> serve(const Plan& plan, store::Store& store, const ServeOptions& options,
-                     const store::Invocation& invocation);
+/// The namespace of `plan`'s module.
+std::string namespace_of(const Plan& plan);
+
+/// The entry that answers `plan` without a compiler, when the store holds
+/// one: its key bound to its fields, its id and `options.toolchain` the
+/// command's, every recorded input (and include candidate found absent)
+/// unchanged, its inputs believed (built or confirmed here), its digests
+/// intact, and no warnings when glslc -Werror (without -w) would refuse
+/// them. nullopt for anything else: the caller hands the command to the
+/// build engine, which decides it in full. Errors: the store cannot be read.
+Result<std::optional<Hit>> find_hit(const Plan& plan, store::Store& store, const HitOptions& options);
+
+/// Records a hit as the engine records a warm build's: the entry's last use
+/// and a run record of one kernel, one hit and the command (`kcache stats`,
+/// `manifest from-commands --from-store`). On the LMDB store a run that has
+/// no last use to write costs no write transaction (the pending run log).
+Result<void> record_hit(store::Store& store, const Hit& hit, const store::Invocation& invocation, std::uint64_t now,
+                        std::uint64_t wall_us);
+
+/// Writes what the tool writes for a compile that gave `module`: the output
+/// (binary, or -mfmt text; nothing for standard output) and the -MD depfile
+/// naming the source and every file read of `inputs` (paths relative to
+/// `root`), each replaced atomically.
+Result<void> write_outputs(const Plan& plan, const std::filesystem::path& root, std::span<const std::uint8_t> module,
+                           const std::vector<InputFile>& inputs);
 
 /// What the tool prints about a compile that succeeded with `diagnostics`
 /// (Served::diagnostics, FILE relative to `root`), each FILE named as the

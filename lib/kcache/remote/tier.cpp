@@ -126,7 +126,7 @@ Result<Entry> RemoteTier::check_direct_value(std::span<const std::uint8_t> bytes
 std::optional<Entry> RemoteTier::fetch_from(const std::function<bool(const Remote&)>& asks,
                                             const std::function<std::string(const Remote&)>& key_of,
                                             std::string_view kernel, const Checker& checked,
-                                            const build::EntryCheck& check) {
+                                            const build::EntryCheck& check, bool miss_resets) {
   for (auto& r : m_remotes) {
     if (r->skipped() || !asks(*r)) continue;
     auto got = r->backend->get(key_of(*r), k_max_value_bytes);
@@ -135,7 +135,7 @@ std::optional<Entry> RemoteTier::fetch_from(const std::function<bool(const Remot
       continue;
     }
     if (got && !*got) {
-      r->worked();
+      if (miss_resets) r->worked();
       std::lock_guard lock(r->mutex);
       ++r->stats.misses;
       continue;
@@ -164,7 +164,7 @@ std::optional<Entry> RemoteTier::fetch(const Namespace& ns, std::string_view ker
                     [&](std::span<const std::uint8_t> bytes, const Remote& r) {
                       return check_value(bytes, ns, kernel, key, r.trusted, r.url.shown());
                     },
-                    check);
+                    check, true);
 }
 
 std::optional<Entry> RemoteTier::fetch_direct(const Namespace& ns, std::string_view kernel, const Hash128& id,
@@ -174,7 +174,9 @@ std::optional<Entry> RemoteTier::fetch_direct(const Namespace& ns, std::string_v
                     [&](std::span<const std::uint8_t> bytes, const Remote& r) {
                       return check_direct_value(bytes, ns, kernel, id, r.trusted, r.url.shown());
                     },
-                    check);
+                    // A remote with no direct values misses every one: that
+                    // must not clear a run of refusals of its keyed values.
+                    check, false);
 }
 
 void RemoteTier::publish_to(const Namespace& ns, const Entry& entry,

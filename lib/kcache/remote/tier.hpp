@@ -79,10 +79,12 @@ class RemoteTier final : public build::SecondaryTier {
   struct Remote;
   using Checker = std::function<Result<Entry>(std::span<const std::uint8_t>, const Remote&)>;
   /// The fetch loop of fetch() and fetch_direct(): each remote `asks` in
-  /// turn, the value under `key_of(remote)` checked by `checked` then `check`.
+  /// turn, the value under `key_of(remote)` checked by `checked` then `check`;
+  /// a miss resets the remote's count of consecutive failures only when
+  /// `miss_resets`.
   std::optional<Entry> fetch_from(const std::function<bool(const Remote&)>& asks,
                                   const std::function<std::string(const Remote&)>& key_of, std::string_view kernel,
-                                  const Checker& checked, const build::EntryCheck& check);
+                                  const Checker& checked, const build::EntryCheck& check, bool miss_resets);
   /// Writes `entry` to every writable remote under `key_of(remote)`.
   void publish_to(const Namespace& ns, const Entry& entry, const std::function<std::string(const Remote&)>& key_of);
   TierOptions m_options;

@@ -79,6 +79,11 @@ class LmdbStore final : public Store {
   /// appends `run` (when not empty), commits, and restarts the log.
   /// (lmdb_usage.cpp)
   Result<void> commit_folding(Txn& txn, std::span<const std::uint8_t> run, std::uint64_t written_bytes);
+  /// Whether any entry of `keys` has a last use to write at `time`
+  /// (touch_usage), read in a read transaction.
+  Result<bool> usage_due(const std::vector<std::string>& keys, std::uint64_t time);
+  /// Appends `run` to the pending run log, folding the log when it is due.
+  Result<void> append_pending(const RunRecord& run);
 
   tl::unexpected<Error> refuse_write(std::string_view what) const {
     return fail(Category::read_only, "store {} is open read-only: cannot {}", m_env->dir().string(), what);

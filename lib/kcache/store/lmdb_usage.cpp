@@ -21,6 +21,10 @@ Result<void> LmdbStore::record_usage(const UsageBatch& batch) {
     keys.push_back(std::move(*key));
   }
   auto run = batch.run ? internal::encode_run(*batch.run) : std::vector<std::uint8_t>{};
+  // Most warm runs have no last use to write: that is decided in a read
+  // transaction, which takes no writer lock (a launcher hit, one process per
+  // command, would otherwise queue behind every compile's write).
+  if (batch.run && !KCACHE_TRY(usage_due(keys, batch.time))) return append_pending(*batch.run);
 
   Txn txn = KCACHE_TRY(Txn::begin(*m_env, true));
   bool changed = false;
@@ -39,18 +43,34 @@ Result<void> LmdbStore::record_usage(const UsageBatch& batch) {
     changed = true;
   }
   if (!changed && batch.run) {
-    // Only the run record to write: no transaction, no fsync, unless the
-    // pending log is due to be folded (then this run is folded with it).
-    txn.abort();
-    auto file = KCACHE_TRY(PendingRunsFile::open_locked(m_env->dir(), true));
-    auto size = KCACHE_TRY(file->append(*batch.run));
-    if (size <= k_pending_fold_bytes) return {};
-    file.reset();  // the fold takes LMDB's write lock first, then the file's
-    Txn fold = KCACHE_TRY(Txn::begin(*m_env, true));
-    return commit_folding(fold, {}, 0);
+    txn.abort();  // another process wrote them meanwhile
+    return append_pending(*batch.run);
   }
   if (!changed) return {};
   return commit_folding(txn, run, written_bytes);
+}
+
+Result<bool> LmdbStore::usage_due(const std::vector<std::string>& keys, std::uint64_t time) {
+  Txn txn = KCACHE_TRY(Txn::begin(*m_env, false));
+  for (const auto& key : keys) {
+    if (!KCACHE_TRY(txn.get(m_env->entries(), key, "an entry"))) continue;
+    std::optional<EntryUsage> stored;
+    if (auto value = KCACHE_TRY(txn.get(m_env->usage(), key, "a usage record")))
+      if (auto decoded = internal::decode_usage(key, *value)) stored = *decoded;
+    if (internal::touch_usage(stored, time)) return true;
+  }
+  return false;
+}
+
+Result<void> LmdbStore::append_pending(const RunRecord& run) {
+  // Only the run record to write: no transaction, no fsync, unless the
+  // pending log is due to be folded (then this run is folded with it).
+  auto file = KCACHE_TRY(PendingRunsFile::open_locked(m_env->dir(), true));
+  auto size = KCACHE_TRY(file->append(run));
+  if (size <= k_pending_fold_bytes) return {};
+  file.reset();  // the fold takes LMDB's write lock first, then the file's
+  Txn fold = KCACHE_TRY(Txn::begin(*m_env, true));
+  return commit_folding(fold, {}, 0);
 }
 
 Result<void> LmdbStore::commit_folding(Txn& txn, std::span<const std::uint8_t> run, std::uint64_t written_bytes) {

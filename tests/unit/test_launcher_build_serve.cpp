@@ -1,7 +1,9 @@
 // The launcher (lib/kcache/launcher): what is cacheable, the tools' default
 // outputs, keys relative to the project root, the text formats, and a
 // command served twice (compiled, then a hit) with its run record.
+#include "kcache/compile/compiler.hpp"
 #include "kcache/launcher/launcher.hpp"
+#include "kcache/launcher_build/serve.hpp"
 
 #include "kcache/util/file.hpp"
 
@@ -118,10 +120,10 @@ TEST_CASE("serve: compiled and stored, then a hit with the same bytes; the comma
   REQUIRE(std::holds_alternative<launcher::Plan>(planned));
   const auto& plan = std::get<launcher::Plan>(planned);
   fs::create_directories(t.path() / "out");
-  launcher::ServeOptions options;
+  launcher_build::ServeOptions options;
   store::Invocation inv{"glslc", (t.path() / "shaders").string(), args, ""};
 
-  auto first = launcher::serve(plan, *store, options, inv);
+  auto first = launcher_build::serve(plan, *store, options, inv);
   REQUIRE_MESSAGE(first, first.error().message);
   CHECK(first->receipt.outcome == build::Outcome::compiled);
   CHECK(first->kernel.starts_with("shaders.k.comp@"));  // relative to the root (.git)
@@ -131,14 +133,14 @@ TEST_CASE("serve: compiled and stored, then a hit with the same bytes; the comma
   CHECK(util::read_file(t.path() / "out/k.spv.d").value_or("") == "../out/k.spv: k.comp ../inc/scale.h\n");
 
   fs::remove(t.path() / "out/k.spv");
-  auto second = launcher::serve(plan, *store, options, inv);
+  auto second = launcher_build::serve(plan, *store, options, inv);
   REQUIRE_MESSAGE(second, second.error().message);
   CHECK(second->receipt.outcome == build::Outcome::hit);
   CHECK(util::read_file(t.path() / "out/k.spv").value_or("") == *bytes);
 
   // An include changed: not a hit.
   t.write("inc/scale.h", "#define SCALE 3.0\n");
-  auto third = launcher::serve(plan, *store, options, inv);
+  auto third = launcher_build::serve(plan, *store, options, inv);
   REQUIRE_MESSAGE(third, third.error().message);
   CHECK(third->receipt.outcome == build::Outcome::stale_replaced);
   CHECK(util::read_file(t.path() / "out/k.spv").value_or("") != *bytes);
@@ -162,7 +164,8 @@ TEST_CASE("serve: a compile error is a failed receipt and writes nothing") {
   auto store = store::make_memory_store();
   auto planned = launcher::plan("glslc", {"-o", "bad.spv", "bad.comp"}, t.path());
   REQUIRE(std::holds_alternative<launcher::Plan>(planned));
-  auto served = launcher::serve(std::get<launcher::Plan>(planned), *store, {}, {"glslc", t.path().string(), {}, ""});
+  auto served =
+      launcher_build::serve(std::get<launcher::Plan>(planned), *store, {}, {"glslc", t.path().string(), {}, ""});
   REQUIRE_MESSAGE(served, served.error().message);
   CHECK(served->receipt.outcome == build::Outcome::failed);
   CHECK_FALSE(fs::exists(t.path() / "bad.spv"));
@@ -180,7 +183,7 @@ TEST_CASE("serve: -Werror is bound to the key, so an entry whose warnings were s
     return std::get<launcher::Plan>(planned);
   };
   const auto plain = plan_of({"-c", "warn.comp", "-o", "plain.spv"});
-  auto first = launcher::serve(plain, *store, {}, inv);
+  auto first = launcher_build::serve(plain, *store, {}, inv);
   REQUIRE_MESSAGE(first, first.error().message);
   REQUIRE(first->receipt.outcome == build::Outcome::compiled);
   CHECK_FALSE(first->diagnostics.empty());
@@ -201,15 +204,89 @@ TEST_CASE("serve: -Werror is bound to the key, so an entry whose warnings were s
   const auto strict = plan_of({"-c", "warn.comp", "-o", "strict.spv", "-Werror"});
   for (int pass = 0; pass < 2; ++pass) {  // compiled, then the remembered failure
     CAPTURE(pass);
-    auto served = launcher::serve(strict, *store, {}, inv);
+    auto served = launcher_build::serve(strict, *store, {}, inv);
     REQUIRE_MESSAGE(served, served.error().message);
     CHECK(served->kernel != first->kernel);
     CHECK(served->receipt.outcome == build::Outcome::failed);
     CHECK_FALSE(fs::exists(t.path() / "strict.spv"));
   }
   // -w wins over -Werror, as in glslc: the plain entry serves it.
-  auto quiet = launcher::serve(plan_of({"-c", "warn.comp", "-o", "quiet.spv", "-Werror", "-w"}), *store, {}, inv);
+  auto quiet = launcher_build::serve(plan_of({"-c", "warn.comp", "-o", "quiet.spv", "-Werror", "-w"}), *store, {}, inv);
   REQUIRE_MESSAGE(quiet, quiet.error().message);
   CHECK(quiet->kernel == first->kernel);
   CHECK(quiet->receipt.outcome == build::Outcome::hit);
+}
+
+TEST_CASE("find_hit: the direct rule without a compiler, and only that") {
+  test::TempDir t;
+  fs::create_directories(t.path() / ".git");
+  fs::create_directories(t.path() / "out");
+  t.write("shaders/k.comp", k_kernel);
+  t.write("inc/scale.h", "#define SCALE 2.0\n");
+  auto store = store::make_memory_store();
+  const std::vector<std::string> args{"-O", "-I../early", "-I../inc", "-MD", "-c", "k.comp", "-o", "../out/k.spv"};
+  auto planned = launcher::plan("glslc", args, t.path() / "shaders");
+  REQUIRE(std::holds_alternative<launcher::Plan>(planned));
+  const auto& plan = std::get<launcher::Plan>(planned);
+  store::Invocation inv{"glslc", (t.path() / "shaders").string(), args, ""};
+  launcher_build::ServeOptions options;
+  REQUIRE(launcher_build::serve(plan, *store, options, inv));
+  const auto toolchain = compile::Toolchain::installed().fields(plan.command.optimize);
+  launcher::HitOptions hit_options;
+  hit_options.toolchain = toolchain;
+  auto find = [&] {
+    auto hit = launcher::find_hit(plan, *store, hit_options);
+    REQUIRE_MESSAGE(hit, hit.error().message);
+    return std::move(*hit);
+  };
+
+  auto hit = find();
+  REQUIRE(hit);
+  CHECK(hit->kernel.starts_with("shaders.k.comp@"));
+  CHECK(hit->ns == "spirv/vulkan1.0");
+  CHECK(hit->entry.payload_kind == PayloadKind::spirv);
+  REQUIRE(launcher::write_outputs(plan, hit->root, hit->entry.payload, hit->entry.inputs));
+  CHECK(util::read_file(t.path() / "out/k.spv.d").value_or("") == "../out/k.spv: k.comp ../inc/scale.h\n");
+  REQUIRE(launcher::record_hit(*store, *hit, inv, 1'700'000'000, 900));
+
+  SUBCASE("another toolchain: the engine's") {
+    hit_options.toolchain.back().second = "another optimiser";
+    CHECK_FALSE(find());
+  }
+  SUBCASE("an include edited: the engine's") {
+    t.write("inc/scale.h", "#define SCALE 3.0\n");
+    CHECK_FALSE(find());
+  }
+  SUBCASE("a header appearing earlier on the include path: the engine's") {
+    t.write("early/scale.h", "#define SCALE 3.0\n");
+    CHECK_FALSE(find());
+  }
+  SUBCASE("an imported entry, not yet confirmed here: the engine's") {
+    auto e = hit->entry;
+    e.origin_kind = OriginKind::imported;
+    auto other = store::make_memory_store();
+    REQUIRE(other->put(spirv_namespace("vulkan1.0"), std::span<const Entry>(&e, 1)));
+    auto found = launcher::find_hit(plan, *other, hit_options);
+    REQUIRE(found);
+    CHECK_FALSE(*found);
+    e.origin_kind = OriginKind::confirmed;
+    auto confirmed = store::make_memory_store();
+    REQUIRE(confirmed->put(spirv_namespace("vulkan1.0"), std::span<const Entry>(&e, 1)));
+    found = launcher::find_hit(plan, *confirmed, hit_options);
+    REQUIRE(found);
+    CHECK(*found);
+  }
+  SUBCASE("the run record: one kernel, one hit, the command") {
+    std::vector<store::RunRecord> runs;
+    REQUIRE(store->read([&](store::Reader& r) {
+      return r.runs([&](store::RunRecord&& run) {
+        runs.push_back(std::move(run));
+        return true;
+      });
+    }));
+    REQUIRE(runs.size() == 2);
+    CHECK(runs[1].hits == 1);
+    CHECK(runs[1].kernels == 1);
+    CHECK(runs[1].invocation == inv);
+  }
 }
