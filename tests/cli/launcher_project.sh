@@ -96,9 +96,14 @@ note "kcache glslc, without a link, serves the same"
 expect_exit 0 "$KCACHE" glslc -O -Ione/src/include --target-env=vulkan1.2 -DTYPE=uint -DBLOCK=256 -c one/src/shaders/scale.comp -o direct.spv
 cmp direct.spv one/build/scale_uint_256.spv || fail "kcache glslc wrote another module"
 
-note "the store's max_size holds after a launcher command too, never evicting what it served; stats tells, stderr does not"
+note "the store's max_size holds after a launcher command that stored a module, never evicting what it served; stats tells, stderr does not"
 expect_exit 0 "$KCACHE" config set max_size 1K
-expect_exit 0 env PATH="$WORK/bin:$PATH" glslc -O -Ione/src/include --target-env=vulkan1.2 -DTYPE=uint -DBLOCK=256 -c one/src/shaders/scale.comp -o evict.spv
+# A hit stores nothing and evicts nothing (the hit path loads no maintenance);
+# the next command that compiles does.
+expect_exit 0 env PATH="$WORK/bin:$PATH" glslc -O -Ione/src/include --target-env=vulkan1.2 -DTYPE=uint -DBLOCK=256 -c one/src/shaders/scale.comp -o hit.spv
+expect_exit 0 "$KCACHE" stats --json
+[[ $(json_get "$WORK/out" 'j["totals"]["evicted"]["entries"]') == 0 ]] || fail "a hit evicted: $(cat "$WORK/out")"
+expect_exit 0 env PATH="$WORK/bin:$PATH" glslc -O -Ione/src/include --target-env=vulkan1.2 -DTYPE=uint -DBLOCK=512 -c one/src/shaders/scale.comp -o evict.spv
 [[ ! -s $WORK/err ]] || fail "the launcher printed on stderr, where glslc prints nothing: $(cat "$WORK/err")"
 expect_exit 0 "$KCACHE" stats
 expect_in "$WORK/out" "evicted by max_size:"
@@ -110,9 +115,9 @@ expect_exit 0 "$KCACHE" config unset max_size
 
 note "from-commands --from-store: a manifest that builds the same modules"
 expect_exit 0 "$KCACHE" manifest from-commands --from-store -o one/src/kcache.toml
-expect_in "$WORK/out" "13 commands"  # the generator's 11, kcache glslc's and evict.spv; not -S, not the failed one
+expect_in "$WORK/out" "14 commands"  # the generator's 11, kcache glslc's, hit.spv and evict.spv; not -S, not the failed one
 expect_exit 0 "$KCACHE" build --store "$WORK/store3" --json one/src/kcache.toml
-[[ $(counts "$WORK/out") == "0 13 0 0" ]] || fail "the migrated manifest did not build 13 kernels: $(cat "$WORK/out")"
+[[ $(counts "$WORK/out") == "0 14 0 0" ]] || fail "the migrated manifest did not build 14 kernels: $(cat "$WORK/out")"
 python3 - "$WORK/out" <<'PY' >"$WORK/kernels"
 import json, sys
 print("\n".join(r["kernel"] for r in json.load(open(sys.argv[1]))["kernels"]))
@@ -120,7 +125,7 @@ PY
 while read -r kernel; do
   # The manifest names kernels after outputs: scale[BLOCK=64,TYPE=float] is scale_float_64.spv.
   expect_exit 0 "$KCACHE" get --store "$WORK/store3" "$kernel" -o "$WORK/got.spv"
-  python3 - "$WORK/got.spv" one/build/*.spv one/build/scale.h.txt <<'PY' || fail "the manifest's $kernel is none of the launcher's modules"
+  python3 - "$WORK/got.spv" one/build/*.spv evict.spv one/build/scale.h.txt <<'PY' || fail "the manifest's $kernel is none of the launcher's modules"
 import pathlib, struct, sys
 got = pathlib.Path(sys.argv[1]).read_bytes()
 words = struct.unpack(f"<{len(got) // 4}I", got)

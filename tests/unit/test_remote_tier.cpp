@@ -141,6 +141,12 @@ TEST_CASE("check_value: a module spirv-val refuses, a foreign namespace, an untr
   seal_payload(broken);
   auto bad = RemoteTier::check_value(*encode_value(ns.name(), encode_entry(broken)), ns, "k", e.key, {}, "x");
   CHECK_FALSE(bad);
+  // Signed by a trusted key, spirv-val is not run again: the signer's build
+  // validated it and the signature binds its record (checked once, where it
+  // was made); by an untrusted one, or unsigned, it is.
+  auto vouched = *encode_value(ns.name(), encode_entry(broken), &signer);
+  CHECK(RemoteTier::check_value(vouched, ns, "k", e.key, trusted, "x"));
+  CHECK_FALSE(RemoteTier::check_value(vouched, ns, "k", e.key, {}, "x"));
   // A record naming a path outside the project (validate_entry_record).
   Entry escaping = e;
   escaping.inputs[0].path = "../../etc/passwd";

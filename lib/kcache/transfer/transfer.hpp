@@ -265,9 +265,13 @@ struct ImportOptions {
 /// or an empty vector to keep it: a blob of a fingerprint-schema-1 namespace
 /// is checked against that record and wrapped again for its compatibility
 /// class. validation_failed / corruption / fingerprint_mismatch naming what is
-/// wrong. Pure; thread-safe.
+/// wrong. `signed_by_trusted`: the entry's record came signed by a key the
+/// reader trusts, whose build validated the module under the policy its key
+/// binds; spirv-val is then not run again (docs/design.md "Remote caches":
+/// checked once where it was made, the signature binding the verdict), and
+/// every other check is. Pure; thread-safe.
 Result<std::vector<std::uint8_t>> check_entry_payload(const Entry& e, const Namespace& from_ns,
-                                                      const FingerprintRecord& target);
+                                                      const FingerprintRecord& target, bool signed_by_trusted = false);
 
 /// What a store holds of one kernel a delta names: its key and build time.
 struct HeldEntry {
