@@ -95,6 +95,9 @@ add_custom_command(
   VERBATIM)
 add_custom_target(kcache_changelog ALL DEPENDS "${k_doc_dir}/changelog.gz")
 install(FILES "${k_doc_dir}/changelog.gz" DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# Why kcache-launcher is a static binary, for lintian (cmake/deb/lintian-overrides).
+install(FILES "${PROJECT_SOURCE_DIR}/cmake/deb/lintian-overrides" DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides
+        RENAME kcache)
 
 # Debian package: `cpack -G DEB` in the build folder → kcache_<version>_<arch>.deb.
 # Depends are computed by dpkg-shlibdeps from what the binary and library
