@@ -69,9 +69,15 @@ class SpirvBackend final : public PerUnitBackend {
     return e ? describe(*e) : "not in " + unit.ns.name() + " (" + e.error().message + ")";
   }
 
+  void before_compiles(std::span<const Pending> pending) const override {
+    std::lock_guard lock(m_mutex);
+    for (const auto& p : pending) ++m_sharers[compile_key(p.unit->id, p.key.ir)];
+  }
+
   Compiled compile_one(const Pending& pending) const override {
     const auto& def = *static_cast<const definition::Definition*>(pending.prepared->state.get());
-    auto [future, promise] = claim(compile_key(pending.unit->id, pending.key.ir));
+    const Hash128 key = compile_key(pending.unit->id, pending.key.ir);
+    auto [future, promise] = claim(key);
     if (promise) {
       PhaseTimes mine;
       auto compiled = compile::compile(*pending.unit->spec, def, mine);
@@ -92,6 +98,7 @@ class SpirvBackend final : public PerUnitBackend {
     }
     Compiled c = future.get();
     if (!promise && c) c->shared_compile = true;
+    release(key);
     return c;
   }
 
@@ -108,11 +115,23 @@ class SpirvBackend final : public PerUnitBackend {
     return {future, promise};
   }
 
+  /// One sharer of `key`'s compile took its copy: the last one frees it, so
+  /// a module is held once, and only until every unit that shares it has it.
+  void release(const Hash128& key) const {
+    std::lock_guard lock(m_mutex);
+    auto it = m_sharers.find(key);
+    if (it != m_sharers.end() && --it->second == 0) {
+      m_sharers.erase(it);
+      m_compiles.erase(key);
+    }
+  }
+
   const BuildOptions& m_options;
   definition::FileCache& m_files;
   mutable std::optional<Explainer> m_explainer;  ///< used only inside the warm path's read transaction
   mutable std::mutex m_mutex;
   mutable std::map<Hash128, Shared> m_compiles;
+  mutable std::map<Hash128, std::size_t> m_sharers;  ///< units yet to take each compile (before_compiles)
 };
 
 /// What the SPIR-V stage's records are worth here (record_rules.hpp).

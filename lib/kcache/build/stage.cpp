@@ -218,6 +218,7 @@ void produce_and_write(store::Store& store, std::vector<Receipt>& receipts, std:
 
 Result<void> PerUnitBackend::compile(std::span<const Pending> pending, unsigned threads,
                                      const std::function<void(std::size_t, Compiled)>& done) const {
+  before_compiles(pending);
   std::mutex mutex;
   util::parallel_for(pending.size(), threads, [&](std::size_t k) {
     Compiled c = compile_one(pending[k]);
@@ -240,246 +241,309 @@ StageOptions stage_options(const BuildOptions& options, definition::FileCache& f
   return s;
 }
 
+namespace {
+
+/// One run of the engine over a stage's units (run_stage): the warm path
+/// (step 1), then each unit it left resolved on the worker threads (step 2)
+/// and what is left compiled (step 3), while this thread writes.
+class StageRun {
+ public:
+  StageRun(const Backend& backend, std::vector<Unit> units, store::Store& store, const StageOptions& options,
+           BuildResult& result)
+      : m_backend(backend),
+        m_units(std::move(units)),
+        m_store(store),
+        m_options(options),
+        m_result(result),
+        m_base(result.receipts.size()) {
+    m_result.receipts.resize(m_base + m_units.size());
+  }
+
+  Result<void> run() {
+    Stopwatch total;
+    PhaseTime wall;
+    KCACHE_CHECK(warm_path());
+    const std::size_t all = m_units.size();
+    for (std::size_t i = 0; i < all; ++i) {
+      const Receipt& r = receipt(i);
+      const bool settled = (r.outcome == Outcome::hit && r.reason.empty()) || r.outcome == Outcome::failed;
+      if (settled && m_options.on_receipt) m_options.on_receipt(r, ++m_done, all);
+    }
+    if (!m_options.on_receipt) m_done = all - m_jobs.size();
+
+    std::size_t stage_bytes = 0;
+    Result<void> compiled_all;
+    produce_and_write(
+        m_store, m_result.receipts, stage_bytes, m_jobs.size(),
+        [&](const Emit& emit) { compiled_all = resolve_and_compile(emit); },
+        [&](std::size_t i) {
+          if (m_options.on_receipt) m_options.on_receipt(m_result.receipts[i], ++m_done, all);
+        });
+    KCACHE_CHECK(compiled_all);
+    for (std::size_t i = 0; i < all; ++i) m_result.totals += receipt(i).times;
+    m_result.bytes_written += stage_bytes;
+    if (m_options.secondary) m_result.secondary = m_options.secondary->stats();
+    total.lap(wall);
+    m_result.wall_ms += wall.wall_ms;
+    return {};
+  }
+
+ private:
+  using Emit = std::function<void(Made)>;
+
+  Receipt& receipt(std::size_t unit) { return m_result.receipts[m_base + unit]; }
+
+  /// Step 1: one read transaction, no compiler. Units it settles get their
+  /// receipts; the rest become jobs.
+  Result<void> warm_path() {
+    Stopwatch loop_watch;
+    PhaseTime loop;
+    KCACHE_CHECK(m_store.read([&](store::Reader& reader) -> Result<void> {
+      for (std::size_t i = 0; i < m_units.size(); ++i) settle_warm(reader, i);
+      return {};
+    }));
+    loop_watch.lap(loop);
+    share_loop_cpu(std::span(m_result.receipts).subspan(m_base), loop);
+    return {};
+  }
+
+  /// Step 1 for unit `i`: a hit, a remembered failure, or a job (with the
+  /// stale entry or changed failure record it found, and why).
+  void settle_warm(store::Reader& reader, std::size_t i) {
+    const Unit& unit = m_units[i];
+    Receipt& r = receipt(i);
+    r.kernel = unit.spec->name;
+    r.ns = unit.ns.name();
+    if (unit.blocked) {
+      fail_receipt(r, {*unit.blocked, FailurePhase::expand, false}, false);
+      r.failed_phase.clear();
+      return;
+    }
+    WallLaps watch;
+    Job job{i, m_base + i, std::nullopt, std::nullopt, false, {}};
+    std::string reason = "not in " + r.ns;
+    if (stored_entry_hits(reader, unit, r, job, reason, watch)) return;
+    // No fresh entry: a failure record that is still current is reported
+    // as it is; one whose inputs changed goes with the job.
+    if (!m_options.retry_failed) {
+      auto failure = reader.failure(r.ns, r.kernel);
+      watch.lap(r.times[Phase::lookup]);
+      // An unreadable or unbound failure record is compiled over.
+      if (failure && *failure && check_key_binding(**failure)) {
+        Assessment a = judge(m_backend, unit, recorded(**failure), *m_options.files);
+        watch.lap(r.times[Phase::hash]);
+        if (a.state == Freshness::fresh) {
+          r.report_remembered(**failure);
+          r.kept_stale = job.stored.has_value();
+          return;
+        }
+        if (!unit.ir && only_inputs(a.changes)) job.failure = std::move(**failure);
+      }
+    }
+    r.reason = std::move(reason);
+    m_jobs.push_back(std::move(job));
+  }
+
+  /// Whether the stored entry of `unit` is a hit (its receipt filled); else
+  /// `reason` says why not and `job` keeps the entry when it was readable.
+  bool stored_entry_hits(store::Reader& reader, const Unit& unit, Receipt& r, Job& job, std::string& reason,
+                         WallLaps& watch) {
+    auto head = reader.get_head(r.ns, r.kernel);  // a fresh entry needs no more, and most are
+    watch.lap(r.times[Phase::lookup]);
+    if (!head) {
+      // A corrupt record is rebuilt over; verify reports it separately.
+      reason = "stored entry unreadable: " + head.error().message;
+      return false;
+    }
+    if (!*head) {
+      if (m_options.explain)
+        if (auto why = m_backend.explain_missing(reader, unit); !why.empty()) reason = std::move(why);
+      return false;
+    }
+    const EntryHead& h = **head;
+    if (auto bound = check_key_binding(h); !bound) {
+      reason = "stored entry refused: " + bound.error().message;
+      return false;
+    }
+    Assessment a = judge(m_backend, unit, recorded(h), *m_options.files);
+    watch.lap(r.times[Phase::hash]);
+    // An imported record's inputs are its own claim: its ir is believed
+    // once an expansion here has given it (stage.hpp, step 1).
+    const bool unconfirmed = !unit.ir && !inputs_believed(h.origin_kind);
+    const bool fresh = a.state == Freshness::fresh && !unconfirmed;
+    job.inputs_current = unconfirmed && a.state == Freshness::fresh;
+    auto hit = [&] {
+      r.outcome = Outcome::hit;
+      r.key = h.key;
+      r.bytes = h.payload_bytes;
+      return true;
+    };
+    if (fresh && !m_backend.checks_payload()) return hit();
+    auto full = reader.get(r.ns, r.kernel);
+    watch.lap(r.times[Phase::lookup]);
+    if (!full || !*full) {
+      reason = "stored entry unreadable: " + (full ? std::string("it vanished") : full.error().message);
+      return false;
+    }
+    if (fresh) {
+      if (auto ok = m_backend.accept(unit, **full); ok) return hit();
+      else reason = "stored entry refused: " + ok.error().message;
+    } else {
+      reason = job.inputs_current ? "imported: its inputs are confirmed by one expansion here"
+                                  : "stale: " + describe_changes(essential_changes(std::move(a.changes)), 4);
+    }
+    job.stored = std::move(**full);
+    return false;
+  }
+
+  /// Steps 2 and 3 on the worker threads: each job resolved, then what is
+  /// left compiled in manifest order.
+  Result<void> resolve_and_compile(const Emit& emit) {
+    const unsigned threads = util::worker_threads(m_options.jobs);
+    std::mutex mutex;
+    std::vector<std::size_t> to_compile;  // into m_jobs
+    util::parallel_for(m_jobs.size(), threads, [&](std::size_t j) {
+      if (resolve(m_jobs[j], emit)) return;
+      std::lock_guard lock(mutex);
+      to_compile.push_back(j);
+    });
+    // Manifest order, so that which of two identical kernels compiles (and
+    // which reuses it) does not depend on thread timing.
+    std::sort(to_compile.begin(), to_compile.end());
+    std::vector<Pending> pending;
+    for (std::size_t j : to_compile) {
+      const Job& job = m_jobs[j];
+      Receipt& r = m_result.receipts[job.receipt];
+      pending.push_back({&m_units[job.unit], r.key, &job.prepared, &r.times});
+    }
+    return m_backend.compile(pending, threads, [&](std::size_t k, Compiled compiled) {
+      compiled_one(m_jobs[to_compile[k]], std::move(compiled), emit);
+    });
+  }
+
+  /// Step 2 for one job: served by its recorded inputs from a remote, or
+  /// prepared and then a stored entry or failure record of that key, or a
+  /// remote value of it. False: it must be compiled.
+  bool resolve(Job& job, const Emit& emit) {
+    const Unit& unit = m_units[job.unit];
+    Receipt& r = m_result.receipts[job.receipt];
+    const auto toolchain = unit.ir ? std::nullopt : m_backend.direct_toolchain(unit);
+    if (m_options.secondary && toolchain && !job.inputs_current) {
+      Stopwatch watch;
+      auto fetched = fetch_direct(m_backend, unit, m_options, *toolchain);
+      watch.lap(r.times[Phase::lookup]);
+      if (fetched) {
+        r.key = fetched->key;
+        r.outcome = Outcome::remote_hit;
+        r.bytes = fetched->payload.size();
+        emit(Made{job.receipt, m_backend.write_namespace(unit), std::move(*fetched), std::nullopt});
+        return true;
+      }
+    }
+    if (unit.ir) {
+      job.prepared = {*unit.ir, unit.inputs, nullptr};
+    } else if (auto p = m_backend.prepare(unit, r.times); p) {
+      job.prepared = std::move(*p);
+    } else {
+      // Not remembered: cheap to find again, and often fixed by adding a
+      // file no recorded input would notice.
+      fail_receipt(r, p.error(), job.stored.has_value());
+      emit(Made{job.receipt, unit.ns, std::nullopt, std::nullopt});
+      return true;
+    }
+    r.key = {unit.id.hash, job.prepared.ir.hash};
+    if (job.stored && job.stored->key == r.key && m_backend.accept(unit, *job.stored)) {
+      // An input changed in a way the preprocessor erases, or an imported
+      // entry's key confirmed: a hit, and recording this checkout's input
+      // hashes keeps the next run on the warm path.
+      r.outcome = Outcome::hit;
+      r.reason.clear();
+      Entry refreshed = std::move(*job.stored);
+      refreshed.inputs = job.prepared.inputs;
+      if (refreshed.origin_kind == OriginKind::imported) refreshed.origin_kind = OriginKind::confirmed;
+      r.bytes = refreshed.payload.size();
+      emit(Made{job.receipt, m_backend.write_namespace(unit), std::move(refreshed), std::nullopt});
+      return true;
+    }
+    if (fetch_by_key(job, toolchain, emit)) return true;
+    if (job.failure && job.failure->ir_known && job.failure->key == r.key) {
+      // As the hit above: the same failure, learning the new input hashes.
+      r.report_remembered(*job.failure);
+      r.kept_stale = job.stored.has_value();
+      Failure refreshed = std::move(*job.failure);
+      refreshed.inputs = job.prepared.inputs;
+      emit(Made{job.receipt, unit.ns, std::nullopt, std::move(refreshed)});
+      return true;
+    }
+    return false;
+  }
+
+  /// A remote value of exactly the prepared key (it is addressed by the
+  /// whole key, so it is asked only after the preparation that gives the ir
+  /// half); offered again under this checkout's recorded inputs.
+  bool fetch_by_key(Job& job, const std::optional<std::vector<Field>>& toolchain, const Emit& emit) {
+    if (!m_options.secondary) return false;
+    const Unit& unit = m_units[job.unit];
+    Receipt& r = m_result.receipts[job.receipt];
+    Stopwatch watch;
+    auto fetched = m_options.secondary->fetch(unit.ns, r.kernel, r.key, [&](const Entry& e) -> Result<void> {
+      return check_remote_entry(m_backend, unit, e, *m_options.clock);
+    });
+    watch.lap(r.times[Phase::lookup]);
+    if (!fetched) return false;
+    fetched->inputs = job.prepared.inputs;  // this checkout's files, which gave its key
+    fetched->origin_kind = OriginKind::confirmed;
+    r.outcome = Outcome::remote_hit;
+    r.bytes = fetched->payload.size();
+    const Namespace ns = m_backend.write_namespace(unit);
+    // A remote filled before direct values (or by an unsigned writer)
+    // learns them from the runners that read it.
+    if (toolchain) m_options.secondary->publish_direct(ns, *fetched, direct_key(unit.id, *toolchain));
+    emit(Made{job.receipt, ns, std::move(*fetched), std::nullopt});
+    return true;
+  }
+
+  /// Step 3 for one job: its entry, or its failure record when the failure
+  /// is the kernel's own; offered to the remotes; written by this thread.
+  void compiled_one(const Job& job, Compiled compiled, const Emit& emit) {
+    const Unit& unit = m_units[job.unit];
+    Receipt& r = m_result.receipts[job.receipt];
+    if (!compiled) {
+      fail_receipt(r, compiled.error(), job.stored.has_value());
+      std::optional<Failure> failure;
+      if (compiled.error().remember) failure = make_failure(unit, r.key, job.prepared, compiled.error(), m_options);
+      emit(Made{job.receipt, unit.ns, std::nullopt, std::move(failure)});
+      return;
+    }
+    r.warnings = std::move(compiled->warnings);
+    r.shared_compile = compiled->shared_compile;
+    r.outcome = job.stored ? Outcome::stale_replaced : Outcome::compiled;
+    const Namespace ns = m_backend.write_namespace(unit);
+    Entry e = make_entry(unit, r.key, job.prepared, std::move(*compiled), m_options);
+    r.bytes = e.payload.size();
+    if (m_options.secondary) {
+      m_options.secondary->publish(ns, e);
+      if (auto toolchain = unit.ir ? std::nullopt : m_backend.direct_toolchain(unit))
+        m_options.secondary->publish_direct(ns, e, direct_key(unit.id, *toolchain));
+    }
+    emit(Made{job.receipt, ns, std::move(e), std::nullopt});
+  }
+
+  const Backend& m_backend;
+  std::vector<Unit> m_units;
+  store::Store& m_store;
+  const StageOptions& m_options;
+  BuildResult& m_result;
+  const std::size_t m_base;  ///< the first receipt of this stage in m_result
+  std::vector<Job> m_jobs;
+  std::size_t m_done = 0;  ///< receipts reported to on_receipt
+};
+
+}  // namespace
+
 Result<void> run_stage(const Backend& backend, std::vector<Unit> units, store::Store& store,
                        const StageOptions& options, BuildResult& result) {
-  Stopwatch total;
-  PhaseTime wall;
-  const std::size_t base = result.receipts.size();
-  result.receipts.resize(base + units.size());
-  auto receipt = [&](std::size_t i) -> Receipt& { return result.receipts[base + i]; };
-  definition::FileCache& files = *options.files;
-  std::vector<Job> jobs;
-
-  // 1. The warm path: one read transaction, no compiler.
-  Stopwatch loop_watch;
-  PhaseTime loop;
-  KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
-    for (std::size_t i = 0; i < units.size(); ++i) {
-      const Unit& unit = units[i];
-      Receipt& r = receipt(i);
-      r.kernel = unit.spec->name;
-      r.ns = unit.ns.name();
-      if (unit.blocked) {
-        fail_receipt(r, {*unit.blocked, FailurePhase::expand, false}, false);
-        r.failed_phase.clear();
-        continue;
-      }
-      WallLaps watch;
-      Job job{i, base + i, std::nullopt, std::nullopt, {}};
-      std::string reason = "not in " + r.ns;
-      auto head = reader.get_head(r.ns, r.kernel);  // a fresh entry needs no more, and most are
-      watch.lap(r.times[Phase::lookup]);
-      if (!head) {
-        // A corrupt record is rebuilt over; verify reports it separately.
-        reason = "stored entry unreadable: " + head.error().message;
-      } else if (*head) {
-        const EntryHead& h = **head;
-        if (auto bound = check_key_binding(h); !bound) {
-          reason = "stored entry refused: " + bound.error().message;
-        } else {
-          Assessment a = judge(backend, unit, recorded(h), files);
-          watch.lap(r.times[Phase::hash]);
-          // An imported record's inputs are its own claim: its ir is believed
-          // once an expansion here has given it (stage.hpp, step 1).
-          const bool unconfirmed = !unit.ir && !inputs_believed(h.origin_kind);
-          job.inputs_current = unconfirmed && a.state == Freshness::fresh;
-          if (a.state == Freshness::fresh && !unconfirmed && !backend.checks_payload()) {
-            r.outcome = Outcome::hit;
-            r.key = h.key;
-            r.bytes = h.payload_bytes;
-            continue;
-          }
-          auto full = reader.get(r.ns, r.kernel);
-          watch.lap(r.times[Phase::lookup]);
-          if (!full || !*full) {
-            reason = "stored entry unreadable: " + (full ? std::string("it vanished") : full.error().message);
-          } else {
-            if (a.state == Freshness::fresh && !unconfirmed) {
-              if (auto ok = backend.accept(unit, **full); ok) {
-                r.outcome = Outcome::hit;
-                r.key = h.key;
-                r.bytes = h.payload_bytes;
-                continue;
-              } else {
-                reason = "stored entry refused: " + ok.error().message;
-              }
-            } else {
-              reason = unconfirmed && a.state == Freshness::fresh
-                           ? "imported: its inputs are confirmed by one expansion here"
-                           : "stale: " + describe_changes(essential_changes(std::move(a.changes)), 4);
-            }
-            job.stored = std::move(**full);
-          }
-        }
-      } else if (options.explain) {
-        if (auto why = backend.explain_missing(reader, unit); !why.empty()) reason = std::move(why);
-      }
-      // No fresh entry: a failure record that is still current is reported
-      // as it is; one whose inputs changed goes with the job.
-      if (!options.retry_failed) {
-        auto failure = reader.failure(r.ns, r.kernel);
-        watch.lap(r.times[Phase::lookup]);
-        // An unreadable or unbound failure record is compiled over.
-        if (failure && *failure && check_key_binding(**failure)) {
-          Assessment a = judge(backend, unit, recorded(**failure), files);
-          watch.lap(r.times[Phase::hash]);
-          if (a.state == Freshness::fresh) {
-            r.report_remembered(**failure);
-            r.kept_stale = job.stored.has_value();
-            continue;
-          }
-          if (!unit.ir && only_inputs(a.changes)) job.failure = std::move(**failure);
-        }
-      }
-      r.reason = std::move(reason);
-      jobs.push_back(std::move(job));
-    }
-    return {};
-  }));
-  loop_watch.lap(loop);
-  share_loop_cpu(std::span(result.receipts).subspan(base), loop);
-  const std::size_t all = units.size();
-  std::size_t done_count = 0;
-  for (std::size_t i = 0; i < all; ++i) {
-    const Receipt& r = receipt(i);
-    const bool settled = (r.outcome == Outcome::hit && r.reason.empty()) || r.outcome == Outcome::failed;
-    if (settled && options.on_receipt) options.on_receipt(r, ++done_count, all);
-  }
-  if (!options.on_receipt) done_count = all - jobs.size();
-
-  // 2 and 3: prepare, resolve and compile on worker threads; this thread writes.
-  const unsigned threads = util::worker_threads(options.jobs);
-  std::size_t stage_bytes = 0;
-  Result<void> compiled_all;
-  produce_and_write(
-      store, result.receipts, stage_bytes, jobs.size(),
-      [&](const std::function<void(Made)>& emit) {
-        std::mutex mutex;
-        std::vector<std::size_t> to_compile;  // into jobs
-        util::parallel_for(jobs.size(), threads, [&](std::size_t j) {
-          Job& job = jobs[j];
-          const Unit& unit = units[job.unit];
-          Receipt& r = result.receipts[job.receipt];
-          const auto toolchain = unit.ir ? std::nullopt : backend.direct_toolchain(unit);
-          if (options.secondary && toolchain && !job.inputs_current) {
-            Stopwatch watch;
-            auto fetched = fetch_direct(backend, unit, options, *toolchain);
-            watch.lap(r.times[Phase::lookup]);
-            if (fetched) {
-              r.key = fetched->key;
-              r.outcome = Outcome::remote_hit;
-              r.bytes = fetched->payload.size();
-              emit(Made{job.receipt, backend.write_namespace(unit), std::move(*fetched), std::nullopt});
-              return;
-            }
-          }
-          // Offers an entry whose key this process computed to the remotes
-          // by its inputs, for the next runner with an empty store.
-          auto publish_direct = [&](const Namespace& ns, const Entry& e) {
-            if (options.secondary && toolchain)
-              options.secondary->publish_direct(ns, e, direct_key(unit.id, *toolchain));
-          };
-          if (unit.ir) {
-            job.prepared = {*unit.ir, unit.inputs, nullptr};
-          } else if (auto p = backend.prepare(unit, r.times); p) {
-            job.prepared = std::move(*p);
-          } else {
-            // Not remembered: cheap to find again, and often fixed by adding
-            // a file no recorded input would notice.
-            fail_receipt(r, p.error(), job.stored.has_value());
-            emit(Made{job.receipt, unit.ns, std::nullopt, std::nullopt});
-            return;
-          }
-          r.key = {unit.id.hash, job.prepared.ir.hash};
-          if (job.stored && job.stored->key == r.key && backend.accept(unit, *job.stored)) {
-            // An input changed in a way the preprocessor erases, or an
-            // imported entry's key confirmed: a hit, and recording this
-            // checkout's input hashes keeps the next run on the warm path.
-            r.outcome = Outcome::hit;
-            r.reason.clear();
-            Entry refreshed = std::move(*job.stored);
-            refreshed.inputs = job.prepared.inputs;
-            if (refreshed.origin_kind == OriginKind::imported) refreshed.origin_kind = OriginKind::confirmed;
-            r.bytes = refreshed.payload.size();
-            emit(Made{job.receipt, backend.write_namespace(unit), std::move(refreshed), std::nullopt});
-            return;
-          }
-          // A remote value is addressed by the whole key, so it is asked only
-          // now, after the preparation that gives the ir half.
-          if (options.secondary) {
-            Stopwatch watch;
-            auto fetched = options.secondary->fetch(unit.ns, r.kernel, r.key, [&](const Entry& e) -> Result<void> {
-              return check_remote_entry(backend, unit, e, *options.clock);
-            });
-            watch.lap(r.times[Phase::lookup]);
-            if (fetched) {
-              fetched->inputs = job.prepared.inputs;  // this checkout's files, which gave its key
-              fetched->origin_kind = OriginKind::confirmed;
-              r.outcome = Outcome::remote_hit;
-              r.bytes = fetched->payload.size();
-              // A remote filled before direct values (or by an unsigned
-              // writer) learns them from the runners that read it.
-              publish_direct(backend.write_namespace(unit), *fetched);
-              emit(Made{job.receipt, backend.write_namespace(unit), std::move(*fetched), std::nullopt});
-              return;
-            }
-          }
-          if (job.failure && job.failure->ir_known && job.failure->key == r.key) {
-            // As the hit above: the same failure, learning the new input hashes.
-            r.report_remembered(*job.failure);
-            r.kept_stale = job.stored.has_value();
-            Failure refreshed = std::move(*job.failure);
-            refreshed.inputs = job.prepared.inputs;
-            emit(Made{job.receipt, unit.ns, std::nullopt, std::move(refreshed)});
-            return;
-          }
-          std::lock_guard lock(mutex);
-          to_compile.push_back(j);
-        });
-        // Manifest order, so that which of two identical kernels compiles
-        // (and which reuses it) does not depend on thread timing.
-        std::sort(to_compile.begin(), to_compile.end());
-        std::vector<Pending> pending;
-        for (std::size_t j : to_compile) {
-          const Job& job = jobs[j];
-          Receipt& r = result.receipts[job.receipt];
-          pending.push_back({&units[job.unit], r.key, &job.prepared, &r.times});
-        }
-        compiled_all = backend.compile(pending, threads, [&](std::size_t k, Compiled compiled) {
-          const Job& job = jobs[to_compile[k]];
-          const Unit& unit = units[job.unit];
-          Receipt& r = result.receipts[job.receipt];
-          if (!compiled) {
-            fail_receipt(r, compiled.error(), job.stored.has_value());
-            std::optional<Failure> failure;
-            if (compiled.error().remember) failure = make_failure(unit, r.key, job.prepared, compiled.error(), options);
-            emit(Made{job.receipt, unit.ns, std::nullopt, std::move(failure)});
-            return;
-          }
-          r.warnings = std::move(compiled->warnings);
-          r.shared_compile = compiled->shared_compile;
-          r.outcome = job.stored ? Outcome::stale_replaced : Outcome::compiled;
-          const Namespace ns = backend.write_namespace(unit);
-          Entry e = make_entry(unit, r.key, job.prepared, std::move(*compiled), options);
-          r.bytes = e.payload.size();
-          if (options.secondary) {
-            options.secondary->publish(ns, e);
-            if (auto toolchain = unit.ir ? std::nullopt : backend.direct_toolchain(unit))
-              options.secondary->publish_direct(ns, e, direct_key(unit.id, *toolchain));
-          }
-          emit(Made{job.receipt, ns, std::move(e), std::nullopt});
-        });
-      },
-      [&](std::size_t i) {
-        if (options.on_receipt) options.on_receipt(result.receipts[i], ++done_count, all);
-      });
-  KCACHE_CHECK(compiled_all);
-  for (std::size_t i = 0; i < all; ++i) result.totals += receipt(i).times;
-  result.bytes_written += stage_bytes;
-  if (options.secondary) result.secondary = options.secondary->stats();
-  total.lap(wall);
-  result.wall_ms += wall.wall_ms;
-  return {};
+  return StageRun(backend, std::move(units), store, options, result).run();
 }
 
 }  // namespace kcache::build

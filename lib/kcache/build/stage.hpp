@@ -150,6 +150,10 @@ class PerUnitBackend : public Backend {
  public:
   Result<void> compile(std::span<const Pending> pending, unsigned threads,
                        const std::function<void(std::size_t, Compiled)>& done) const final;
+  /// Called once before the compile_one() calls of `pending`, on the
+  /// calling thread: a backend that shares identical compiles learns here
+  /// how many units will ask for each.
+  virtual void before_compiles(std::span<const Pending>) const {}
   /// One unit's compile. Any thread.
   virtual Compiled compile_one(const Pending& pending) const = 0;
 };
