@@ -254,143 +254,150 @@ Result<Migration> from_command_lines(const std::vector<CommandLine>& lines, cons
 
 namespace {
 
-Result<Migration> write_manifest(Migration out, const std::string& display_name, const Options& options) {
-  const auto& cmds = out.commands;
+/// What every command shares: the manifest's [defaults] (nullopt: they differ).
+struct Defaults {
+  std::optional<std::string> target;
+  std::optional<definition::Optimize> optimize;
+  std::optional<definition::Stage> stage;
+  std::optional<Language> language;
+  std::optional<std::string> entry;
+  std::optional<std::vector<std::string>> includes;
+  std::optional<bool> strip;
+  std::vector<Field> defines;  ///< the defines every command has
+};
+
+Defaults common_defaults(const std::vector<Command>& cmds) {
   // `strip` is written explicitly although it equals the manifest's default
   // for the optimisation level (glslc: -O strips, -O0 keeps): the manifest
   // then says what the commands did, whatever the default becomes.
-
-  // [defaults]: what every command shares.
-  auto target = common(cmds, [](const Command& c) { return c.target; });
-  auto optimize = common(cmds, [](const Command& c) { return c.optimize; });
-  auto stage = common(cmds, [](const Command& c) { return c.stage; });
-  auto language = common(cmds, [](const Command& c) { return c.language; });
-  auto entry = common(cmds, [](const Command& c) { return c.entry; });
-  auto includes = common(cmds, [](const Command& c) { return c.include_dirs; });
-  auto strip = common(cmds, [](const Command& c) { return c.strip; });
-  std::vector<Field> common_defines;
-  for (const auto& d : cmds[0].defines)
+  Defaults d;
+  d.target = common(cmds, [](const Command& c) { return c.target; });
+  d.optimize = common(cmds, [](const Command& c) { return c.optimize; });
+  d.stage = common(cmds, [](const Command& c) { return c.stage; });
+  d.language = common(cmds, [](const Command& c) { return c.language; });
+  d.entry = common(cmds, [](const Command& c) { return c.entry; });
+  d.includes = common(cmds, [](const Command& c) { return c.include_dirs; });
+  d.strip = common(cmds, [](const Command& c) { return c.strip; });
+  for (const auto& def : cmds[0].defines)
     if (std::all_of(cmds.begin(), cmds.end(), [&](const Command& c) {
-          return std::find(c.defines.begin(), c.defines.end(), d) != c.defines.end();
+          return std::find(c.defines.begin(), c.defines.end(), def) != c.defines.end();
         }))
-      common_defines.push_back(d);
+      d.defines.push_back(def);
+  return d;
+}
 
-  // Tables: per shape (first-seen order), split into products.
+/// The kernel tables: per shape (first-seen order), split into products
+/// when `variants`.
+std::vector<Table> group_tables(const std::vector<Command>& cmds, bool variants) {
   std::vector<Table> tables;
-  {
-    std::map<Shape, std::vector<std::size_t>> shapes;
-    std::vector<const Shape*> order;
-    for (std::size_t i = 0; i < cmds.size(); ++i) {
-      auto [it, inserted] = shapes.try_emplace(shape_of(cmds[i]));
-      if (inserted) order.push_back(&it->first);
-      it->second.push_back(i);
-    }
-    Grouper grouper(cmds, tables);
-    for (const Shape* s : order) {
-      const auto& members = shapes[*s];
-      if (options.variants) grouper.split(members);
-      else
-        for (std::size_t m : members) grouper.single(m);
-    }
+  std::map<Shape, std::vector<std::size_t>> shapes;
+  std::vector<const Shape*> order;
+  for (std::size_t i = 0; i < cmds.size(); ++i) {
+    auto [it, inserted] = shapes.try_emplace(shape_of(cmds[i]));
+    if (inserted) order.push_back(&it->first);
+    it->second.push_back(i);
   }
-  // Names: a variant table whose expanded names would be too long is split
-  // into single kernels; singles are named after their outputs.
-  {
-    std::vector<Table> fitted;
-    for (auto& t : tables) {
-      bool fits = true;
-      if (!t.variants.empty()) {
-        t.name = group_name(cmds, t);
-        for (std::size_t m : t.members)
-          fits = fits && expanded_name(cmds, t, m).size() + 8 <= manifest::k_max_kernel_name;
-      }
-      if (fits) fitted.push_back(std::move(t));
-      else
-        for (std::size_t m : t.members) fitted.push_back({{m}, {}, {}});
-    }
-    tables = std::move(fitted);
-    std::sort(tables.begin(), tables.end(), [](const Table& a, const Table& b) { return a.members[0] < b.members[0]; });
-    std::set<std::string> used;
-    std::map<std::string, std::size_t> stems;  // singles whose stems collide get their output path
-    for (const auto& t : tables)
-      if (t.variants.empty()) ++stems[output_stem(cmds[t.members[0]].output)];
-    for (auto& t : tables) {
-      if (!t.variants.empty()) continue;
-      const std::string& output = cmds[t.members[0]].output;
-      std::string stem = output_stem(output);
-      if (stems[stem] > 1) {
-        auto p = std::filesystem::path(output);
-        stem = sanitize_name((p.parent_path() / p.stem()).generic_string());
-      }
-      t.name = unique_name(stem, used);
-    }
-    for (auto& t : tables)
-      if (!t.variants.empty()) t.name = unique_name(t.name, used);
+  Grouper grouper(cmds, tables);
+  for (const Shape* s : order) {
+    const auto& members = shapes[*s];
+    if (variants) grouper.split(members);
+    else
+      for (std::size_t m : members) grouper.single(m);
   }
+  return tables;
+}
 
-  // The text.
-  std::string& m = out.manifest;
-  m += fmt::format(
+/// Names: a variant table whose expanded names would be too long is split
+/// into single kernels; singles are named after their outputs. In command
+/// order.
+std::vector<Table> name_tables(const std::vector<Command>& cmds, std::vector<Table> tables) {
+  std::vector<Table> fitted;
+  for (auto& t : tables) {
+    bool fits = true;
+    if (!t.variants.empty()) {
+      t.name = group_name(cmds, t);
+      for (std::size_t m : t.members)
+        fits = fits && expanded_name(cmds, t, m).size() + 8 <= manifest::k_max_kernel_name;
+    }
+    if (fits) fitted.push_back(std::move(t));
+    else
+      for (std::size_t m : t.members) fitted.push_back({{m}, {}, {}});
+  }
+  std::sort(fitted.begin(), fitted.end(), [](const Table& a, const Table& b) { return a.members[0] < b.members[0]; });
+  std::set<std::string> used;
+  std::map<std::string, std::size_t> stems;  // singles whose stems collide get their output path
+  for (const auto& t : fitted)
+    if (t.variants.empty()) ++stems[output_stem(cmds[t.members[0]].output)];
+  for (auto& t : fitted) {
+    if (!t.variants.empty()) continue;
+    const std::string& output = cmds[t.members[0]].output;
+    std::string stem = output_stem(output);
+    if (stems[stem] > 1) {
+      auto p = std::filesystem::path(output);
+      stem = sanitize_name((p.parent_path() / p.stem()).generic_string());
+    }
+    t.name = unique_name(stem, used);
+  }
+  for (auto& t : fitted)
+    if (!t.variants.empty()) t.name = unique_name(t.name, used);
+  return fitted;
+}
+
+/// The manifest's text: the header and [defaults].
+std::string defaults_text(const Defaults& d, const std::string& display_name, std::size_t commands) {
+  std::string m = fmt::format(
       "# Generated by `kcache manifest from-commands` from {} ({} command{}).\n"
       "# Kernels are named after their outputs; commands that differ only in the values of the same defines\n"
       "# are [kernel.variants] (kernel names base[KEY=value,...]).\n\n[defaults]\n",
-      util::printable_text(display_name), cmds.size(), cmds.size() == 1 ? "" : "s");
-  if (target) m += fmt::format("target = {}\n", toml_string(*target));
-  if (optimize) m += fmt::format("optimize = {}\n", toml_string(definition::optimize_name(*optimize)));
-  if (strip) m += fmt::format("strip = {}\n", *strip ? "true" : "false");
-  if (stage) m += fmt::format("stage = {}\n", toml_string(definition::stage_name(*stage)));
-  if (language && *language != Language::glsl)
-    m += fmt::format("language = {}\n", toml_string(definition::language_name(*language)));
-  if (entry && *entry != "main") m += fmt::format("entry = {}\n", toml_string(*entry));
-  if (includes && !includes->empty()) m += fmt::format("include_dirs = {}\n", toml_list(*includes, false));
-  if (!common_defines.empty()) m += fmt::format("defines = {}\n", toml_defines(common_defines));
+      util::printable_text(display_name), commands, commands == 1 ? "" : "s");
+  if (d.target) m += fmt::format("target = {}\n", toml_string(*d.target));
+  if (d.optimize) m += fmt::format("optimize = {}\n", toml_string(definition::optimize_name(*d.optimize)));
+  if (d.strip) m += fmt::format("strip = {}\n", *d.strip ? "true" : "false");
+  if (d.stage) m += fmt::format("stage = {}\n", toml_string(definition::stage_name(*d.stage)));
+  if (d.language && *d.language != Language::glsl)
+    m += fmt::format("language = {}\n", toml_string(definition::language_name(*d.language)));
+  if (d.entry && *d.entry != "main") m += fmt::format("entry = {}\n", toml_string(*d.entry));
+  if (d.includes && !d.includes->empty()) m += fmt::format("include_dirs = {}\n", toml_list(*d.includes, false));
+  if (!d.defines.empty()) m += fmt::format("defines = {}\n", toml_defines(d.defines));
+  return m;
+}
 
-  for (const auto& t : tables) {
-    const Command& c = cmds[t.members[0]];
-    m += fmt::format("\n[[kernel]]\nname = {}\nsource = {}\n", toml_string(t.name), toml_string(c.source));
-    if (!target) m += fmt::format("target = {}\n", toml_string(c.target));
-    if (!optimize) m += fmt::format("optimize = {}\n", toml_string(definition::optimize_name(c.optimize)));
-    if (!strip) m += fmt::format("strip = {}\n", c.strip ? "true" : "false");
-    if (!stage) m += fmt::format("stage = {}\n", toml_string(definition::stage_name(c.stage)));
-    if (!language) m += fmt::format("language = {}\n", toml_string(definition::language_name(c.language)));
-    if (!entry) m += fmt::format("entry = {}\n", toml_string(c.entry));
-    if (!includes && !c.include_dirs.empty()) m += fmt::format("include_dirs = {}\n", toml_list(c.include_dirs, false));
-    std::vector<Field> own;
-    for (const auto& d : c.defines) {
-      const bool varies =
-          std::any_of(t.variants.begin(), t.variants.end(), [&](const auto& v) { return v.first == d.first; });
-      if (!varies && std::find(common_defines.begin(), common_defines.end(), d) == common_defines.end())
-        own.push_back(d);
-    }
-    if (!own.empty()) m += fmt::format("defines = {}\n", toml_defines(own));
-    // --set KEY=VALUE --for GLOB: the last setting whose glob matches wins.
-    const KeySetting* chosen = nullptr;
-    for (const auto& setting : options.settings)
-      if (util::match_glob(setting.glob, t.name)) chosen = &setting;
-    if (chosen) m += fmt::format("{} = {}\n", chosen->key, toml_string(chosen->value));
-    if (!t.variants.empty()) {
-      m += "[kernel.variants]\n";
-      for (const auto& [k, values] : t.variants) m += fmt::format("{} = {}\n", k, toml_list(values, true));
-      ++out.variant_tables;
-    }
-    ++out.kernel_tables;
-    for (std::size_t i : t.members) out.outputs.emplace_back(expanded_name(cmds, t, i), cmds[i].output);
+/// One [[kernel]] table's text: what its commands do beyond the defaults,
+/// the --set that applies to it, its variants.
+std::string kernel_text(const std::vector<Command>& cmds, const Table& t, const Defaults& d, const Options& options) {
+  const Command& c = cmds[t.members[0]];
+  std::string m = fmt::format("\n[[kernel]]\nname = {}\nsource = {}\n", toml_string(t.name), toml_string(c.source));
+  if (!d.target) m += fmt::format("target = {}\n", toml_string(c.target));
+  if (!d.optimize) m += fmt::format("optimize = {}\n", toml_string(definition::optimize_name(c.optimize)));
+  if (!d.strip) m += fmt::format("strip = {}\n", c.strip ? "true" : "false");
+  if (!d.stage) m += fmt::format("stage = {}\n", toml_string(definition::stage_name(c.stage)));
+  if (!d.language) m += fmt::format("language = {}\n", toml_string(definition::language_name(c.language)));
+  if (!d.entry) m += fmt::format("entry = {}\n", toml_string(c.entry));
+  if (!d.includes && !c.include_dirs.empty()) m += fmt::format("include_dirs = {}\n", toml_list(c.include_dirs, false));
+  std::vector<Field> own;
+  for (const auto& def : c.defines) {
+    const bool varies =
+        std::any_of(t.variants.begin(), t.variants.end(), [&](const auto& v) { return v.first == def.first; });
+    if (!varies && std::find(d.defines.begin(), d.defines.end(), def) == d.defines.end()) own.push_back(def);
   }
+  if (!own.empty()) m += fmt::format("defines = {}\n", toml_defines(own));
+  // --set KEY=VALUE --for GLOB: the last setting whose glob matches wins.
+  const KeySetting* chosen = nullptr;
   for (const auto& setting : options.settings)
-    if (std::none_of(tables.begin(), tables.end(),
-                     [&](const Table& t) { return util::match_glob(setting.glob, t.name); }))
-      return fail(Category::invalid_argument, "--for '{}' matches no kernel (kernels are named after their outputs)",
-                  util::shown_untrusted(setting.glob));
-  // Outputs in input order.
-  {
-    std::map<std::string, std::string> by_output;
-    for (auto& [name, output] : out.outputs) by_output[output] = name;
-    out.outputs.clear();
-    for (const auto& c : cmds) out.outputs.emplace_back(by_output[c.output], c.output);
+    if (util::match_glob(setting.glob, t.name)) chosen = &setting;
+  if (chosen) m += fmt::format("{} = {}\n", chosen->key, toml_string(chosen->value));
+  if (!t.variants.empty()) {
+    m += "[kernel.variants]\n";
+    for (const auto& [k, values] : t.variants) m += fmt::format("{} = {}\n", k, toml_list(values, true));
   }
+  return m;
+}
 
-  // The check: the manifest module expands the text to exactly the commands.
-  auto parsed = manifest::parse_manifest(m, "generated manifest", options.root, false);
+/// The check: the manifest module expands `out.manifest` to exactly the
+/// commands, each as the kernel `out.outputs` names for it.
+Result<void> check_reads_back(const Migration& out, const std::string& display_name, const Options& options) {
+  const auto& cmds = out.commands;
+  auto parsed = manifest::parse_manifest(out.manifest, "generated manifest", options.root, false);
   if (!parsed)
     return fail(Category::invalid_argument,
                 "{}: the manifest written for these commands does not read back (a kcache "
@@ -417,6 +424,31 @@ Result<Migration> write_manifest(Migration out, const std::string& display_name,
                   "kernel '{}' (a kcache bug; please report it with the input)",
                   display_name, c.line, out.outputs[i].first);
   }
+  return {};
+}
+
+Result<Migration> write_manifest(Migration out, const std::string& display_name, const Options& options) {
+  const auto& cmds = out.commands;
+  const Defaults defaults = common_defaults(cmds);
+  const std::vector<Table> tables = name_tables(cmds, group_tables(cmds, options.variants));
+  out.manifest = defaults_text(defaults, display_name, cmds.size());
+  for (const auto& t : tables) {
+    out.manifest += kernel_text(cmds, t, defaults, options);
+    if (!t.variants.empty()) ++out.variant_tables;
+    ++out.kernel_tables;
+    for (std::size_t i : t.members) out.outputs.emplace_back(expanded_name(cmds, t, i), cmds[i].output);
+  }
+  for (const auto& setting : options.settings)
+    if (std::none_of(tables.begin(), tables.end(),
+                     [&](const Table& t) { return util::match_glob(setting.glob, t.name); }))
+      return fail(Category::invalid_argument, "--for '{}' matches no kernel (kernels are named after their outputs)",
+                  util::shown_untrusted(setting.glob));
+  // Outputs in input order.
+  std::map<std::string, std::string> by_output;
+  for (auto& [name, output] : out.outputs) by_output[output] = name;
+  out.outputs.clear();
+  for (const auto& c : cmds) out.outputs.emplace_back(by_output[c.output], c.output);
+  KCACHE_CHECK(check_reads_back(out, display_name, options));
   return out;
 }
 

@@ -185,88 +185,83 @@ class CommandParser {
         KCACHE_CHECK(set_source(a));
       } else if (a == "--") {
         files_only = true;
-      } else if (a == "-o") {
-        m_output = KCACHE_TRY(value_of(i, a));
-      } else if (a.starts_with("-o")) {
-        m_output = a.substr(2);
-      } else if (a == "-c") {
-        m_cmd.compile_only = true;
-      } else if (a == "-D") {
-        KCACHE_CHECK(set_define(KCACHE_TRY(value_of(i, a))));
-      } else if (a.starts_with("-D")) {
-        KCACHE_CHECK(set_define(std::string_view(a).substr(2)));
-      } else if (a == "-I") {
-        m_includes.push_back(KCACHE_TRY(value_of(i, a)));
-      } else if (a.starts_with("-I")) {
-        m_includes.push_back(a.substr(2));
-      } else if (a == "-O") {
-        m_cmd.optimize = Optimize::performance;
-      } else if (a == "-Os") {
-        m_cmd.optimize = Optimize::size;
-      } else if (a == "-O0") {
-        m_cmd.optimize = Optimize::none;
-      } else if (a == "-g") {
-        return cannot(a, "kcache does not put debug information (OpLine, source text) into modules; drop -g");
-      } else if (a.starts_with("-fshader-stage=")) {
-        auto s = stage_from_name(std::string_view(a).substr(15));
-        if (!s)
-          return cannot(a,
-                        "kcache's stages are vertex, fragment, geometry, tesscontrol, tesseval, compute, "
-                        "task and mesh");
-        m_stage = *s;
-      } else if (a.starts_with("-fentry-point=")) {
-        m_entry = a.substr(14);
-      } else if (a.starts_with("--target-env=")) {
-        KCACHE_CHECK(set_target(std::string_view(a).substr(13)));
-      } else if (a.starts_with("--target-spv=")) {
-        m_spv = a.substr(13);
-      } else if (a == "-x") {
-        KCACHE_CHECK(set_language(KCACHE_TRY(value_of(i, a))));
-      } else if (a.starts_with("-x")) {
-        KCACHE_CHECK(set_language(a.substr(2)));
-      } else if (a == "-fauto-map-locations") {
-        m_auto_map_locations = true;
-      } else if (a.starts_with("-fauto-") || a.starts_with("-fresource-set-binding") || a.starts_with("-fhlsl") ||
-                 a.starts_with("-fcbuffer") || a.starts_with("-fimage") || a.starts_with("-fsampler") ||
-                 a.starts_with("-fssbo") || a.starts_with("-ftexture") || a.starts_with("-fubo") ||
-                 a.starts_with("-fuav") || a == "-fpreserve-bindings") {
-        return cannot(a,
-                      "kcache compiles with the bindings the shader declares; write them in the shader "
-                      "(layout(set = S, binding = B))");
-      } else if (a == "-w") {
-        m_cmd.suppress_warnings = true;
-        drop(a, "suppresses warnings (kcache reports them; the module is the same)");
-      } else if (a == "-Werror") {
-        m_cmd.warnings_as_errors = true;
-        drop(a, "turns warnings into errors (kcache reports warnings; the module is the same)");
-      } else if (a == "-MD" || a == "-MMD") {
-        m_cmd.write_depfile = true;
-        drop(a, "writes a dependency file; `kcache build --depfile` writes one for the whole manifest");
-      } else if (a == "-MF") {
-        m_depfile = KCACHE_TRY(value_of(i, a));
-        drop(a, "names the dependency file; `kcache build --depfile` writes one for the whole manifest");
-      } else if (a == "-MT") {
-        m_cmd.dep_targets.push_back(KCACHE_TRY(value_of(i, a)));
-        drop(a, "names the dependency file's target; `kcache build --depfile` writes one for the whole manifest");
-      } else if (a == "-MQ") {
-        return cannot(a, "the launcher writes targets as given (-MT), not quoted for make");
-      } else if (a == "-mfmt=bin") {
-        m_cmd.format = OutputFormat::bin;
-      } else if (a == "-mfmt=c") {
-        m_cmd.format = OutputFormat::c;
-      } else if (a == "-mfmt=num") {
-        m_cmd.format = OutputFormat::num;
-      } else if (a.starts_with("-std=")) {
-        return cannot(a, "kcache compiles with the #version the shader declares; write it in the shader");
-      } else if (a == "-S" || a == "-E" || a == "-M" || a == "-MM" || a.starts_with("-mfmt=")) {
-        return cannot(a,
-                      "it writes something other than a SPIR-V binary (assembly, preprocessed text, "
-                      "dependencies or C source)");
-      } else {
+      } else if (!KCACHE_TRY(glslc_compile_option(i, a)) && !KCACHE_TRY(glslc_output_option(i, a))) {
         return unknown(a);
       }
     }
     return {};
+  }
+
+  /// A glslc option that changes what is compiled (defines, includes,
+  /// optimisation, stage, entry, target, language); false: not one.
+  Result<bool> glslc_compile_option(std::size_t& i, const std::string& a) {
+    if (a == "-D") KCACHE_CHECK(set_define(KCACHE_TRY(value_of(i, a))));
+    else if (a.starts_with("-D")) KCACHE_CHECK(set_define(std::string_view(a).substr(2)));
+    else if (a == "-I") m_includes.push_back(KCACHE_TRY(value_of(i, a)));
+    else if (a.starts_with("-I")) m_includes.push_back(a.substr(2));
+    else if (a == "-O") m_cmd.optimize = Optimize::performance;
+    else if (a == "-Os") m_cmd.optimize = Optimize::size;
+    else if (a == "-O0") m_cmd.optimize = Optimize::none;
+    else if (a == "-g")
+      return cannot(a, "kcache does not put debug information (OpLine, source text) into modules; drop -g");
+    else if (a.starts_with("-fshader-stage=")) {
+      auto s = stage_from_name(std::string_view(a).substr(15));
+      if (!s)
+        return cannot(a,
+                      "kcache's stages are vertex, fragment, geometry, tesscontrol, tesseval, compute, "
+                      "task and mesh");
+      m_stage = *s;
+    } else if (a.starts_with("-fentry-point=")) m_entry = a.substr(14);
+    else if (a.starts_with("--target-env=")) KCACHE_CHECK(set_target(std::string_view(a).substr(13)));
+    else if (a.starts_with("--target-spv=")) m_spv = a.substr(13);
+    else if (a == "-x") KCACHE_CHECK(set_language(KCACHE_TRY(value_of(i, a))));
+    else if (a.starts_with("-x")) KCACHE_CHECK(set_language(a.substr(2)));
+    else if (a == "-fauto-map-locations") m_auto_map_locations = true;
+    else if (a.starts_with("-fauto-") || a.starts_with("-fresource-set-binding") || a.starts_with("-fhlsl") ||
+             a.starts_with("-fcbuffer") || a.starts_with("-fimage") || a.starts_with("-fsampler") ||
+             a.starts_with("-fssbo") || a.starts_with("-ftexture") || a.starts_with("-fubo") ||
+             a.starts_with("-fuav") || a == "-fpreserve-bindings")
+      return cannot(a,
+                    "kcache compiles with the bindings the shader declares; write them in the shader "
+                    "(layout(set = S, binding = B))");
+    else if (a.starts_with("-std="))
+      return cannot(a, "kcache compiles with the #version the shader declares; write it in the shader");
+    else return false;
+    return true;
+  }
+
+  /// A glslc option about what is written (the output, its format, the
+  /// depfile) or said (warnings); false: not one.
+  Result<bool> glslc_output_option(std::size_t& i, const std::string& a) {
+    if (a == "-o") m_output = KCACHE_TRY(value_of(i, a));
+    else if (a.starts_with("-o")) m_output = a.substr(2);
+    else if (a == "-c") m_cmd.compile_only = true;
+    else if (a == "-w") {
+      m_cmd.suppress_warnings = true;
+      drop(a, "suppresses warnings (kcache reports them; the module is the same)");
+    } else if (a == "-Werror") {
+      m_cmd.warnings_as_errors = true;
+      drop(a, "turns warnings into errors (kcache reports warnings; the module is the same)");
+    } else if (a == "-MD" || a == "-MMD") {
+      m_cmd.write_depfile = true;
+      drop(a, "writes a dependency file; `kcache build --depfile` writes one for the whole manifest");
+    } else if (a == "-MF") {
+      m_depfile = KCACHE_TRY(value_of(i, a));
+      drop(a, "names the dependency file; `kcache build --depfile` writes one for the whole manifest");
+    } else if (a == "-MT") {
+      m_cmd.dep_targets.push_back(KCACHE_TRY(value_of(i, a)));
+      drop(a, "names the dependency file's target; `kcache build --depfile` writes one for the whole manifest");
+    } else if (a == "-MQ") {
+      return cannot(a, "the launcher writes targets as given (-MT), not quoted for make");
+    } else if (a == "-mfmt=bin") m_cmd.format = OutputFormat::bin;
+    else if (a == "-mfmt=c") m_cmd.format = OutputFormat::c;
+    else if (a == "-mfmt=num") m_cmd.format = OutputFormat::num;
+    else if (a == "-S" || a == "-E" || a == "-M" || a == "-MM" || a.starts_with("-mfmt="))
+      return cannot(a,
+                    "it writes something other than a SPIR-V binary (assembly, preprocessed text, "
+                    "dependencies or C source)");
+    else return false;
+    return true;
   }
 
   Result<void> set_language(std::string_view l) {
