@@ -154,25 +154,22 @@ std::vector<Change> Explainer::namespace_changes(const std::string& stored_ns, c
   return out;
 }
 
+std::vector<Change> Explainer::changes_since(const definition::KernelSpec& spec, const Recorded& stored, bool spirv) {
+  if (spirv) return essential_changes(assess(spec, stored, m_files, m_toolchain).changes);
+  // A pipeline-cache entry records the SPIR-V entry's identity and inputs
+  // but a pipeline recipe instead of a toolchain (device/pipeline_entry.hpp).
+  auto id = definition::compute_id(spec);
+  std::vector<Change> changes;
+  if (stored.key.id != id.hash) changes = definition::diff_fields(stored.id_fields, id.fields);
+  for (auto& c : input_changes(stored.inputs, m_files)) changes.push_back(std::move(c));
+  return essential_changes(std::move(changes));
+}
+
 Result<Explanation> Explainer::explain(const definition::KernelSpec& spec, const std::optional<Namespace>& wanted_ns) {
   Namespace wanted = wanted_ns ? *wanted_ns : spirv_namespace(spec.target);
   Explanation e;
   e.kernel = spec.name;
   e.ns = wanted.name();
-
-  auto compare_recorded = [&](const Recorded& stored, bool spirv) {
-    if (spirv) return essential_changes(assess(spec, stored, m_files, m_toolchain).changes);
-    // A pipeline-cache entry records the SPIR-V entry's identity and inputs
-    // but a pipeline recipe instead of a toolchain (device/pipeline_entry.hpp).
-    auto id = definition::compute_id(spec);
-    std::vector<Change> changes;
-    if (stored.key.id != id.hash) changes = definition::diff_fields(stored.id_fields, id.fields);
-    for (auto& c : input_changes(stored.inputs, m_files)) changes.push_back(std::move(c));
-    return essential_changes(std::move(changes));
-  };
-  auto compare = [&](const Entry& stored) {
-    return compare_recorded(recorded(stored), stored.payload_kind == PayloadKind::spirv);
-  };
 
   // A failure record is explained by the rule its stage applies: for the
   // SPIR-V stage build's own (assess); for the device stage, the kernel's
@@ -180,7 +177,7 @@ Result<Explanation> Explainer::explain(const definition::KernelSpec& spec, const
   // stored module, which the device stage compares when it runs).
   if (auto failed = m_reader.failure(e.ns, spec.name); failed && *failed) {
     Explanation::StoredFailure sf;
-    sf.changes = compare_recorded(recorded(**failed), (*failed)->phase != FailurePhase::pipeline);
+    sf.changes = changes_since(spec, recorded(**failed), (*failed)->phase != FailurePhase::pipeline);
     sf.current = sf.changes.empty();
     sf.failure = std::move(**failed);
     e.failure = std::move(sf);
@@ -195,33 +192,38 @@ Result<Explanation> Explainer::explain(const definition::KernelSpec& spec, const
     if (there && *there) e.elsewhere.push_back(name);
   }
 
+  e.compared_ns = e.ns;
+  e.compared_kernel = spec.name;
   if (!here) {
     e.state = Freshness::stale;
-    e.compared_ns = e.ns;
-    e.compared_kernel = spec.name;
     e.changes.push_back({"record", "stored", "unreadable: " + here.error().message});
     return e;
   }
   if (*here && (*here)->payload_kind != PayloadKind::spirv) {
     // A device namespace: fresh unless the kernel's identity or inputs
     // changed (the device itself is the namespace).
-    e.compared_ns = e.ns;
-    e.compared_kernel = spec.name;
-    e.changes = compare(**here);
+    e.changes = changes_since(spec, recorded(**here), false);
     e.state = e.changes.empty() ? Freshness::fresh : Freshness::stale;
     return e;
   }
   if (*here) {
     Assessment a = assess(spec, **here, m_files, m_toolchain);
     e.state = a.state;
-    e.compared_ns = e.ns;
-    e.compared_kernel = spec.name;
     e.changes = essential_changes(std::move(a.changes));
     return e;
   }
+  e.compared_ns.clear();
+  e.compared_kernel.clear();
+  KCACHE_CHECK(explain_absent(spec, wanted, e));
+  return e;
+}
 
-  // Missing: the same kernel in another namespace explains a changed target
-  // or device; prefer the candidate with the fewest differences, the same
+Result<void> Explainer::explain_absent(const definition::KernelSpec& spec, const Namespace& wanted, Explanation& e) {
+  auto compare = [&](const Entry& stored) {
+    return changes_since(spec, recorded(stored), stored.payload_kind == PayloadKind::spirv);
+  };
+  // The same kernel in another namespace explains a changed target or
+  // device; prefer the candidate with the fewest differences, the same
   // backend first.
   std::optional<std::pair<std::size_t, std::vector<Change>>> best;
   for (const auto& other : e.elsewhere) {
@@ -240,7 +242,7 @@ Result<Explanation> Explainer::explain(const definition::KernelSpec& spec, const
   }
   if (best) {
     e.changes = std::move(best->second);
-    return e;
+    return {};
   }
 
   // A changed variant value renames the kernel: the closest stored variant
@@ -257,7 +259,7 @@ Result<Explanation> Explainer::explain(const definition::KernelSpec& spec, const
     }
   }
   if (best) e.changes = std::move(best->second);
-  return e;
+  return {};
 }
 
 }  // namespace kcache::build

@@ -107,6 +107,13 @@ class Explainer {
   Result<const std::vector<store::NamespaceRecord>*> namespaces();
   Result<const std::multimap<std::string, Entry>*> by_base_name(const std::string& ns);
   std::vector<Change> namespace_changes(const std::string& stored_ns, const Namespace& wanted);
+  /// What changed since `stored` was made for `spec`: by build's rule for a
+  /// SPIR-V record (`spirv`), else the kernel's identity and inputs.
+  std::vector<Change> changes_since(const definition::KernelSpec& spec, const Recorded& stored, bool spirv);
+  /// `e` for a kernel with no entry in its namespace: the closest stored
+  /// record elsewhere (another namespace, then another variant) and what
+  /// differs from it.
+  Result<void> explain_absent(const definition::KernelSpec& spec, const Namespace& wanted, Explanation& e);
 
   store::Reader& m_reader;
   definition::FileCache& m_files;
