@@ -88,3 +88,37 @@ TEST_CASE("OrderedParallelMap with a byte budget: in flight stays within it, or 
   CHECK(most == 2);
   CHECK(most_bytes == 100);  // the large item, alone
 }
+
+TEST_CASE("OrderedParallelMap: a thread the OS refuses means fewer workers; none at all is an error") {
+  using Map = OrderedParallelMap<std::size_t, std::size_t>;
+  // Starts the first `allowed` threads, then refuses, as a thread limit does.
+  auto limited = [](unsigned allowed) {
+    return [allowed, started = 0u](std::function<void()> run) mutable -> std::thread {
+      if (started++ >= allowed)
+        throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
+      return std::thread(std::move(run));
+    };
+  };
+  for (unsigned allowed : {1u, 2u}) {
+    CAPTURE(allowed);
+    auto map = Map::start(
+        8, [](const std::size_t& i) { return i + 1; }, {}, limited(allowed));
+    REQUIRE(map);
+    std::size_t produced = 0;
+    auto produce = [&]() -> kcache::Result<std::optional<std::size_t>> {
+      if (produced == 100) return std::optional<std::size_t>{};
+      return std::optional<std::size_t>(produced++);
+    };
+    for (std::size_t want = 0; want < 100; ++want) {
+      auto got = (*map)->next(produce);
+      REQUIRE(got);
+      REQUIRE(got->has_value());
+      CHECK((*got)->result == want + 1);
+    }
+  }
+  auto none = Map::start(
+      8, [](const std::size_t& i) { return i; }, {}, limited(0));
+  REQUIRE_FALSE(none);
+  CHECK(none.error().category == kcache::Category::io_error);
+  CHECK(none.error().message.find("pass a smaller -j") != std::string::npos);
+}

@@ -49,25 +49,32 @@ class OrderedParallelMap {
     std::function<std::uint64_t()> next_cost;
   };
 
-  /// Starts max(1, threads) workers with a window of 4 items per worker.
-  /// io_error naming the OS's reason when a thread cannot be started (a
-  /// process or thread limit); the workers already started are stopped and
-  /// joined then, so a failed start never leaves a thread or a hang behind.
-  /// The caller bounds `threads` (the window is computed in size_t).
-  static Result<std::unique_ptr<OrderedParallelMap>> start(unsigned threads, Fn fn, Budget budget = {}) {
+  /// Starts a thread running its argument (std::thread's constructor; a
+  /// test passes one that refuses, as a process or thread limit does).
+  using Spawn = std::function<std::thread(std::function<void()>)>;
+
+  /// Starts max(1, threads) workers with a window of 4 items per started
+  /// worker. A thread the OS refuses (a process or thread limit) means fewer
+  /// workers, as util::parallel_for's rule has it; only when none starts is
+  /// it an io_error naming the OS's reason. The caller bounds `threads` (the
+  /// window is computed in size_t).
+  static Result<std::unique_ptr<OrderedParallelMap>> start(unsigned threads, Fn fn, Budget budget = {},
+                                                           const Spawn& spawn = {}) {
     threads = std::max(1u, threads);
-    std::unique_ptr<OrderedParallelMap> map(
-        new OrderedParallelMap(std::move(fn), std::size_t{4} * threads, std::move(budget)));
+    std::unique_ptr<OrderedParallelMap> map(new OrderedParallelMap(std::move(fn), 0, std::move(budget)));
     map->m_workers.reserve(threads);
     for (unsigned t = 0; t < threads; ++t) {
       try {
-        map->m_workers.emplace_back([p = map.get()] { p->work(); });
+        std::function<void()> run = [p = map.get()] { p->work(); };
+        map->m_workers.push_back(spawn ? spawn(std::move(run)) : std::thread(std::move(run)));
       } catch (const std::system_error& e) {
-        return fail(Category::io_error,
-                    "cannot start worker thread {} of {}: {} (a process or thread limit? pass a smaller -j)", t + 1,
-                    threads, e.what());
-      }  // ~OrderedParallelMap stops and joins the ones started
+        if (t == 0)
+          return fail(Category::io_error,
+                      "cannot start a worker thread: {} (a process or thread limit? pass a smaller -j)", e.what());
+        break;
+      }
     }
+    map->m_window = std::size_t{4} * map->m_workers.size();
     return map;
   }
 

@@ -387,15 +387,13 @@ Result<void> run_pipeline_jobs(const device::DeviceInfo& device, JobMode mode, s
     if (auto w =
             spawn_worker(device, options, static_cast<unsigned>(std::min<std::size_t>(threads, jobs.size())), mode))
       first.emplace(std::move(*w));
-  // Every module through spirv-val here first, on every core, rather than in
-  // the worker on its `threads` creating threads: at -j1 validation would
-  // otherwise cost more than creating the pipelines from blobs. The worker
-  // is told which bytes were validated and skips them (protocol JOB); a
-  // module spirv-val rejects never reaches a worker.
+  // Every module through spirv-val here first, on the -j threads, rather
+  // than in the worker while it creates pipelines. The worker is told which
+  // bytes were validated and skips them (protocol JOB); a module spirv-val
+  // rejects never reaches a worker.
   std::vector<std::uint8_t> validated(jobs.size(), 0);  // not vector<bool>: written from several threads
   std::vector<std::optional<Error>> invalid(jobs.size());
-  const unsigned cores = std::max(threads, std::thread::hardware_concurrency());
-  util::parallel_for(jobs.size(), cores, [&](std::size_t i) {
+  util::parallel_for(jobs.size(), threads, [&](std::size_t i) {
     auto words = compile::spirv_words(jobs[i].spirv);
     auto ok = words ? compile::validate(*words, jobs[i].target) : Result<void>(tl::unexpected(words.error()));
     if (ok) validated[i] = 1;
