@@ -290,3 +290,25 @@ TEST_CASE("find_hit: the direct rule without a compiler, and only that") {
     CHECK(runs[1].invocation == inv);
   }
 }
+
+TEST_CASE("find_real_program: the first tool on PATH that is not kcache") {
+  test::TempDir t;
+  auto program = [&](const std::string& rel) {
+    t.write(rel, "#!/bin/sh\n");
+    fs::permissions(t.path() / rel, fs::perms::owner_all);
+  };
+  program("links/glslc");             // a link to kcache-launcher, as installed
+  program("copies/kcache-launcher");  // where the link points
+  program("real/glslc");
+  fs::remove(t.path() / "links/glslc");
+  fs::create_symlink(t.path() / "copies/kcache-launcher", t.path() / "links/glslc");
+  const fs::path self = t.path() / "bin/kcache";
+  const std::string path =
+      (t.path() / "missing").string() + ":" + (t.path() / "links").string() + ":" + (t.path() / "real").string();
+  auto found = launcher::find_real_program("glslc", path, self);
+  REQUIRE(found);
+  CHECK(*found == t.path() / "real/glslc");
+  CHECK_FALSE(launcher::find_real_program("glslc", (t.path() / "links").string(), self));
+  CHECK(launcher::is_kcache_program(self, self));
+  CHECK_FALSE(launcher::is_kcache_program(t.path() / "real/glslc", self));
+}

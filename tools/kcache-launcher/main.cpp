@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
   }
   // Run as the real program by `kcache` itself (a copy named glslc on
   // PATH): `kcache` says so rather than loop.
-  if (!std::getenv("KCACHE_LAUNCHER_RAN")) {
+  if (!std::getenv(std::string(launcher::k_exec_marker).c_str())) {
     std::vector<std::string> args(argv + first_arg, argv + argc);
     if (serve_hit(*tool, std::move(args))) return 0;
   }

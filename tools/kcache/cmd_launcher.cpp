@@ -24,15 +24,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Set in the environment of the real program the launcher runs.
-constexpr const char* k_exec_marker = "KCACHE_LAUNCHER_RAN";
-
 /// The real program: the `glslc` / `glslang_validator` setting (the command
 /// line's environment or the user's settings; never a store's, which may
 /// not name a program to run), else the first `tool` on PATH that is not
-/// kcache itself (the link that called us, another link to the same
-/// binary, or to kcache-launcher, which hands its misses to us). A damaged settings file means PATH: the real program
-/// must run.
+/// kcache (launcher::find_real_program). A damaged settings file means
+/// PATH: the real program must run.
 std::optional<fs::path> real_program(const std::string& tool) {
   const StoreOptions store_options;
   if (auto chosen = setting(tool == "glslc" ? "glslc" : "glslang_validator", "", store_options.path());
@@ -41,22 +37,7 @@ std::optional<fs::path> real_program(const std::string& tool) {
   const char* path = std::getenv("PATH");
   if (!path) return std::nullopt;
   std::error_code ec;
-  const fs::path self = fs::canonical("/proc/self/exe", ec);
-  std::string_view rest = path;
-  while (!rest.empty()) {
-    const auto colon = rest.find(':');
-    std::string dir(rest.substr(0, colon));
-    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-    if (dir.empty()) dir = ".";
-    const fs::path candidate = fs::path(dir) / tool;
-    if (::access(candidate.c_str(), X_OK) != 0) continue;
-    const fs::path real = fs::canonical(candidate, ec);
-    if (ec || real == self || real.filename() == "kcache" || real.filename() == "kcache-testing" ||
-        real.filename() == "kcache-launcher")
-      continue;
-    return candidate;
-  }
-  return std::nullopt;
+  return launcher::find_real_program(tool, path, fs::canonical("/proc/self/exe", ec));
 }
 
 /// Runs the real program in this process's place; returns only when it
@@ -70,20 +51,10 @@ int exec_real(const std::string& tool, const std::vector<std::string>& args, std
                why, tool, tool == "glslc" ? "glslc" : "glslang_validator");
     return k_exit_failed;
   }
-  std::vector<char*> argv;
-  std::string program = tool;
-  argv.push_back(program.data());
-  std::vector<std::string> copy = args;
-  for (auto& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
   std::fflush(stdout);
   std::fflush(stderr);
-  // Marks the program we become: if it is kcache again (a copy of the
-  // binary under the tool's name, which no path check can tell from the
-  // real tool), it says so instead of running itself for ever.
-  ::setenv(k_exec_marker, real->c_str(), 1);
-  ::execv(real->c_str(), argv.data());
-  fmt::print(stderr, "kcache: error: cannot run {}: {}\n", real->string(), std::strerror(errno));
+  const Error failed = launcher::exec_real_program(*real, tool, args);
+  fmt::print(stderr, "kcache: error: {}\n", failed.message);
   return k_exit_failed;
 }
 
@@ -131,7 +102,7 @@ std::optional<int> serve_hit(const launcher::Plan& plan, store::Store& store,
 }  // namespace
 
 int run_launcher(const std::string& tool, const std::vector<std::string>& args) {
-  if (const char* ran = std::getenv(k_exec_marker)) {
+  if (const char* ran = std::getenv(std::string(launcher::k_exec_marker).c_str())) {
     fmt::print(stderr,
                "kcache: error: {} was run as the real {}, but it is kcache too — put the real {} on PATH after "
                "kcache's links, or remove the copy\n",

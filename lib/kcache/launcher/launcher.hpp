@@ -124,6 +124,27 @@ struct Hit {
   Entry entry;                 ///< the whole entry, digests checked: the module and its warnings
 };
 
+/// Set in the environment of the real program the launcher runs: a kcache
+/// that finds it set was run as the real program (a copy of kcache named
+/// glslc) and says so instead of running itself for ever.
+inline constexpr std::string_view k_exec_marker = "KCACHE_LAUNCHER_RAN";
+
+/// Whether `real` (a canonical path) is kcache in one of its forms: the
+/// program `self` (canonical /proc/self/exe), kcache, kcache-testing or
+/// kcache-launcher — never the real program.
+bool is_kcache_program(const std::filesystem::path& real, const std::filesystem::path& self);
+
+/// The real `tool`: the first executable of that name in the folders of
+/// `path_env` (PATH's value; an empty entry is ".") that is not kcache
+/// (is_kcache_program), as the path found there; nullopt when none is.
+std::optional<std::filesystem::path> find_real_program(std::string_view tool, std::string_view path_env,
+                                                       const std::filesystem::path& self);
+
+/// Runs `real` in this process's place, as `tool` with `args`, with
+/// k_exec_marker set to `real`. Returns only when it cannot: the error.
+/// The caller flushes its own output first.
+Error exec_real_program(const std::filesystem::path& real, std::string_view tool, const std::vector<std::string>& args);
+
 /// The namespace of `plan`'s module.
 std::string namespace_of(const Plan& plan);
 
