@@ -1,9 +1,10 @@
 # Import policy against hostile or surprising bundles (issue 14): a signed but
 # older bundle must not roll newer entries back without --replace (exit 1,
 # each kernel named, store unchanged); a bundle with no entries changes
-# nothing (no store, no namespace); the largest -j under a process limit is
-# an error within seconds, never a hang. The same-key swap (same key, other
-# module bytes) needs a forged record: tests/unit/test_transfer_hostile.cpp.
+# nothing (no store, no namespace); the largest -j under a process limit
+# runs on the threads that start, within seconds, never a hang. The
+# same-key swap (same key, other module bytes) needs a forged record:
+# tests/unit/test_transfer_hostile.cpp.
 source "$(dirname "$0")/lib.bash"
 # KCACHE_TEST_* seams: only the test build obeys them, so this runs $KCACHE_TESTING.
 
@@ -76,7 +77,7 @@ expect_in out "nothing to import"
 # The command line takes -j up to its bound (tools/kcache/cli.hpp k_max_jobs);
 # the library caps validator threads lower and must survive any value.
 JMAX=4096
-note "-j $JMAX under a process limit: an error within seconds, not a hang"
+note "-j $JMAX under a process limit: done on the threads that start, within seconds, not a hang"
 # RLIMIT_NPROC does not bind root, so root runs the import as nobody.
 mkdir -p J && cp new.kcb J/ && chmod -R a+rwX J
 as_limited=(prlimit --nproc=8:8)
@@ -89,10 +90,10 @@ fi
 got=0
 timeout 60 "${as_limited[@]}" "$KCACHE_TESTING" import J/new.kcb --store J/S -j $JMAX >out 2>err || got=$?
 [[ $got -ne 124 ]] || fail "import -j $JMAX hung (killed by timeout)"
-[[ $got -ne 0 ]] || { cat out err; fail "import -j $JMAX under a process limit succeeded?"; }
-expect_in err "thread"
-[[ ! -e J/S/data.mdb ]] || fail "the failed import left a store"
-note "exit $got: $(head -c 300 err)"
+# The one -j rule (docs/architecture.md): the threads the OS refuses are
+# done without; the import runs on those that started.
+[[ $got -eq 0 ]] || { cat out err; fail "import -j $JMAX under a process limit failed (exit $got)"; }
+expect_in out "imported 2"
 note "and without the limit, -j $JMAX is capped and imports"
 expect_exit 0 "$KCACHE_TESTING" import new.kcb --store K -j $JMAX
 expect_in out "imported 2"

@@ -30,7 +30,9 @@ runner() {
   expect_exit 0 "$KCACHE" stats --store "$name/store" --json
   cp out "$name.json"
 }
-phase_ms() { json_get "$1" "j['phases']['$2']['wall_ms']"; }
+# A phase's summed wall ms: 0.0 when no run timed it (kcache-launcher's
+# hits record no phases).
+phase_ms() { json_get "$1" "float(j['phases'].get('$2', {}).get('wall_ms', 0.0))"; }
 
 note "runner A: compiles, writes each value signed, by key and by recorded inputs"
 KCACHE_REMOTE=$trusted KCACHE_SIGN=$WORK/ci.key runner A
@@ -62,4 +64,16 @@ KCACHE_REMOTE=$R_URL runner C
   || fail "C: $(json_get C.json 'j["totals"]')"
 python3 -c "import sys; sys.exit(not float(sys.argv[1]) > 0)" "$(phase_ms C.json expand)" \
   || fail "C believed recorded inputs no trusted key signed: $(json_get C.json 'j["phases"]')"
+note "what import brings: a bundle signed by a trusted key is served by its recorded inputs too"
+expect_exit 0 "$KCACHE" export --store A/store --namespace spirv/vulkan1.2 --sign ci.key -o a.kcb
+for name in D E; do mkdir -p "$name"; done
+expect_exit 0 "$KCACHE" import a.kcb --store D/store --trust ci.pub
+expect_exit 0 "$KCACHE" import a.kcb --store E/store  # no key trusted: its inputs are its own claim
+KCACHE_REMOTE= runner D
+[[ $(json_get D.json '(j["totals"]["hit"], j["totals"]["compiled"])') == "($N, 0)" ]] || fail "D: $(json_get D.json 'j["totals"]')"
+[[ $(phase_ms D.json expand) == 0.0 ]] || fail "D expanded a trusted import: $(json_get D.json 'j["phases"]')"
+KCACHE_REMOTE= runner E
+[[ $(json_get E.json '(j["totals"]["hit"], j["totals"]["compiled"])') == "($N, 0)" ]] || fail "E: $(json_get E.json 'j["totals"]')"
+python3 -c "import sys; sys.exit(not float(sys.argv[1]) > 0)" "$(phase_ms E.json expand)" \
+  || fail "E believed an unsigned import's recorded inputs: $(json_get E.json 'j["phases"]')"
 echo "PASS"

@@ -106,14 +106,10 @@ bool serve_hit(const std::string& tool, std::vector<std::string> args) {
   if (!store) return false;
   auto hit = launcher::find_hit(*plan, **store, options);
   if (!hit || !*hit) return false;
-  if (!launcher::write_outputs(*plan, (*hit)->root, (*hit)->entry.payload, (*hit)->entry.inputs)) return false;
-  const auto messages = launcher::tool_messages(*plan, (*hit)->root, (*hit)->entry.diagnostics);
-  std::fwrite(messages.out.data(), 1, messages.out.size(), stdout);
-  std::fwrite(messages.err.data(), 1, messages.err.size(), stderr);
-  if (!plan->output) {
-    const std::string text = launcher::format_module((*hit)->entry.payload, plan->command.format);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-  }
+  auto messages = launcher::deliver_hit(*plan, **hit);
+  if (!messages) return false;
+  std::fwrite(messages->out.data(), 1, messages->out.size(), stdout);
+  std::fwrite(messages->err.data(), 1, messages->err.size(), stderr);
   const auto wall = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
   // Statistics only (`kcache stats`): the module is written whatever happens.
   store::Invocation invocation{tool, here.string(), std::move(args), ""};

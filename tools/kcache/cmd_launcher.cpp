@@ -84,15 +84,10 @@ std::optional<int> serve_hit(const launcher::Plan& plan, store::Store& store,
                                    options.build.toolchain->fields(plan.command.optimize), clock().now()};
   auto hit = launcher::find_hit(plan, store, hit_options);
   if (!hit || !*hit) return std::nullopt;  // an unreadable store is the engine's to report
-  if (auto written = launcher::write_outputs(plan, (*hit)->root, (*hit)->entry.payload, (*hit)->entry.inputs); !written)
-    return std::nullopt;  // the engine tries again, and runs the real program if it must
-  const auto messages = launcher::tool_messages(plan, (*hit)->root, (*hit)->entry.diagnostics);
-  std::fwrite(messages.out.data(), 1, messages.out.size(), stdout);
-  std::fwrite(messages.err.data(), 1, messages.err.size(), stderr);
-  if (!plan.output) {
-    const std::string text = launcher::format_module((*hit)->entry.payload, plan.command.format);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-  }
+  auto messages = launcher::deliver_hit(plan, **hit);
+  if (!messages) return std::nullopt;  // the engine tries again, and runs the real program if it must
+  std::fwrite(messages->out.data(), 1, messages->out.size(), stdout);
+  std::fwrite(messages->err.data(), 1, messages->err.size(), stderr);
   const auto wall = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
   // Statistics only: the module is written whatever happens here.
   (void)launcher::record_hit(store, **hit, invocation, hit_options.now, static_cast<std::uint64_t>(wall.count()));

@@ -187,6 +187,12 @@ struct ToolMessages {
 };
 ToolMessages tool_messages(const Plan& plan, const std::filesystem::path& root, std::string_view diagnostics);
 
+/// Writes what the tool writes for the module `hit` found (write_outputs)
+/// and returns what it prints (tool_messages), the module's text added to
+/// standard output when it goes there (-o -). Errors: an output cannot be
+/// written (nothing is printed then; the caller lets the engine try).
+Result<ToolMessages> deliver_hit(const Plan& plan, const Hit& hit);
+
 /// The module as glslc -mfmt writes it: the bytes for bin; for c, "{" the
 /// words as 0x%08x, four to a line separated by ",", "}" and a newline; for
 /// num, the same without braces.

@@ -96,6 +96,13 @@ ToolMessages tool_messages(const Plan& plan, const fs::path& root, std::string_v
   return out;
 }
 
+Result<ToolMessages> deliver_hit(const Plan& plan, const Hit& hit) {
+  KCACHE_CHECK(write_outputs(plan, hit.root, hit.entry.payload, hit.entry.inputs));
+  ToolMessages messages = tool_messages(plan, hit.root, hit.entry.diagnostics);
+  if (!plan.output) messages.out += format_module(hit.entry.payload, plan.command.format);
+  return messages;
+}
+
 Result<void> write_outputs(const Plan& plan, const fs::path& root, std::span<const std::uint8_t> module,
                            const std::vector<InputFile>& inputs) {
   if (plan.output) {

@@ -281,7 +281,12 @@ Result<std::optional<store::Store::NamespacedEntry>> ImportRun::next_valid() {
     if (modules && checked->item.payload_kind == PayloadKind::spirv && into[cur->index].backend == "spirv")
       (*modules)[{into[cur->index].name(), checked->item.kernel}] =
           module_ref(checked->item, true, checked->item.validation == Validation::validated);
-    checked->item.origin_kind = OriginKind::imported;
+    // Signed by a key the import trusts, its recorded inputs are believed as
+    // a build's here (the signer vouches that they gave its key): the warm
+    // path serves it without an expansion. Otherwise they are its own claim
+    // until one expansion here confirms them (docs/design.md "The key binds
+    // everything").
+    checked->item.origin_kind = trusted ? OriginKind::confirmed : OriginKind::imported;
     checked->item.origin_detail = origin;
     return std::optional<store::Store::NamespacedEntry>{{cur->index, std::move(checked->item)}};
   }
