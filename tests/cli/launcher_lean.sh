@@ -19,6 +19,12 @@ ln -s kcache-launcher alone/glslc
 ln -s "$LEAN" beside/glslc
 args=(-O -Iproj/early -Iproj/inc -MD -MF o/k.d -c proj/shaders/k.comp -o o/k.spv)
 
+note "--help teaches; a call naming no tool is a usage error"
+expect_exit 0 "$LEAN" --help
+expect_in out 'README "Drop-in glslc"'
+expect_exit 2 "$LEAN" cc -c x.c
+expect_in err "usage: glslc ARGS..."
+
 note "kcache compiles; the launcher alone serves the hit"
 expect_exit 0 "$KCACHE" glslc "${args[@]}"
 cp o/k.spv compiled.spv

@@ -32,6 +32,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -128,12 +129,17 @@ int main(int argc, char** argv) {
     first_arg = 2;
   }
   if (!tool) {
-    std::fprintf(stderr,
-                 "usage: glslc ARGS... (a link named glslc or glslangValidator to %s), or %s glslc|glslangValidator "
-                 "ARGS...\n  Serves a compile from the kcache store when it holds the module; anything else runs "
-                 "`kcache glslc ARGS...`\n  (README \"Drop-in glslc\").\n",
-                 k_self, k_self);
-    return 2;
+    const bool asked = argc == 2 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h");
+    std::fprintf(asked ? stdout : stderr,
+                 "usage: glslc ARGS...          (a link named glslc or glslangValidator to %s)\n"
+                 "       %s glslc|glslangValidator ARGS...\n\n"
+                 "Serves a compile command from the kcache store when the store holds its module, current by\n"
+                 "every recorded input (no compiler is loaded: about a millisecond); runs `kcache glslc ARGS...`\n"
+                 "(kcache beside this program, or at %s from it) for anything else, which compiles, asks\n"
+                 "the remote caches or runs the real program. The store and settings are kcache's\n"
+                 "(KCACHE_STORE, KCACHE_BASEDIR, KCACHE_LAUNCHER_VALIDATE, ...). README \"Drop-in glslc\".\n",
+                 k_self, k_self, KCACHE_LAUNCHER_TO_KCACHE);
+    return asked ? 0 : 2;
   }
   // Run as the real program by `kcache` itself (a copy named glslc on
   // PATH): `kcache` says so rather than loop.
