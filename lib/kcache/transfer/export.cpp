@@ -74,6 +74,57 @@ std::vector<Field> bundle_tool_versions() {
 
 namespace {
 
+/// BASE of a delta (export --since): its kernels' keys, and its kernels in
+/// its order.
+struct DeltaBaseIndex {
+  std::map<std::string, Key, std::less<>> keys;
+  std::vector<std::string> order;
+};
+
+/// Reads BASE's index: a whole bundle of namespace `ns`, else invalid_argument.
+Result<DeltaBaseIndex> read_delta_base(const std::filesystem::path& since, const Namespace& ns) {
+  auto base_head = KCACHE_TRY(bundle::BundleReader::open_file(since));
+  const auto& bh = base_head.header();
+  if (bh.delta)
+    return fail(Category::invalid_argument, "--since {}: a delta bundle; name the whole bundle it applies to",
+                since.string());
+  if (!(bh.ns == ns))
+    return fail(Category::invalid_argument, "--since {} holds {}, not {}", since.string(), bh.ns.name(), ns.name());
+  DeltaBaseIndex out;
+  for (const auto& ie : bh.index) out.keys.emplace(ie.kernel, ie.key), out.order.push_back(ie.kernel);
+  return out;
+}
+
+/// The delta's fields against BASE: what it keeps of BASE (under BASE's
+/// key), what it removes (BASE's kernels neither kept nor shipped, with
+/// their keys in BASE), BASE's digest and name.
+Result<bundle::DeltaBase> delta_of(const std::filesystem::path& since, const DeltaBaseIndex& base,
+                                   const std::set<std::string, std::less<>>& kept,
+                                   const std::vector<bundle::IndexEntry>& shipped_index) {
+  bundle::DeltaBase d;
+  d.base_digest = KCACHE_TRY(bundle::describe_section(since)).digest;
+  d.base_entries = static_cast<std::uint32_t>(base.order.size());
+  // Messages name BASE by this; a name a reader would refuse is left out.
+  d.base_name = since.filename().string();
+  if (d.base_name.size() > bundle::k_max_delta_base_name || !util::is_printable_utf8(d.base_name)) d.base_name.clear();
+  std::vector<std::pair<std::string, Key>> with_keys;
+  std::set<std::string_view> shipped;
+  for (const auto& ie : shipped_index) shipped.insert(ie.kernel);
+  for (const auto& k : base.order) {
+    if (kept.contains(k)) {
+      d.kept.push_back(k);
+      d.kept_tags.push_back(bundle::kept_entry_tag(k, base.keys.at(k)));
+      with_keys.emplace_back(k, base.keys.at(k));
+    } else if (!shipped.contains(k)) {
+      // Its key in BASE: an importer removes only that build of it.
+      d.removed.push_back(k);
+      d.removed_keys.push_back(base.keys.at(k));
+    }
+  }
+  d.kept_digest = bundle::kept_entries_digest(with_keys);
+  return d;
+}
+
 /// export_bundle inside the caller's snapshot.
 Result<ExportResult> export_from(store::Reader& reader, const ExportSelection& selection, const BundleStream& out,
                                  const ExportOptions& options) {
@@ -89,26 +140,15 @@ Result<ExportResult> export_from(store::Reader& reader, const ExportSelection& s
   // concurrent build cannot change an entry between the passes.
   // A delta: BASE's kernels and keys; an entry under the same key is kept
   // (BASE ships it), any other is added or replaced.
-  std::map<std::string, Key, std::less<>> base;
-  std::vector<std::string> base_order;
-  if (!options.since.empty()) {
-    auto base_head = KCACHE_TRY(bundle::BundleReader::open_file(options.since));
-    const auto& bh = base_head.header();
-    if (bh.delta)
-      return fail(Category::invalid_argument, "--since {}: a delta bundle; name the whole bundle it applies to",
-                  options.since.string());
-    if (!(bh.ns == result.ns))
-      return fail(Category::invalid_argument, "--since {} holds {}, not {}", options.since.string(), bh.ns.name(),
-                  ns_name);
-    for (const auto& ie : bh.index) base.emplace(ie.kernel, ie.key), base_order.push_back(ie.kernel);
-  }
+  DeltaBaseIndex base;
+  if (!options.since.empty()) base = KCACHE_TRY(read_delta_base(options.since, result.ns));
   std::set<std::string, std::less<>> kept;
   std::uint64_t newest = 0;
   // A signature says "built by the signer": a remote's value was not.
   std::vector<std::string> from_remotes;
   KCACHE_CHECK(reader.scan(ns_name, [&](Entry&& e) {
     if (selected(selection, e.kernel)) {
-      if (auto it = base.find(e.kernel); it != base.end() && it->second == e.key) {
+      if (auto it = base.keys.find(e.kernel); it != base.keys.end() && it->second == e.key) {
         kept.insert(e.kernel);
         return true;
       }
@@ -126,31 +166,9 @@ Result<ExportResult> export_from(store::Reader& reader, const ExportSelection& s
                 from_remotes.size(), ns_name, util::shown_untrusted(from_remotes.front()),
                 from_remotes.size() > 1 ? fmt::format(" and {} more", from_remotes.size() - 1) : "");
   if (!options.since.empty()) {
-    bundle::DeltaBase d;
-    d.base_digest = KCACHE_TRY(bundle::describe_section(options.since)).digest;
-    d.base_entries = static_cast<std::uint32_t>(base_order.size());
-    // Messages name BASE by this; a name a reader would refuse is left out.
-    d.base_name = options.since.filename().string();
-    if (d.base_name.size() > bundle::k_max_delta_base_name || !util::is_printable_utf8(d.base_name))
-      d.base_name.clear();
-    std::vector<std::pair<std::string, Key>> with_keys;
-    std::set<std::string_view> shipped;
-    for (const auto& ie : header.index) shipped.insert(ie.kernel);
-    for (const auto& k : base_order) {
-      if (kept.contains(k)) {
-        d.kept.push_back(k);
-        d.kept_tags.push_back(bundle::kept_entry_tag(k, base.at(k)));
-        with_keys.emplace_back(k, base.at(k));
-      } else if (!shipped.contains(k)) {
-        // Its key in BASE: an importer removes only that build of it.
-        d.removed.push_back(k);
-        d.removed_keys.push_back(base.at(k));
-      }
-    }
-    d.kept_digest = bundle::kept_entries_digest(with_keys);
-    result.kept = d.kept.size();
-    result.removed = d.removed.size();
-    header.delta = std::move(d);
+    header.delta = KCACHE_TRY(delta_of(options.since, base, kept, header.index));
+    result.kept = header.delta->kept.size();
+    result.removed = header.delta->removed.size();
   }
   if (options.created == 0) header.created = newest;
   for (const auto& d : reader.damaged())
