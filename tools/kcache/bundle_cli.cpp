@@ -60,19 +60,11 @@ Result<remote::OciOptions> oci_options(const remote::OciRef& ref, unsigned timeo
   return options;
 }
 
-Result<ScratchDir> ScratchDir::make() {
+Result<util::ScratchDir> bundle_scratch_dir() {
   std::error_code ec;
-  std::string tmpl = (std::filesystem::temp_directory_path(ec) / "kcache-bundle-XXXXXX").string();
-  if (ec || !::mkdtemp(tmpl.data()))
-    return fail(Category::io_error, "cannot make a temporary folder for the bundle (TMPDIR)");
-  return ScratchDir(tmpl);
-}
-
-ScratchDir::ScratchDir(ScratchDir&& o) noexcept : m_path(std::exchange(o.m_path, {})) {}
-
-ScratchDir::~ScratchDir() {
-  std::error_code ec;
-  if (!m_path.empty()) std::filesystem::remove_all(m_path, ec);
+  const auto tmp = std::filesystem::temp_directory_path(ec);
+  if (ec) return fail(Category::io_error, "cannot make a temporary folder for the bundle: TMPDIR: {}", ec.message());
+  return util::ScratchDir::make(tmp, "kcache-bundle");
 }
 
 }  // namespace kcache::cli

@@ -7,6 +7,7 @@
 #include "kcache/bundle/bundle.hpp"
 #include "kcache/bundle/stream.hpp"
 #include "kcache/remote/oci.hpp"
+#include "kcache/util/file.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -39,21 +40,9 @@ Result<bundle::WriteOptions> write_options(int level, const std::string& sign_fi
 /// (0: the default, 10 minutes).
 Result<remote::OciOptions> oci_options(const remote::OciRef& ref, unsigned timeout_ms);
 
-/// A folder under TMPDIR, removed with this object: where a bundle is
-/// assembled or pulled before it is sent or imported.
-class ScratchDir {
- public:
-  /// io_error when TMPDIR has no room for one.
-  static Result<ScratchDir> make();
-  ScratchDir(ScratchDir&& o) noexcept;
-  ScratchDir& operator=(ScratchDir&&) = delete;
-  ~ScratchDir();
-  const std::filesystem::path& path() const { return m_path; }
-
- private:
-  explicit ScratchDir(std::filesystem::path p) : m_path(std::move(p)) {}
-  std::filesystem::path m_path;
-};
+/// A folder under TMPDIR (util::ScratchDir), removed with the object:
+/// where a bundle is assembled or pulled before it is sent or imported.
+Result<util::ScratchDir> bundle_scratch_dir();
 
 /// Help text of --format-version (export and merge).
 inline constexpr const char* k_format_version_help =

@@ -44,7 +44,7 @@ Result<ExportReport> write_export(store::Store& store, const ExportArgs& args, c
                                   const transfer::ExportOptions& options, const std::string& shown,
                                   const std::string& json_output) {
   if (is_release(args)) {
-    auto scratch = KCACHE_TRY(ScratchDir::make());
+    auto scratch = KCACHE_TRY(bundle_scratch_dir());
     transfer::ReleaseSelection sel;
     sel.namespaces = args.namespaces;
     sel.for_device = args.for_device;
@@ -73,7 +73,7 @@ int run_export_to_url(const ExportArgs& args, transfer::ExportOptions options) {
   auto store = args.store.open(false);
   if (!store) return report_error(store.error());
   ignore_sigpipe();
-  auto dir = ScratchDir::make();
+  auto dir = bundle_scratch_dir();
   if (!dir) return report_error(dir.error());
   bundle::BundleStream out;
   out.path = dir->path() / "bundle.kcb";

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <optional>
 #include <random>
+#include <utility>
 
 namespace kcache::util {
 
@@ -222,6 +223,19 @@ Result<void> write_file_atomic(const std::filesystem::path& path, std::span<cons
   auto file = KCACHE_TRY(AtomicFile::create(path, mode));
   KCACHE_CHECK(file.write(data));
   return file.commit(flush);
+}
+
+Result<ScratchDir> ScratchDir::make(const std::filesystem::path& parent, std::string_view prefix) {
+  std::string tmpl = (parent / (std::string(prefix) + "-XXXXXX")).string();
+  if (!::mkdtemp(tmpl.data())) return os_error(parent, "make a temporary folder in", errno);
+  return ScratchDir(tmpl);
+}
+
+ScratchDir::ScratchDir(ScratchDir&& o) noexcept : m_path(std::exchange(o.m_path, {})) {}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  if (!m_path.empty()) std::filesystem::remove_all(m_path, ec);
 }
 
 }  // namespace kcache::util

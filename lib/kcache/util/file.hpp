@@ -114,6 +114,22 @@ Result<std::string> read_file(const std::filesystem::path& path, ReadLimits limi
 Result<void> write_file_atomic(const std::filesystem::path& path, std::span<const std::uint8_t> data,
                                mode_t mode = 0666, Flush flush = Flush::to_disk);
 
+/// A new folder under `parent` (mkdtemp: PREFIX-XXXXXX, mode 0700),
+/// removed with everything in it when this object goes. io_error when
+/// `parent` has no room for one or cannot be written.
+class ScratchDir {
+ public:
+  static Result<ScratchDir> make(const std::filesystem::path& parent, std::string_view prefix);
+  ScratchDir(ScratchDir&& o) noexcept;
+  ScratchDir& operator=(ScratchDir&&) = delete;
+  ~ScratchDir();
+  const std::filesystem::path& path() const { return m_path; }
+
+ private:
+  explicit ScratchDir(std::filesystem::path p) : m_path(std::move(p)) {}
+  std::filesystem::path m_path;
+};
+
 /// The error for a failed OS call on `path`: not_found for ENOENT, io_error
 /// otherwise; "cannot ACTION PATH: strerror".
 tl::unexpected<Error> os_error(const std::filesystem::path& path, std::string_view action, int err);
