@@ -7,7 +7,7 @@
 //
 //   test::FailingStore store(store::make_memory_store(clock));
 //   store.fail(test::FailingStore::Op::put, Category::store_full);
-//   ... build::build(manifest, store, options) ...
+//   ... engine::build(manifest, store, options) ...
 //   store.heal(test::FailingStore::Op::put);
 //
 // Thread-safety: as the wrapped store; the failure settings and counters are

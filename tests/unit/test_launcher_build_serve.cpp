@@ -125,7 +125,7 @@ TEST_CASE("serve: compiled and stored, then a hit with the same bytes; the comma
 
   auto first = launcher_build::serve(plan, *store, options, inv);
   REQUIRE_MESSAGE(first, first.error().message);
-  CHECK(first->receipt.outcome == build::Outcome::compiled);
+  CHECK(first->receipt.outcome == engine::Outcome::compiled);
   CHECK(first->kernel.starts_with("shaders.k.comp@"));  // relative to the root (.git)
   auto bytes = util::read_file(t.path() / "out/k.spv");
   REQUIRE(bytes);
@@ -135,14 +135,14 @@ TEST_CASE("serve: compiled and stored, then a hit with the same bytes; the comma
   fs::remove(t.path() / "out/k.spv");
   auto second = launcher_build::serve(plan, *store, options, inv);
   REQUIRE_MESSAGE(second, second.error().message);
-  CHECK(second->receipt.outcome == build::Outcome::hit);
+  CHECK(second->receipt.outcome == engine::Outcome::hit);
   CHECK(util::read_file(t.path() / "out/k.spv").value_or("") == *bytes);
 
   // An include changed: not a hit.
   t.write("inc/scale.h", "#define SCALE 3.0\n");
   auto third = launcher_build::serve(plan, *store, options, inv);
   REQUIRE_MESSAGE(third, third.error().message);
-  CHECK(third->receipt.outcome == build::Outcome::stale_replaced);
+  CHECK(third->receipt.outcome == engine::Outcome::stale_replaced);
   CHECK(util::read_file(t.path() / "out/k.spv").value_or("") != *bytes);
 
   std::vector<store::RunRecord> runs;
@@ -167,7 +167,7 @@ TEST_CASE("serve: a compile error is a failed receipt and writes nothing") {
   auto served =
       launcher_build::serve(std::get<launcher::Plan>(planned), *store, {}, {"glslc", t.path().string(), {}, ""});
   REQUIRE_MESSAGE(served, served.error().message);
-  CHECK(served->receipt.outcome == build::Outcome::failed);
+  CHECK(served->receipt.outcome == engine::Outcome::failed);
   CHECK_FALSE(fs::exists(t.path() / "bad.spv"));
 }
 
@@ -185,7 +185,7 @@ TEST_CASE("serve: -Werror is bound to the key, so an entry whose warnings were s
   const auto plain = plan_of({"-c", "warn.comp", "-o", "plain.spv"});
   auto first = launcher_build::serve(plain, *store, {}, inv);
   REQUIRE_MESSAGE(first, first.error().message);
-  REQUIRE(first->receipt.outcome == build::Outcome::compiled);
+  REQUIRE(first->receipt.outcome == engine::Outcome::compiled);
   CHECK_FALSE(first->diagnostics.empty());
 
   // What a bundle or remote could bring: the same key and module re-encoded
@@ -207,14 +207,14 @@ TEST_CASE("serve: -Werror is bound to the key, so an entry whose warnings were s
     auto served = launcher_build::serve(strict, *store, {}, inv);
     REQUIRE_MESSAGE(served, served.error().message);
     CHECK(served->kernel != first->kernel);
-    CHECK(served->receipt.outcome == build::Outcome::failed);
+    CHECK(served->receipt.outcome == engine::Outcome::failed);
     CHECK_FALSE(fs::exists(t.path() / "strict.spv"));
   }
   // -w wins over -Werror, as in glslc: the plain entry serves it.
   auto quiet = launcher_build::serve(plan_of({"-c", "warn.comp", "-o", "quiet.spv", "-Werror", "-w"}), *store, {}, inv);
   REQUIRE_MESSAGE(quiet, quiet.error().message);
   CHECK(quiet->kernel == first->kernel);
-  CHECK(quiet->receipt.outcome == build::Outcome::hit);
+  CHECK(quiet->receipt.outcome == engine::Outcome::hit);
 }
 
 TEST_CASE("find_hit: the direct rule without a compiler, and only that") {

@@ -3,7 +3,7 @@
 // (Store::begin_lease), over both stores; a lease whose holder is gone (an
 // unlocked lease file, a released lease) protects nothing; and a build's
 // recheck_stored says when its entries went all the same.
-#include "kcache/build/recheck.hpp"
+#include "kcache/engine/recheck.hpp"
 #include "kcache/maintain/gc.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/util/hash.hpp"
@@ -83,8 +83,8 @@ maintain::Eviction evict_all(store::Store& s, const store::Lease* own = nullptr)
   return std::move(**evicted);
 }
 
-build::Receipt receipt(const std::string& kernel, build::Outcome outcome) {
-  build::Receipt r;
+engine::Receipt receipt(const std::string& kernel, engine::Outcome outcome) {
+  engine::Receipt r;
   r.kernel = kernel;
   r.ns = k_ns.name();
   r.outcome = outcome;
@@ -119,9 +119,9 @@ TEST_CASE_TEMPLATE("evict leases: a running build's entries outlive an eviction 
     CHECK_FALSE(e.plan.max_size_reached);
     CHECK(stored(*s) == k_new);
     // What the build reported is all there: its recheck passes.
-    build::BuildResult result;
-    for (const auto& k : k_new) result.receipts.push_back(receipt(k, build::Outcome::compiled));
-    CHECK(build::recheck_stored(*s, result).has_value());
+    engine::BuildResult result;
+    for (const auto& k : k_new) result.receipts.push_back(receipt(k, engine::Outcome::compiled));
+    CHECK(engine::recheck_stored(*s, result).has_value());
   }
   SUBCASE("an old entry used since the lease started is kept too") {
     store::UsageBatch used;
@@ -184,11 +184,11 @@ TEST_CASE("evict leases: recheck_stored fails, naming them, when reported entrie
   SteppedClock clock;
   auto s = store::make_memory_store(clock);
   put_at(*s, clock, 1'000, {"a", "b", "c"});
-  build::BuildResult result;
-  for (const auto& k : {"a", "b", "c"}) result.receipts.push_back(receipt(k, build::Outcome::hit));
-  result.receipts.push_back(receipt("f", build::Outcome::failed));  // not stored: not checked
+  engine::BuildResult result;
+  for (const auto& k : {"a", "b", "c"}) result.receipts.push_back(receipt(k, engine::Outcome::hit));
+  result.receipts.push_back(receipt("f", engine::Outcome::failed));  // not stored: not checked
   bool called = false;
-  CHECK(build::recheck_stored(*s, result, [&] { called = true; }).has_value());
+  CHECK(engine::recheck_stored(*s, result, [&] { called = true; }).has_value());
   CHECK(called);
 
   // b evicted, c rewritten by another build with another key.
@@ -196,7 +196,7 @@ TEST_CASE("evict leases: recheck_stored fails, naming them, when reported entrie
   Entry other = make_entry("c", 1'000);
   other.key.ir = util::hash_string("another ir");
   REQUIRE(s->put(k_ns, std::vector<Entry>{other}).has_value());
-  auto checked = build::recheck_stored(*s, result);
+  auto checked = engine::recheck_stored(*s, result);
   REQUIRE_FALSE(checked.has_value());
   CHECK(checked.error().category == Category::busy);
   const auto& m = checked.error().message;

@@ -4,7 +4,7 @@
 // without a manifest, judged by the rule of the stage that wrote them. A
 // CUDA failure record was once compared with the GLSL toolchain, so `gc
 // --stale` without a manifest deleted every one.
-#include "kcache/build/run.hpp"
+#include "kcache/engine/run.hpp"
 #include "kcache/maintain/gc.hpp"
 #include "kcache/maintain/inspect.hpp"
 #include "kcache/manifest/manifest.hpp"
@@ -71,7 +71,7 @@ TEST_CASE(
     REQUIRE_MESSAGE(m, (m ? "" : m.error().message));
     auto store = store::make_memory_store();
     util::FixedClock clock{1'700'000'000};
-    build::RunOptions options;
+    engine::RunOptions options;
     options.build.jobs = 1;
     options.build.clock = &clock;
     options.build.origin = "test_maintain_read_side";
@@ -79,12 +79,12 @@ TEST_CASE(
 #ifdef KCACHE_TEST_NVRTC
     options.build.nvrtc_path = KCACHE_TEST_NVRTC;
 #endif
-    auto built = build::run(*m, *store, options);
+    auto built = engine::run(*m, *store, options);
     REQUIRE_MESSAGE(built, (built ? "" : built.error().message));
     REQUIRE(built->result.receipts.size() == 2);
     for (const auto& r : built->result.receipts) {
       CHECK(r.ns == stage.ns);
-      CHECK(r.outcome == (r.kernel == "k" ? build::Outcome::compiled : build::Outcome::failed));
+      CHECK(r.outcome == (r.kernel == "k" ? engine::Outcome::compiled : engine::Outcome::failed));
     }
 
     // Without a manifest: neither record was built by another toolchain.

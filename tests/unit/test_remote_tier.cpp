@@ -191,14 +191,14 @@ TEST_CASE("a stage's own check refuses a value that passed the import's, counted
   RemoteTier tier(options, std::move(backends));
   tier.publish(ns, e);
   int asked = 0;
-  build::EntryCheck refuse = [&](const Entry& got) -> Result<void> {
+  engine::EntryCheck refuse = [&](const Entry& got) -> Result<void> {
     ++asked;
     CHECK(got.kernel == "k");
     return fail(Category::corruption, "remote value: a pipeline built from another module");
   };
   CHECK_FALSE(tier.fetch(ns, "k", e.key, refuse));
   CHECK(asked == 1);
-  build::EntryCheck accept = [](const Entry&) -> Result<void> { return {}; };
+  engine::EntryCheck accept = [](const Entry&) -> Result<void> { return {}; };
   CHECK(tier.fetch(ns, "k", e.key, accept));
   auto s = tier.stats();
   CHECK(s[0].refused == 1);

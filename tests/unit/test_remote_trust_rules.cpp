@@ -3,7 +3,7 @@
 // value is stored with is the one `export --sign` recognises as a remote's
 // (transfer::is_remote_origin), and the clock skew a remote value and a
 // bundle entry may have is one figure (core k_max_future_seconds).
-#include "kcache/build/stage.hpp"
+#include "kcache/engine/stage.hpp"
 #include "kcache/remote/tier.hpp"
 #include "kcache/remote/value.hpp"
 #include "kcache/transfer/transfer.hpp"
@@ -34,5 +34,5 @@ TEST_CASE("a value fetched from a remote is stored with an origin export --sign 
 }
 
 TEST_CASE("remote values and bundle entries allow one clock skew") {
-  CHECK(build::k_remote_clock_skew_seconds == k_max_future_seconds);
+  CHECK(engine::k_remote_clock_skew_seconds == k_max_future_seconds);
 }

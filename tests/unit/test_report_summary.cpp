@@ -9,9 +9,9 @@
 
 using kcache::Category;
 using kcache::Error;
-using kcache::build::BuildResult;
-using kcache::build::Outcome;
-using kcache::build::Receipt;
+using kcache::engine::BuildResult;
+using kcache::engine::Outcome;
+using kcache::engine::Receipt;
 
 namespace {
 

@@ -1,9 +1,9 @@
 #include "cli.hpp"
 #include "seams.hpp"
 
-#include "kcache/build/cuda_stage.hpp"
 #include "kcache/bundle/bundle.hpp"
 #include "kcache/compile/compiler.hpp"
+#include "kcache/engine/cuda_stage.hpp"
 #include "kcache/remote/backend.hpp"
 #include "kcache/remote/setting.hpp"
 #include "kcache/report/report.hpp"
@@ -292,7 +292,7 @@ std::string cuda_driver_library() {
 std::string version_text() {
   const auto& v = compile::Toolchain::installed().versions();
   // NVRTC is loaded at run time, so this names the one a build would load.
-  auto nvrtc = build::nvrtc_description(nvrtc_path(""));
+  auto nvrtc = engine::nvrtc_description(nvrtc_path(""));
   return fmt::format("kcache {}\nglslang {}\nSPIRV-Tools {}\nLMDB {}\n{}\n{}\nNVRTC {}\n", KCACHE_VERSION, v.glslang,
                      v.spirv_tools, store::lmdb_version(), bundle::library_versions(), remote::library_versions(),
                      nvrtc ? *nvrtc : std::string("not found (CUDA kernels cannot be compiled; see --nvrtc)"));

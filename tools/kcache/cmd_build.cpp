@@ -3,10 +3,10 @@
 #include "remote_cli.hpp"
 #include "seams.hpp"
 
-#include "kcache/build/recheck.hpp"
-#include "kcache/build/reproducible.hpp"
-#include "kcache/build/run.hpp"
 #include "kcache/device/device.hpp"
+#include "kcache/engine/recheck.hpp"
+#include "kcache/engine/reproducible.hpp"
+#include "kcache/engine/run.hpp"
 #include "kcache/maintain/gc.hpp"
 #include "kcache/maintain/inspect.hpp"
 #include "kcache/manifest/manifest.hpp"
@@ -72,10 +72,10 @@ Result<std::optional<device::DeviceInfo>> select_device(const BuildArgs& args) {
 }
 
 /// The run's options from the command line and the environment.
-Result<build::RunOptions> run_options(const BuildArgs& args) {
-  build::RunOptions options;
+Result<engine::RunOptions> run_options(const BuildArgs& args) {
+  engine::RunOptions options;
   options.build.jobs = KCACHE_TRY(jobs_or_env(args.jobs, args.store.path()));
-  if (!args.shard.empty()) options.build.shard = KCACHE_TRY(build::parse_shard(args.shard));
+  if (!args.shard.empty()) options.build.shard = KCACHE_TRY(engine::parse_shard(args.shard));
   options.build.explain = args.explain;
   options.build.retry_failed = args.retry_failed;
   options.build.origin = build_origin();
@@ -126,12 +126,12 @@ class LogProgress {
 /// states, no store touched. A test build may tamper with the second compile
 /// (seams::tamper_second), to show the check can fail.
 int run_check_reproducible(const BuildArgs& args, const manifest::Manifest& manifest) {
-  build::ReproducibleOptions options;
+  engine::ReproducibleOptions options;
   auto jobs = jobs_or_env(args.jobs, args.store.path());
   if (!jobs) return report_error(jobs.error());
   options.jobs = *jobs;
   if (!args.shard.empty()) {
-    auto shard = build::parse_shard(args.shard);
+    auto shard = engine::parse_shard(args.shard);
     if (!shard) return report_error(shard.error());
     options.shard = *shard;
   }
@@ -141,7 +141,7 @@ int run_check_reproducible(const BuildArgs& args, const manifest::Manifest& mani
     options.on_progress = [](std::size_t done, std::size_t total) {
       fmt::print(stderr, "\r\033[K[{}/{}] compiled twice", done, total);
     };
-  auto result = build::check_reproducible(manifest, options);
+  auto result = engine::check_reproducible(manifest, options);
   if (options.on_progress) fmt::print(stderr, "\r\033[K");
   if (!result) return report_error(result.error());
   std::string json = report::reproducible_json(*result);
@@ -268,11 +268,11 @@ int run_build(const BuildArgs& args) {
   // A terminal gets a line rewritten per kernel; a log (CI), a line every
   // few seconds.
   bool progress = stderr_is_terminal() && !args.json;
-  options->build.on_receipt = [progress, log = LogProgress()](const build::Receipt& r, std::size_t done,
+  options->build.on_receipt = [progress, log = LogProgress()](const engine::Receipt& r, std::size_t done,
                                                               std::size_t total) mutable {
     interrupt::g_done = done;
     interrupt::g_total = total;
-    if (progress) fmt::print(stderr, "\r\033[K[{}/{}] {} {}", done, total, build::outcome_name(r.outcome), r.kernel);
+    if (progress) fmt::print(stderr, "\r\033[K[{}/{}] {} {}", done, total, engine::outcome_name(r.outcome), r.kernel);
     else log(done, total);
   };
   auto tier = make_remote_tier(args.remote, args.store.path());
@@ -282,7 +282,7 @@ int run_build(const BuildArgs& args) {
   if (!store) return report_error(store.error());
   interrupt::g_total = manifest->kernels.size();
   std::optional<interrupt::Guard> interrupted(std::in_place, progress);
-  auto ran = build::run(*manifest, **store, *options);
+  auto ran = engine::run(*manifest, **store, *options);
   interrupted.reset();
   if (progress) fmt::print(stderr, "\r\033[K");
   if (!ran) return report_error(ran.error());
@@ -310,12 +310,12 @@ int run_build(const BuildArgs& args) {
   // A kernel that compiled but is not in the store is a store error (exit 4),
   // after the report so that the stored ones and each refusal are still shown:
   // CI must not go on to export an incomplete store.
-  if (auto unstored = build::unstored_error(ran->result)) return report_error(*unstored);
+  if (auto unstored = engine::unstored_error(ran->result)) return report_error(*unstored);
   if (!args.no_evict)
     if (int code = evict_to_limit(args, *manifest, **store, ran->lease.get()); code != k_exit_ok) return code;
   // Last, with the lease still held: every kernel reported as stored is
   // (a concurrent gc or eviction may have missed this build's lease; exit 4).
-  if (auto checked = build::recheck_stored(**store, ran->result, seams::before_recheck()); !checked)
+  if (auto checked = engine::recheck_stored(**store, ran->result, seams::before_recheck()); !checked)
     return report_error(checked.error());
   return ran->result.any_failed() ? k_exit_failed : k_exit_ok;
 }

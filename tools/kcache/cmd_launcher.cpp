@@ -157,7 +157,7 @@ int run_launcher(const std::string& tool, const std::vector<std::string>& args) 
     store->reset();
     return exec_real(tool, args, served.error().message);
   }
-  if (served->receipt.outcome == build::Outcome::failed) {
+  if (served->receipt.outcome == engine::Outcome::failed) {
     // The real program's diagnostics, exit code and (if kcache alone
     // refused the module) output are the tool's own.
     store->reset();

@@ -12,9 +12,9 @@
 // seams_testing.cpp, which reads the KCACHE_TEST_* variables (listed there).
 #pragma once
 
-#include "kcache/build/reproducible.hpp"
 #include "kcache/compile/compiler.hpp"
 #include "kcache/cuda_device/cuda_device.hpp"
+#include "kcache/engine/reproducible.hpp"
 #include "kcache/util/clock.hpp"
 #include "kcache/util/error.hpp"
 #include "kcache/worker/pipeline_worker.hpp"
@@ -55,11 +55,11 @@ struct DescribedCuda {
 Result<std::optional<DescribedCuda>> described_cuda_devices();
 
 /// `build --check-reproducible`'s hook on each kernel's second compile
-/// (build::ReproducibleOptions::tamper_second); empty when none.
-decltype(build::ReproducibleOptions::tamper_second) tamper_second();
+/// (engine::ReproducibleOptions::tamper_second); empty when none.
+decltype(engine::ReproducibleOptions::tamper_second) tamper_second();
 
 /// `kcache build`'s hook before it re-checks its entries
-/// (build::recheck_stored's before_read), with the build's lease held and
+/// (engine::recheck_stored's before_read), with the build's lease held and
 /// everything written: a test holds the build there while another process
 /// evicts. Empty when none (always, in the release build).
 std::function<void()> before_recheck();

@@ -16,7 +16,7 @@ void add_worker_fault_options(CLI::App&, worker::WorkerArgs&) {}
 
 Result<std::optional<DescribedCuda>> described_cuda_devices() { return std::optional<DescribedCuda>{}; }
 
-decltype(build::ReproducibleOptions::tamper_second) tamper_second() { return {}; }
+decltype(engine::ReproducibleOptions::tamper_second) tamper_second() { return {}; }
 
 std::function<void()> before_recheck() { return {}; }
 

@@ -94,7 +94,7 @@ Result<std::optional<DescribedCuda>> described_cuda_devices() {
   return std::optional<DescribedCuda>{DescribedCuda{"KCACHE_TEST_CUDA_DEVICE", {std::move(*d)}}};
 }
 
-decltype(build::ReproducibleOptions::tamper_second) tamper_second() {
+decltype(engine::ReproducibleOptions::tamper_second) tamper_second() {
   const char* value = env("KCACHE_TEST_TAMPER_SECOND");
   if (!value) return {};
   return [glob = std::string(value)](const definition::KernelSpec& spec, std::vector<std::uint32_t>& words) {

@@ -2,8 +2,8 @@
 // (serve.hpp).
 #include "kcache/launcher_build/serve.hpp"
 
-#include "kcache/build/run.hpp"
 #include "kcache/core/entry.hpp"
+#include "kcache/engine/run.hpp"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@ namespace {
 
 /// Why the real program runs for a command kcache could not serve, as
 /// `kcache stats` groups it.
-std::string fallback_reason(const build::Receipt& receipt) {
+std::string fallback_reason(const engine::Receipt& receipt) {
   const Category c = receipt.error ? receipt.error->category : Category::compile_failed;
   if (c == Category::validator_unsupported)
     return "spirv-val does not know what the module uses (launcher_validate = known stores it, flagged)";
@@ -33,12 +33,12 @@ Result<Served> serve(const launcher::Plan& plan, store::Store& store, const Serv
   manifest.path = out.root / ("(" + invocation.tool + " command)");
   manifest.kernels.push_back(launcher::kernel_spec(plan, out.root, out.kernel, validate));
 
-  build::RunOptions run;
+  engine::RunOptions run;
   run.build = options.build;
   run.build.jobs = 1;
   run.build.on_receipt = nullptr;
   run.record_usage = false;  // below, once it is known whether the real program must run
-  auto result = KCACHE_TRY(build::run(manifest, store, run));
+  auto result = KCACHE_TRY(engine::run(manifest, store, run));
   if (result.result.receipts.size() != 1)
     return fail(Category::io_error, "the build of one command returned {} receipts", result.result.receipts.size());
   out.receipt = result.result.receipts.front();
@@ -47,12 +47,12 @@ Result<Served> serve(const launcher::Plan& plan, store::Store& store, const Serv
   auto record = [&] {
     result.result.receipts.front() = out.receipt;
     store::Invocation recorded = invocation;
-    if (out.receipt.outcome == build::Outcome::failed && recorded.not_cacheable.empty())
+    if (out.receipt.outcome == engine::Outcome::failed && recorded.not_cacheable.empty())
       recorded.not_cacheable = fallback_reason(out.receipt);
-    if (auto written = build::record_run(store, result.result, *options.build.clock, &recorded); !written)
+    if (auto written = engine::record_run(store, result.result, *options.build.clock, &recorded); !written)
       out.record_warning = std::move(written).error();
   };
-  if (out.receipt.outcome == build::Outcome::failed) {
+  if (out.receipt.outcome == engine::Outcome::failed) {
     record();
     return out;
   }
@@ -65,7 +65,7 @@ Result<Served> serve(const launcher::Plan& plan, store::Store& store, const Serv
     return {};
   }));
   if (!entry || entry->key != out.receipt.key || entry->payload_kind != PayloadKind::spirv) {
-    out.receipt.outcome = build::Outcome::failed;
+    out.receipt.outcome = engine::Outcome::failed;
     out.receipt.error = Error{Category::busy, "the stored module changed while it was being served"};
     record();
     return out;
@@ -74,7 +74,7 @@ Result<Served> serve(const launcher::Plan& plan, store::Store& store, const Serv
   if (plan.command.warnings_as_errors && !plan.command.suppress_warnings && !out.diagnostics.empty()) {
     // Not reached by an honest store (-Werror is in the key); kept as a
     // second line against an entry filed under that key with warnings.
-    out.receipt.outcome = build::Outcome::failed;
+    out.receipt.outcome = engine::Outcome::failed;
     out.receipt.error = Error{Category::compile_failed, "the module has warnings and -Werror makes them errors"};
     record();
     return out;

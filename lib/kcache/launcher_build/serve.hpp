@@ -12,7 +12,7 @@
 // Thread-safety: one call at a time per store handle.
 #pragma once
 
-#include "kcache/build/build.hpp"
+#include "kcache/engine/build.hpp"
 #include "kcache/launcher/launcher.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/settings/settings.hpp"
@@ -29,7 +29,7 @@ namespace kcache::launcher_build {
 
 struct ServeOptions {
   /// Clock, toolchain, remotes (secondary), origin: as for `kcache build`.
-  build::BuildOptions build;
+  engine::BuildOptions build;
   /// The project root for keys (KCACHE_BASEDIR); nullopt: keys_root's rule.
   std::optional<std::filesystem::path> base_dir;
   /// The launcher_validate setting; empty: every module strict.
@@ -37,8 +37,8 @@ struct ServeOptions {
 };
 
 struct Served {
-  build::Receipt receipt;  ///< hit, compiled, remote_hit, ... or failed (the caller runs the real program)
-  std::string kernel;      ///< the entry's name
+  engine::Receipt receipt;  ///< hit, compiled, remote_hit, ... or failed (the caller runs the real program)
+  std::string kernel;       ///< the entry's name
   std::filesystem::path root;
   /// The one-kernel manifest the command became (what an eviction after it
   /// must keep: maintain::evict_to_limit).

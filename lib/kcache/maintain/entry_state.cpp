@@ -1,7 +1,7 @@
 #include "kcache/maintain/entry_state.hpp"
 
-#include "kcache/build/explain.hpp"
-#include "kcache/build/record_rules.hpp"
+#include "kcache/engine/explain.hpp"
+#include "kcache/engine/record_rules.hpp"
 
 namespace kcache::maintain {
 
@@ -20,7 +20,7 @@ EntryClassifier::EntryClassifier(const manifest::Manifest* manifest, const compi
   if (!manifest) return;
   m_files.emplace(manifest->root);
   for (const auto& k : manifest->kernels) {
-    for (const build::RecordRules* rules : build::all_record_rules())
+    for (const engine::RecordRules* rules : engine::all_record_rules())
       for (auto& ns : rules->namespaces_of(k)) m_wanted[{std::move(ns), k.name}] = &k;
     m_by_name.emplace(k.name, &k);
   }
@@ -32,18 +32,18 @@ const definition::KernelSpec* EntryClassifier::wanted(const std::string& ns, con
 }
 
 Classification EntryClassifier::classify(const Namespace& ns, const Entry& entry) {
-  return classify_recorded(ns, entry.kernel, build::recorded(entry));
+  return classify_recorded(ns, entry.kernel, engine::recorded(entry));
 }
 
 Classification EntryClassifier::classify(const Namespace& ns, const Failure& failure) {
-  return classify_recorded(ns, failure.kernel, build::recorded(failure));
+  return classify_recorded(ns, failure.kernel, engine::recorded(failure));
 }
 
 Classification EntryClassifier::classify_recorded(const Namespace& ns, const std::string& kernel,
-                                                  const build::Recorded& stored) {
+                                                  const engine::Recorded& stored) {
   Classification c;
   // A backend no stage of this kcache writes (a newer kcache's): unknown.
-  const build::RecordRules* rules = build::record_rules(ns.backend);
+  const engine::RecordRules* rules = engine::record_rules(ns.backend);
   if (!rules) return c;
   if (auto why = rules->stale_namespace(ns)) {
     c.state = EntryState::stale;
@@ -74,8 +74,8 @@ Classification EntryClassifier::classify_recorded(const Namespace& ns, const std
     return c;
   }
   auto a = rules->assess(*spec, ns, stored, *m_files, m_toolchain);
-  c.state = a.state == build::Freshness::fresh ? EntryState::fresh : EntryState::stale;
-  if (c.state == EntryState::stale) c.changes = build::essential_changes(std::move(a.changes));
+  c.state = a.state == engine::Freshness::fresh ? EntryState::fresh : EntryState::stale;
+  if (c.state == EntryState::stale) c.changes = engine::essential_changes(std::move(a.changes));
   return c;
 }
 

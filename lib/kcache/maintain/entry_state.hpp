@@ -5,10 +5,10 @@
 // Thread-safety: an EntryClassifier is used by one thread.
 #pragma once
 
-#include "kcache/build/freshness.hpp"
 #include "kcache/compile/compiler.hpp"
 #include "kcache/core/entry.hpp"
 #include "kcache/core/namespace.hpp"
+#include "kcache/engine/freshness.hpp"
 #include "kcache/manifest/manifest.hpp"
 
 #include <functional>
@@ -34,7 +34,7 @@ std::string_view entry_state_name(EntryState s);
 struct Classification {
   EntryState state = EntryState::unknown;
   /// For stale: why (stored → current), essential changes only.
-  std::vector<build::Change> changes;
+  std::vector<engine::Change> changes;
   /// Built by another toolchain (key schema, glslang, SPIRV-Tools, optimiser
   /// recipe), or stored in a vulkan namespace of fingerprint schema 1 (its id
   /// named one card, so no lookup reaches it): can never hit again whatever
@@ -44,7 +44,7 @@ struct Classification {
 
 /// Classifies entries against an optional manifest.
 /// Each question is the stage's that writes the record's namespace
-/// (build::record_rules); this class holds no backend names.
+/// (engine::record_rules); this class holds no backend names.
 ///   - A record of a namespace its stage calls stale (stale_namespace: a
 ///     vulkan namespace of fingerprint schema 1) is stale, always.
 ///   - Without a manifest: stale when built by another toolchain (as far as
@@ -74,7 +74,7 @@ class EntryClassifier {
  private:
   /// classify's rule over what entries and failure records both record,
   /// by the rules of the stage that writes `ns` (build/record_rules.hpp).
-  Classification classify_recorded(const Namespace& ns, const std::string& kernel, const build::Recorded& stored);
+  Classification classify_recorded(const Namespace& ns, const std::string& kernel, const engine::Recorded& stored);
 
   const manifest::Manifest* m_manifest;
   const compile::Toolchain& m_toolchain;

@@ -1,7 +1,7 @@
 #include "kcache/maintain/inspect.hpp"
 
-#include "kcache/build/record_rules.hpp"
 #include "kcache/device/device.hpp"
+#include "kcache/engine/record_rules.hpp"
 #include "kcache/util/worker_pool.hpp"
 
 #include <fmt/format.h>
@@ -170,12 +170,13 @@ Result<KernelReport> inspect_kernel(store::Store& store, const std::string& kern
   KCACHE_CHECK(store.read([&](store::Reader& reader) -> Result<void> {
     for (const auto& info : KCACHE_TRY(reader.namespace_records()))
       if (auto e = KCACHE_TRY(reader.get(info.ns.name(), kernel))) {
-        const build::RecordRules* rules = build::record_rules(info.ns.backend);
-        auto changes = rules ? rules->toolchain_changes(build::recorded(*e), toolchain) : std::vector<build::Change>{};
+        const engine::RecordRules* rules = engine::record_rules(info.ns.backend);
+        auto changes =
+            rules ? rules->toolchain_changes(engine::recorded(*e), toolchain) : std::vector<engine::Change>{};
         out.stored.push_back({info.ns.name(), std::move(*e), std::move(changes)});
       }
     if (spec) {
-      build::Explainer explainer(reader, *files, toolchain);
+      engine::Explainer explainer(reader, *files, toolchain);
       out.explanation = KCACHE_TRY(explainer.explain(*spec));
     }
     return {};
@@ -187,11 +188,11 @@ Result<KernelReport> inspect_kernel(store::Store& store, const std::string& kern
   return out;
 }
 
-Result<std::vector<build::Explanation>> explain_manifest(store::Store& store, const manifest::Manifest& manifest,
-                                                         const compile::Toolchain& toolchain, unsigned jobs) {
+Result<std::vector<engine::Explanation>> explain_manifest(store::Store& store, const manifest::Manifest& manifest,
+                                                          const compile::Toolchain& toolchain, unsigned jobs) {
   definition::FileCache files(manifest.root);
   const auto& kernels = manifest.kernels;
-  std::vector<build::Explanation> all(kernels.size());
+  std::vector<engine::Explanation> all(kernels.size());
   std::atomic<std::size_t> next{0};
   std::atomic<bool> stop{false};
   std::mutex mutex;
@@ -201,7 +202,7 @@ Result<std::vector<build::Explanation>> explain_manifest(store::Store& store, co
   // one (an expansion, a variant search) does not hold up a whole share.
   auto work = [&] {
     auto read = store.read([&](store::Reader& reader) -> Result<void> {
-      build::Explainer explainer(reader, files, toolchain);
+      engine::Explainer explainer(reader, files, toolchain);
       for (std::size_t i; !stop && (i = next.fetch_add(1)) < kernels.size();)
         all[i] = KCACHE_TRY(explainer.explain(kernels[i]));
       return {};

@@ -6,10 +6,10 @@
 // Thread-safety: each call reads the store in one snapshot.
 #pragma once
 
-#include "kcache/build/explain.hpp"
-#include "kcache/build/freshness.hpp"
 #include "kcache/compile/compiler.hpp"
 #include "kcache/cuda_device/cuda_device.hpp"
+#include "kcache/engine/explain.hpp"
+#include "kcache/engine/freshness.hpp"
 #include "kcache/maintain/entry_state.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/store/store.hpp"
@@ -31,7 +31,7 @@ struct EntryRow {
   OriginKind origin_kind = OriginKind::built;
   std::string origin_detail;
   EntryState state = EntryState::unknown;  ///< unknown when no manifest was given
-  std::vector<build::Change> changes;      ///< why stale (stale entries)
+  std::vector<engine::Change> changes;     ///< why stale (stale entries)
   std::uint64_t written = 0;               ///< usage record: last written here (0 = unknown)
   std::uint64_t last_used = 0;             ///< usage record: last hit (0 = unknown)
   std::size_t record_bytes = 0;            ///< key + record: what removing it frees
@@ -132,14 +132,14 @@ struct KernelReport {
   struct Stored {
     std::string ns;
     Entry entry;
-    /// Built by another toolchain: never hits again (build::toolchain_changes).
-    std::vector<build::Change> toolchain_changes;
+    /// Built by another toolchain: never hits again (engine::toolchain_changes).
+    std::vector<engine::Change> toolchain_changes;
   };
   std::vector<Stored> stored;
   /// A manifest was given; `in_manifest` says whether it has the kernel.
   std::string manifest_path;
   bool in_manifest = false;
-  std::optional<build::Explanation> explanation;  ///< when the manifest has it
+  std::optional<engine::Explanation> explanation;  ///< when the manifest has it
 };
 
 /// Reads one snapshot. not_found when the kernel is neither stored nor in
@@ -149,11 +149,11 @@ Result<KernelReport> inspect_kernel(store::Store& store, const std::string& kern
 
 /// Explains every manifest kernel (`inspect --why`), in manifest order, on
 /// `jobs` threads (0 = number of cores), as `kcache build -j` checks them:
-/// each thread reads its own snapshot with its own build::Explainer (the
+/// each thread reads its own snapshot with its own engine::Explainer (the
 /// build's id-key lookup and recorded-input check first; a kernel is
 /// preprocessed only when an input changed), and all share one FileCache so
 /// every input file is hashed once. Errors: the store's read errors.
-Result<std::vector<build::Explanation>> explain_manifest(store::Store& store, const manifest::Manifest& manifest,
-                                                         const compile::Toolchain& toolchain, unsigned jobs = 1);
+Result<std::vector<engine::Explanation>> explain_manifest(store::Store& store, const manifest::Manifest& manifest,
+                                                          const compile::Toolchain& toolchain, unsigned jobs = 1);
 
 }  // namespace kcache::maintain

@@ -16,7 +16,7 @@ struct RemoteTier::Remote {
   std::unique_ptr<Backend> backend;
   std::vector<bundle::PublicKey> trusted;  ///< empty: values are not authenticated
   mutable std::mutex mutex;
-  build::SecondaryStats stats;
+  engine::SecondaryStats stats;
   unsigned consecutive_failures = 0;
 
   bool skipped() const {
@@ -128,7 +128,7 @@ Result<Entry> RemoteTier::check_direct_value(std::span<const std::uint8_t> bytes
 std::optional<Entry> RemoteTier::fetch_from(const std::function<bool(const Remote&)>& asks,
                                             const std::function<std::string(const Remote&)>& key_of,
                                             std::string_view kernel, const Checker& checked,
-                                            const build::EntryCheck& check, bool miss_resets) {
+                                            const engine::EntryCheck& check, bool miss_resets) {
   for (auto& r : m_remotes) {
     if (r->skipped() || !asks(*r)) continue;
     auto got = r->backend->get(key_of(*r), k_max_value_bytes);
@@ -160,7 +160,7 @@ std::optional<Entry> RemoteTier::fetch_from(const std::function<bool(const Remot
 }
 
 std::optional<Entry> RemoteTier::fetch(const Namespace& ns, std::string_view kernel, const Key& key,
-                                       const build::EntryCheck& check) {
+                                       const engine::EntryCheck& check) {
   return fetch_from([](const Remote&) { return true; },
                     [&](const Remote& r) { return value_key(r.url.prefix, ns.name(), key); }, kernel,
                     [&](std::span<const std::uint8_t> bytes, const Remote& r) {
@@ -170,7 +170,7 @@ std::optional<Entry> RemoteTier::fetch(const Namespace& ns, std::string_view ker
 }
 
 std::optional<Entry> RemoteTier::fetch_direct(const Namespace& ns, std::string_view kernel, const Hash128& id,
-                                              const Hash128& direct, const build::EntryCheck& check) {
+                                              const Hash128& direct, const engine::EntryCheck& check) {
   return fetch_from([](const Remote& r) { return !r.trusted.empty(); },
                     [&](const Remote& r) { return value_direct_key(r.url.prefix, ns.name(), direct); }, kernel,
                     [&](std::span<const std::uint8_t> bytes, const Remote& r) {
@@ -215,8 +215,8 @@ void RemoteTier::publish_direct(const Namespace& ns, const Entry& entry, const H
   publish_to(ns, entry, [&](const Remote& r) { return value_direct_key(r.url.prefix, ns.name(), direct); });
 }
 
-std::vector<build::SecondaryStats> RemoteTier::stats() const {
-  std::vector<build::SecondaryStats> out;
+std::vector<engine::SecondaryStats> RemoteTier::stats() const {
+  std::vector<engine::SecondaryStats> out;
   for (const auto& r : m_remotes) {
     std::lock_guard lock(r->mutex);
     out.push_back(r->stats);

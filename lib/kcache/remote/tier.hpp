@@ -10,8 +10,8 @@
 // Thread-safety: fetch/publish/stats may be called from many threads.
 #pragma once
 
-#include "kcache/build/secondary.hpp"
 #include "kcache/bundle/bundle.hpp"
+#include "kcache/engine/secondary.hpp"
 #include "kcache/remote/backend.hpp"
 #include "kcache/remote/url.hpp"
 #include "kcache/util/error.hpp"
@@ -37,7 +37,7 @@ struct TierOptions {
 /// The most refusal and warning lines kept per remote (counts stay exact).
 inline constexpr std::size_t k_max_kept_messages = 20;
 
-class RemoteTier final : public build::SecondaryTier {
+class RemoteTier final : public engine::SecondaryTier {
  public:
   explicit RemoteTier(TierOptions options);
   /// For tests: the backends given (one per options.remotes entry, same order).
@@ -45,7 +45,7 @@ class RemoteTier final : public build::SecondaryTier {
   ~RemoteTier() override;
 
   std::optional<Entry> fetch(const Namespace& ns, std::string_view kernel, const Key& key,
-                             const build::EntryCheck& check) override;
+                             const engine::EntryCheck& check) override;
   /// fetch() without a stage's own check.
   std::optional<Entry> fetch(const Namespace& ns, std::string_view kernel, const Key& key) {
     return fetch(ns, kernel, key, {});
@@ -54,10 +54,10 @@ class RemoteTier final : public build::SecondaryTier {
   /// Asks only the remotes with trusted keys (the run's --trust or the URL's
   /// trust=); each value must be signed by one of them.
   std::optional<Entry> fetch_direct(const Namespace& ns, std::string_view kernel, const Hash128& id,
-                                    const Hash128& direct, const build::EntryCheck& check) override;
+                                    const Hash128& direct, const engine::EntryCheck& check) override;
   /// Writes only with a signing key (--sign): readers believe no other.
   void publish_direct(const Namespace& ns, const Entry& entry, const Hash128& direct) override;
-  std::vector<build::SecondaryStats> stats() const override;
+  std::vector<engine::SecondaryStats> stats() const override;
 
   /// Checks a value fetched for (ns, kernel, key): the envelope, its
   /// namespace, the signature when trust is configured, the record
@@ -84,7 +84,7 @@ class RemoteTier final : public build::SecondaryTier {
   /// `miss_resets`.
   std::optional<Entry> fetch_from(const std::function<bool(const Remote&)>& asks,
                                   const std::function<std::string(const Remote&)>& key_of, std::string_view kernel,
-                                  const Checker& checked, const build::EntryCheck& check, bool miss_resets);
+                                  const Checker& checked, const engine::EntryCheck& check, bool miss_resets);
   /// Writes `entry` to every writable remote under `key_of(remote)`.
   void publish_to(const Namespace& ns, const Entry& entry, const std::function<std::string(const Remote&)>& key_of);
   TierOptions m_options;

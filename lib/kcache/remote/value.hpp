@@ -97,7 +97,7 @@ Result<bundle::KeyId> verify_value(const ValueParts& parts, std::span<const bund
 std::string value_key(std::string_view prefix, std::string_view ns_name, const Key& key);
 
 /// The key a value of `ns_name` is filed under for direct mode (FORMAT.md
-/// "Direct values"), `direct` being build::direct_key() of its kernel:
+/// "Direct values"), `direct` being engine::direct_key() of its kernel:
 /// "kcache1-direct/NAMESPACE/HEX" after the prefix. The value is the same
 /// signed value value_key() holds; a reader believes its recorded inputs
 /// only when a trusted key signed it.

@@ -117,8 +117,8 @@ std::string cuda_devices_text(const cuda_device::Survey& cuda, bool verbose) {
   return terminal_text(out);
 }
 
-std::string device_stage_summary(const build::BuildResult& result, const device::DeviceInfo& device) {
-  using build::Outcome;
+std::string device_stage_summary(const engine::BuildResult& result, const device::DeviceInfo& device) {
+  using engine::Outcome;
   const std::string ns = device.ns.name();
   std::size_t n = 0, hit = 0, remote = 0, built = 0, failed = 0;
   double create_ms = 0;

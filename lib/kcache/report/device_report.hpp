@@ -6,9 +6,9 @@
 // Thread-safety: pure functions over their arguments.
 #pragma once
 
-#include "kcache/build/build.hpp"
 #include "kcache/cuda_device/cuda_device.hpp"
 #include "kcache/device/device.hpp"
+#include "kcache/engine/build.hpp"
 #include "kcache/maintain/verify.hpp"
 #include "kcache/maintain/verify_cuda.hpp"
 
@@ -38,7 +38,7 @@ std::string cuda_devices_text(const cuda_device::Survey& cuda, bool verbose);
 
 /// One line on the device stage of a build: how many of `result`'s receipts
 /// in namespace `ns` were hits, created, failed, and the summed creation time.
-std::string device_stage_summary(const build::BuildResult& result, const device::DeviceInfo& device);
+std::string device_stage_summary(const engine::BuildResult& result, const device::DeviceInfo& device);
 
 /// Problems by entry, then a one-line verdict.
 std::string store_check_text(const maintain::StoreCheck& check);

@@ -12,11 +12,11 @@ namespace kcache::report {
 
 namespace internal {
 
-nlohmann::json changes_json(const std::vector<build::Change>& changes) {
+nlohmann::json changes_json(const std::vector<engine::Change>& changes) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& c : changes)
     out.push_back({{"field", c.name},
-                   {"kind", build::change_kind_name(build::change_kind(c.name))},
+                   {"kind", engine::change_kind_name(engine::change_kind(c.name))},
                    {"stored", c.old_value},
                    {"current", c.new_value}});
   return out;
@@ -29,10 +29,10 @@ namespace {
 using internal::changes_json;
 using nlohmann::json;
 
-std::string changes_text(const std::vector<build::Change>& changes, std::string_view indent) {
+std::string changes_text(const std::vector<engine::Change>& changes, std::string_view indent) {
   std::string out;
   for (const auto& c : changes)
-    if (c.name.starts_with("input:") && c.old_value == build::k_absent)
+    if (c.name.starts_with("input:") && c.old_value == engine::k_absent)
       out += fmt::format(
           "{}{}: include candidate {} now exists (nothing was there when stored; an #include now "
           "finds it first)\n",
@@ -41,11 +41,11 @@ std::string changes_text(const std::vector<build::Change>& changes, std::string_
   return out;
 }
 
-json explanation_json(const build::Explanation& e) {
+json explanation_json(const engine::Explanation& e) {
   json j = {{"kernel", e.kernel},
             {"namespace", e.ns},
-            {"state", build::freshness_name(e.state)},
-            {"summary", build::describe(e, 1000)},
+            {"state", engine::freshness_name(e.state)},
+            {"summary", engine::describe(e, 1000)},
             {"changes", changes_json(e.changes)},
             {"elsewhere", e.elsewhere}};
   j["compared"] =
@@ -58,7 +58,7 @@ json explanation_json(const build::Explanation& e) {
                     {"created", f.created},
                     {"origin", f.origin_detail},
                     {"current", e.failure->current},
-                    {"remembered", build::remembered_failure(e)},
+                    {"remembered", engine::remembered_failure(e)},
                     {"changes", changes_json(e.failure->changes)}};
   }
   return j;
@@ -66,7 +66,7 @@ json explanation_json(const build::Explanation& e) {
 
 /// The stored failure of an explanation: what failed, where and when, and
 /// whether a build would still report it without compiling.
-std::string failure_text(const build::Explanation& e) {
+std::string failure_text(const engine::Explanation& e) {
   if (!e.failure) return {};
   const Failure& f = e.failure->failure;
   std::string out;
@@ -87,19 +87,19 @@ std::string failure_text(const build::Explanation& e) {
   return out;
 }
 
-std::string explanation_text(const build::Explanation& e) {
+std::string explanation_text(const engine::Explanation& e) {
   std::string out;
-  if (build::remembered_failure(e) && e.state == build::Freshness::missing) {
+  if (engine::remembered_failure(e) && e.state == engine::Freshness::missing) {
     out += fmt::format("{}: failed, not in store (namespace {})\n", e.kernel, e.ns);
     out += failure_text(e);
     return out;
   }
   switch (e.state) {
-    case build::Freshness::fresh: out += fmt::format("{}: fresh in {}\n", e.kernel, e.ns); break;
-    case build::Freshness::stale:
+    case engine::Freshness::fresh: out += fmt::format("{}: fresh in {}\n", e.kernel, e.ns); break;
+    case engine::Freshness::stale:
       out += fmt::format("{}: stale in {}; these inputs differ from the stored entry:\n", e.kernel, e.ns);
       break;
-    case build::Freshness::missing:
+    case engine::Freshness::missing:
       out += fmt::format("{}: not in store (namespace {})\n", e.kernel, e.ns);
       if (e.compared_ns.empty())
         out += "  the store has no entry of this kernel or of its variants in any namespace: it was never built here\n";
@@ -111,9 +111,9 @@ std::string explanation_text(const build::Explanation& e) {
       break;
   }
   out += changes_text(e.changes, "    ");
-  if (e.state != build::Freshness::missing && !e.elsewhere.empty())
+  if (e.state != engine::Freshness::missing && !e.elsewhere.empty())
     out += fmt::format("  also stored in: {}\n", fmt::join(e.elsewhere, ", "));
-  if (e.state != build::Freshness::fresh) out += failure_text(e);
+  if (e.state != engine::Freshness::fresh) out += failure_text(e);
   return out;
 }
 
@@ -212,13 +212,13 @@ std::string kernel_json(const maintain::KernelReport& report, bool why_only) {
   return internal::json_text(out);
 }
 
-std::string why_text(const std::vector<build::Explanation>& all) {
+std::string why_text(const std::vector<engine::Explanation>& all) {
   std::string text;
   std::size_t fresh = 0, remembered = 0;
   for (const auto& e : all) {
-    if (e.state == build::Freshness::fresh) ++fresh;
-    else text += fmt::format("{}: {}\n", e.kernel, build::describe(e));
-    if (build::remembered_failure(e)) ++remembered;
+    if (e.state == engine::Freshness::fresh) ++fresh;
+    else text += fmt::format("{}: {}\n", e.kernel, engine::describe(e));
+    if (engine::remembered_failure(e)) ++remembered;
   }
   return terminal_text(text +
                        fmt::format("{} of {} kernels fresh; {}{} would be rebuilt\n", fresh, all.size(),
@@ -226,13 +226,13 @@ std::string why_text(const std::vector<build::Explanation>& all) {
                                    all.size() - fresh - remembered));
 }
 
-std::string why_json(const std::vector<build::Explanation>& all) {
+std::string why_json(const std::vector<engine::Explanation>& all) {
   json out = {{"schema", "kcache.why/1"}, {"kernels", json::array()}};
   std::size_t fresh = 0, remembered = 0;
   for (const auto& e : all) {
-    if (e.state == build::Freshness::fresh) ++fresh;
+    if (e.state == engine::Freshness::fresh) ++fresh;
     else out["kernels"].push_back(explanation_json(e));
-    if (build::remembered_failure(e)) ++remembered;
+    if (engine::remembered_failure(e)) ++remembered;
   }
   out["fresh"] = fresh;
   out["remembered_failures"] = remembered;

@@ -6,7 +6,7 @@
 // Thread-safety: pure functions over their arguments.
 #pragma once
 
-#include "kcache/build/explain.hpp"
+#include "kcache/engine/explain.hpp"
 #include "kcache/maintain/inspect.hpp"
 
 #include <string>
@@ -22,9 +22,9 @@ std::string kernel_text(const maintain::KernelReport& report, bool why_only);
 std::string kernel_json(const maintain::KernelReport& report, bool why_only);
 
 /// One line per kernel that would not hit, then "N of M kernels fresh".
-std::string why_text(const std::vector<build::Explanation>& all);
+std::string why_text(const std::vector<engine::Explanation>& all);
 /// The same as JSON (schema "kcache.why/1").
-std::string why_json(const std::vector<build::Explanation>& all);
+std::string why_json(const std::vector<engine::Explanation>& all);
 
 /// What `inspect --foreign` says when no namespace is foreign.
 std::string no_foreign_text(bool with_manifest);

@@ -21,7 +21,7 @@ json error_json(const std::optional<Error>& e) {
   return {{"category", category_name(e->category)}, {"message", e->message}};
 }
 
-json remote_json(const build::SecondaryStats& s) {
+json remote_json(const engine::SecondaryStats& s) {
   return {{"remote", s.name},
           {"writable", s.writable},
           {"authenticated", s.authenticated},
@@ -39,7 +39,7 @@ json remote_json(const build::SecondaryStats& s) {
 
 }  // namespace
 
-std::string remotes_text(const std::vector<build::SecondaryStats>& remotes) {
+std::string remotes_text(const std::vector<engine::SecondaryStats>& remotes) {
   std::string out;
   for (const auto& s : remotes) {
     out += fmt::format(
@@ -62,7 +62,7 @@ std::string remotes_text(const std::vector<build::SecondaryStats>& remotes) {
 }
 
 namespace internal {
-json remotes_value(const std::vector<build::SecondaryStats>& remotes) {
+json remotes_value(const std::vector<engine::SecondaryStats>& remotes) {
   json out = json::array();
   for (const auto& s : remotes) out.push_back(remote_json(s));
   return out;

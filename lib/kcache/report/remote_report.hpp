@@ -3,7 +3,7 @@
 // Thread-safety: pure functions over their arguments.
 #pragma once
 
-#include "kcache/build/secondary.hpp"
+#include "kcache/engine/secondary.hpp"
 #include "kcache/remote/check.hpp"
 #include "kcache/remote/url.hpp"
 
@@ -16,7 +16,7 @@ namespace kcache::report {
 /// hits, M misses, R refused, E failed requests, W written; X read, Y
 /// written"), whether values were authenticated, then its refusals and
 /// failure warnings (bounded) and whether it was skipped. Empty without remotes.
-std::string remotes_text(const std::vector<build::SecondaryStats>& remotes);
+std::string remotes_text(const std::vector<engine::SecondaryStats>& remotes);
 
 /// `kcache remote check`: reachable, writable, values per namespace.
 std::string remote_check_text(const remote::CheckResult& result);

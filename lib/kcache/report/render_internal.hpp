@@ -3,8 +3,8 @@
 // (report.hpp). Internal to report/. Thread-safety: pure functions.
 #pragma once
 
-#include "kcache/build/freshness.hpp"
-#include "kcache/build/secondary.hpp"
+#include "kcache/engine/freshness.hpp"
+#include "kcache/engine/secondary.hpp"
 #include "kcache/report/report.hpp"
 
 #include <nlohmann/json.hpp>
@@ -15,7 +15,7 @@
 namespace kcache::report::internal {
 
 /// [{"field", "kind", "stored", "current"}, ...]: why an entry is stale.
-nlohmann::json changes_json(const std::vector<build::Change>& changes);
+nlohmann::json changes_json(const std::vector<engine::Change>& changes);
 
 /// The one way a report becomes JSON: indented, one trailing newline. Never
 /// throws: strings from a store or bundle may hold invalid UTF-8, which is
@@ -25,6 +25,6 @@ std::string json_text(const nlohmann::ordered_json& j);
 
 /// What each remote of a build did, as build_json's "remotes" array
 /// (remote_report.cpp).
-nlohmann::json remotes_value(const std::vector<build::SecondaryStats>& remotes);
+nlohmann::json remotes_value(const std::vector<engine::SecondaryStats>& remotes);
 
 }  // namespace kcache::report::internal

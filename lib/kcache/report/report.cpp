@@ -3,8 +3,8 @@
 #include "kcache/report/remote_report.hpp"
 #include "kcache/report/render_internal.hpp"
 
-#include "kcache/build/explain.hpp"
 #include "kcache/definition/definition.hpp"
+#include "kcache/engine/explain.hpp"
 #include "kcache/util/text.hpp"
 
 #include <fmt/chrono.h>
@@ -90,20 +90,20 @@ namespace {
 /// Failed kernels that share one error (the same problem in every variant of
 /// a kernel): reported once, naming them all.
 struct FailureGroup {
-  std::vector<const build::Receipt*> receipts;
+  std::vector<const engine::Receipt*> receipts;
 };
 
 /// Failed receipts grouped by what would be printed for them, in first-seen
 /// order.
-std::vector<FailureGroup> failure_groups(const build::BuildResult& result) {
+std::vector<FailureGroup> failure_groups(const engine::BuildResult& result) {
   std::vector<FailureGroup> groups;
-  auto same = [](const build::Receipt& a, const build::Receipt& b) {
+  auto same = [](const engine::Receipt& a, const engine::Receipt& b) {
     return a.remembered == b.remembered && a.kept_stale == b.kept_stale && a.failed_phase == b.failed_phase &&
            a.failed_at == b.failed_at && a.error.has_value() == b.error.has_value() &&
            (!a.error || (a.error->category == b.error->category && a.error->message == b.error->message));
   };
   for (const auto& r : result.receipts) {
-    if (r.outcome != build::Outcome::failed) continue;
+    if (r.outcome != engine::Outcome::failed) continue;
     auto it =
         std::find_if(groups.begin(), groups.end(), [&](const FailureGroup& g) { return same(*g.receipts[0], r); });
     if (it == groups.end()) groups.push_back({{&r}});
@@ -114,7 +114,7 @@ std::vector<FailureGroup> failure_groups(const build::BuildResult& result) {
 
 /// The kernels a group's first line names after the first receipt's:
 /// "; the same in N more: A, B, ... and M more".
-std::string others(const std::vector<const build::Receipt*>& receipts) {
+std::string others(const std::vector<const engine::Receipt*>& receipts) {
   constexpr std::size_t k_named = 8;
   if (receipts.size() < 2) return {};
   std::string names;
@@ -149,10 +149,10 @@ std::string with_paths(std::string_view text, const DiagnosticPaths* paths) {
 /// "WARNED K" and the compiler's warnings (FILE:LINE: warning: TEXT), for
 /// the kernels compiled in this build; kernels with the same warnings (the
 /// variants of one source) are named on one line.
-std::string warning_text(const build::BuildResult& result, const DiagnosticPaths* paths) {
-  std::vector<std::vector<const build::Receipt*>> groups;
+std::string warning_text(const engine::BuildResult& result, const DiagnosticPaths* paths) {
+  std::vector<std::vector<const engine::Receipt*>> groups;
   for (const auto& r : result.receipts) {
-    if (r.warnings.empty() || r.outcome == build::Outcome::failed) continue;
+    if (r.warnings.empty() || r.outcome == engine::Outcome::failed) continue;
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g[0]->warnings == r.warnings; });
     if (it == groups.end()) groups.push_back({&r});
     else it->push_back(&r);
@@ -170,7 +170,7 @@ std::string warning_text(const build::BuildResult& result, const DiagnosticPaths
 /// (FILE:LINE: error: TEXT) so that editors and CI problem matchers find
 /// them; several kernels with the same error are named on the first line.
 std::string failure_text(const FailureGroup& g, const DiagnosticPaths* paths) {
-  const build::Receipt& r = *g.receipts[0];
+  const engine::Receipt& r = *g.receipts[0];
   const std::string more = others(g.receipts);
   std::string out = fmt::format(
       "FAILED {}{}{}{}{}\n", r.kernel,
@@ -187,8 +187,8 @@ std::string failure_text(const FailureGroup& g, const DiagnosticPaths* paths) {
 
 }  // namespace
 
-std::string build_summary(const build::BuildResult& result, bool explain, const DiagnosticPaths* paths) {
-  using build::Outcome;
+std::string build_summary(const engine::BuildResult& result, bool explain, const DiagnosticPaths* paths) {
+  using engine::Outcome;
   std::string out;
   std::size_t failed = result.count(Outcome::failed);
   out += warning_text(result, paths);
@@ -207,7 +207,7 @@ std::string build_summary(const build::BuildResult& result, bool explain, const 
   // namespaces): both are named, not summed into one count of "kernels".
   const std::size_t pipelines =
       static_cast<std::size_t>(std::count_if(result.receipts.begin(), result.receipts.end(),
-                                             [](const build::Receipt& r) { return r.ns.starts_with("vulkan/"); }));
+                                             [](const engine::Receipt& r) { return r.ns.starts_with("vulkan/"); }));
   // A remote hit is a hit (nothing compiled here) and a stale entry
   // rebuilt was compiled: the counts say what happened, their parts follow.
   const std::size_t remote = result.count(Outcome::remote_hit);
@@ -235,12 +235,12 @@ std::string build_summary(const build::BuildResult& result, bool explain, const 
   return terminal_text(out);
 }
 
-std::string build_json(const build::BuildResult& result) {
+std::string build_json(const engine::BuildResult& result) {
   json kernels = json::array();
   for (const auto& r : result.receipts) {
     json k = {{"kernel", r.kernel},
               {"namespace", r.ns},
-              {"outcome", build::outcome_name(r.outcome)},
+              {"outcome", engine::outcome_name(r.outcome)},
               {"id", r.key.id.hex()},
               {"ir", r.key.ir.hex()},
               {"bytes", r.bytes},
@@ -258,9 +258,9 @@ std::string build_json(const build::BuildResult& result) {
     kernels.push_back(std::move(k));
   }
   json counts = json::object();
-  for (auto o : {build::Outcome::hit, build::Outcome::compiled, build::Outcome::stale_replaced, build::Outcome::failed,
-                 build::Outcome::refused_write, build::Outcome::remote_hit})
-    counts[std::string(build::outcome_name(o))] = result.count(o);
+  for (auto o : {engine::Outcome::hit, engine::Outcome::compiled, engine::Outcome::stale_replaced,
+                 engine::Outcome::failed, engine::Outcome::refused_write, engine::Outcome::remote_hit})
+    counts[std::string(engine::outcome_name(o))] = result.count(o);
   json out = {
       {"schema", "kcache.build/1"}, {"kernels", std::move(kernels)},         {"counts", std::move(counts)},
       {"wall_ms", result.wall_ms},  {"bytes_written", result.bytes_written}, {"phases", phases_json(result.totals)}};
@@ -316,7 +316,7 @@ std::string store_text(const maintain::StoreReport& report) {
                          e.last_used ? iso_time(e.last_used) : "-", maintain::entry_state_name(e.state),
                          e.origin_kind == OriginKind::built ? "built" : "imported: " + e.origin_detail);
       if (e.state == maintain::EntryState::stale)
-        out += fmt::format("    why: {}\n", build::describe_changes(e.changes, 4));
+        out += fmt::format("    why: {}\n", engine::describe_changes(e.changes, 4));
     }
   }
   for (const auto& [ns, kernel] : report.missing) out += fmt::format("missing {} (in {})\n", kernel, ns);

@@ -5,7 +5,7 @@
 // Thread-safety: pure functions over their arguments.
 #pragma once
 
-#include "kcache/build/build.hpp"
+#include "kcache/engine/build.hpp"
 #include "kcache/maintain/inspect.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/store/store.hpp"
@@ -41,10 +41,10 @@ struct DiagnosticPaths {
 /// bytes written, failures and warnings with the compiler's messages (their
 /// file paths rewritten by `paths` when given; else as the records hold
 /// them, relative to the manifest's folder).
-std::string build_summary(const build::BuildResult& result, bool explain, const DiagnosticPaths* paths = nullptr);
+std::string build_summary(const engine::BuildResult& result, bool explain, const DiagnosticPaths* paths = nullptr);
 
 /// The whole build result as JSON (schema "kcache.build/1").
-std::string build_json(const build::BuildResult& result);
+std::string build_json(const engine::BuildResult& result);
 
 /// `kcache manifest`: one line per expanded kernel (name, stage, target,
 /// source, defines), then the count.
@@ -57,7 +57,7 @@ std::string manifest_json(const manifest::Manifest& manifest);
 /// A Make-syntax dependency file (what GCC's -MD writes and Ninja's `deps =
 /// gcc` reads): "TARGET: DEP DEP ...", one rule, ' ', '#' and '\\' escaped
 /// with a backslash and '$' doubled. `target` empty: `depfile` without a
-/// trailing ".d". `deps` as build::RunResult::dependencies.
+/// trailing ".d". `deps` as engine::RunResult::dependencies.
 std::string depfile_text(const std::string& depfile, std::string target, const std::vector<std::string>& deps);
 
 /// Text table of a store report, then one "DAMAGED <namespace> <kernel>:

@@ -6,10 +6,10 @@
 
 namespace kcache::report {
 
-using build::Reproducibility;
+using engine::Reproducibility;
 using nlohmann::json;
 
-std::string reproducible_text(const build::ReproducibleResult& result) {
+std::string reproducible_text(const engine::ReproducibleResult& result) {
   std::string out;
   for (const auto& k : result.kernels) {
     if (k.state == Reproducibility::reproducible) continue;
@@ -18,7 +18,7 @@ std::string reproducible_text(const build::ReproducibleResult& result) {
                          k.bytes[0], k.digest[0].hex().substr(0, 16), k.bytes[1], k.digest[1].hex().substr(0, 16),
                          k.first_difference);
     else
-      out += fmt::format("{:<8} {}: {}\n", build::reproducibility_name(k.state), terminal_text(k.kernel),
+      out += fmt::format("{:<8} {}: {}\n", engine::reproducibility_name(k.state), terminal_text(k.kernel),
                          terminal_text(k.error ? k.error->message.substr(0, k.error->message.find('\n')) : ""));
   }
   std::size_t differs = result.count(Reproducibility::differs);
@@ -32,14 +32,14 @@ std::string reproducible_text(const build::ReproducibleResult& result) {
   return out;
 }
 
-std::string reproducible_json(const build::ReproducibleResult& result) {
+std::string reproducible_json(const engine::ReproducibleResult& result) {
   json kernels = json::array();
   json differs = json::array();
   for (const auto& k : result.kernels) {
     json j = {{"kernel", k.kernel},
               {"namespace", k.ns},
               {"key", {{"id", k.key.id.hex()}, {"ir", k.key.ir.hex()}}},
-              {"state", build::reproducibility_name(k.state)},
+              {"state", engine::reproducibility_name(k.state)},
               {"bytes", {k.bytes[0], k.bytes[1]}},
               {"digests", {k.digest[0].hex(), k.digest[1].hex()}}};
     if (k.state == Reproducibility::differs) {
@@ -51,7 +51,7 @@ std::string reproducible_json(const build::ReproducibleResult& result) {
   }
   json counts = json::object();
   for (auto r : {Reproducibility::reproducible, Reproducibility::differs, Reproducibility::failed})
-    counts[std::string(build::reproducibility_name(r))] = result.count(r);
+    counts[std::string(engine::reproducibility_name(r))] = result.count(r);
   json out = {{"schema", "kcache.reproducible/1"},
               {"kernels", std::move(kernels)},
               {"counts", std::move(counts)},

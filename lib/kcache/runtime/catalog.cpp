@@ -34,7 +34,7 @@ const std::string* field(const std::vector<Field>& fields, std::string_view name
 
 // The manifest's spec constants from the SPIR-V entry's id fields
 // ("spec_constant:<id>" = "<type>:<text>", definition.cpp), converted as the
-// device stage converts them (build::spec_values): 32 bits, a negative int
+// device stage converts them (engine::spec_values): 32 bits, a negative int
 // sign-extended. Used when there is no blob recipe to take them from.
 Result<std::vector<device::SpecValue>> spec_from_fields(const Entry& e) {
   std::vector<device::SpecValue> out;

@@ -7,10 +7,10 @@
 // Thread-safety: the rules are stateless; each call is reentrant.
 #pragma once
 
-#include "kcache/build/freshness.hpp"
 #include "kcache/compile/compiler.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/definition/definition.hpp"
+#include "kcache/engine/freshness.hpp"
 
 #include <optional>
 #include <span>
@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kcache::build {
+namespace kcache::engine {
 
 class RecordRules {
  public:
@@ -56,4 +56,4 @@ const RecordRules* record_rules(std::string_view backend);
 /// Every stage's rules, in stage order (spirv, vulkan, cuda).
 std::span<const RecordRules* const> all_record_rules();
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

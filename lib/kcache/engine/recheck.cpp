@@ -1,8 +1,8 @@
-#include "kcache/build/recheck.hpp"
+#include "kcache/engine/recheck.hpp"
 
 #include <fmt/format.h>
 
-namespace kcache::build {
+namespace kcache::engine {
 
 Result<void> recheck_stored(store::Store& store, const BuildResult& result, const std::function<void()>& before_read) {
   if (before_read) before_read();
@@ -33,4 +33,4 @@ Result<void> recheck_stored(store::Store& store, const BuildResult& result, cons
               missing, checked, gone, replaced, names);
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

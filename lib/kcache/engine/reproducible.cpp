@@ -1,4 +1,4 @@
-#include "kcache/build/reproducible.hpp"
+#include "kcache/engine/reproducible.hpp"
 
 #include "kcache/util/hash.hpp"
 
@@ -17,7 +17,7 @@
 #include <cstring>
 #include <memory>
 
-namespace kcache::build {
+namespace kcache::engine {
 namespace {
 
 using definition::KernelSpec;
@@ -225,4 +225,4 @@ Result<ReproducibleResult> check_reproducible(const manifest::Manifest& manifest
   return result;
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

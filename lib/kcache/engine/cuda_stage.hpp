@@ -17,15 +17,15 @@
 // Thread-safety: blocks the calling thread; call it from one thread.
 #pragma once
 
-#include "kcache/build/build.hpp"
-#include "kcache/build/freshness.hpp"
+#include "kcache/engine/build.hpp"
+#include "kcache/engine/freshness.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/store/store.hpp"
 
 #include <optional>
 #include <string>
 
-namespace kcache::build {
+namespace kcache::engine {
 
 /// Builds the CUDA kernels of `manifest` (of options.shard) into `store`,
 /// appending one receipt per (kernel, arch) to `result` (and its totals,
@@ -47,4 +47,4 @@ bool has_cuda_kernels(const manifest::Manifest& manifest);
 /// version`; this loads NVRTC.
 Result<std::string> nvrtc_description(const std::optional<std::string>& path);
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

@@ -18,14 +18,14 @@
 // Thread-safety: blocks the calling thread; call it from one thread.
 #pragma once
 
-#include "kcache/build/build.hpp"
 #include "kcache/device/device.hpp"
+#include "kcache/engine/build.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/util/clock.hpp"
 #include "kcache/worker/pipeline_worker.hpp"
 
-namespace kcache::build {
+namespace kcache::engine {
 
 /// What the device stage takes beyond the build's options.
 struct DeviceBuildOptions {
@@ -54,4 +54,4 @@ Result<void> build_device_stage(const manifest::Manifest& manifest, store::Store
 /// also fits a 64-bit constant (device::SpecValue's rule).
 std::vector<device::SpecValue> spec_values(const definition::KernelSpec& spec);
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

@@ -15,9 +15,9 @@
 // store's read() callback that handed the Reader out, on that thread.
 #pragma once
 
-#include "kcache/build/freshness.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/definition/definition.hpp"
+#include "kcache/engine/freshness.hpp"
 #include "kcache/store/store.hpp"
 
 #include <map>
@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kcache::build {
+namespace kcache::engine {
 
 /// What a change is about. Persisted by name in `--json` output
 /// ("kind"); names are append-only.
@@ -122,4 +122,4 @@ class Explainer {
   std::map<std::string, std::multimap<std::string, Entry>> m_siblings;
 };
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

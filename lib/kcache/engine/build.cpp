@@ -1,7 +1,7 @@
 // What every stage's results share: receipts, outcomes, shards, the run
 // record. The stages are spirv_stage.cpp, device_stage.cpp and
 // cuda_stage.cpp over the engine of stage.hpp.
-#include "kcache/build/build.hpp"
+#include "kcache/engine/build.hpp"
 
 #include "kcache/util/hash.hpp"
 
@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 
-namespace kcache::build {
+namespace kcache::engine {
 
 void Receipt::report_remembered(const Failure& f) {
   outcome = Outcome::failed;
@@ -123,4 +123,4 @@ Result<void> record_run(store::Store& store, const BuildResult& result, const ut
   return store.record_usage(batch);
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

@@ -1,4 +1,4 @@
-#include "kcache/build/explain.hpp"
+#include "kcache/engine/explain.hpp"
 
 #include "kcache/compile/compiler.hpp"
 #include "kcache/util/text.hpp"
@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-namespace kcache::build {
+namespace kcache::engine {
 namespace {
 
 const std::string* find_field(const std::vector<Field>& fields, std::string_view name) {
@@ -262,4 +262,4 @@ Result<void> Explainer::explain_absent(const definition::KernelSpec& spec, const
   return {};
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

@@ -1,9 +1,9 @@
 // The build engine (contract in stage.hpp).
-#include "kcache/build/stage.hpp"
+#include "kcache/engine/stage.hpp"
 
-#include "kcache/build/batch_writer.hpp"
-#include "kcache/build/explain.hpp"
 #include "kcache/core/key_binding.hpp"
+#include "kcache/engine/batch_writer.hpp"
+#include "kcache/engine/explain.hpp"
 #include "kcache/util/text.hpp"
 #include "kcache/util/worker_pool.hpp"
 
@@ -16,7 +16,7 @@
 #include <mutex>
 #include <thread>
 
-namespace kcache::build {
+namespace kcache::engine {
 namespace {
 
 /// A unit the warm path could not settle.
@@ -546,4 +546,4 @@ Result<void> run_stage(const Backend& backend, std::vector<Unit> units, store::S
   return StageRun(backend, std::move(units), store, options, result).run();
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

@@ -1,6 +1,6 @@
-#include "kcache/build/batch_writer.hpp"
+#include "kcache/engine/batch_writer.hpp"
 
-namespace kcache::build {
+namespace kcache::engine {
 
 void BatchWriter::add(const Namespace& ns, std::size_t receipt, Entry entry) {
   auto [it, fresh] = m_batches.try_emplace(ns.name());
@@ -55,4 +55,4 @@ void BatchWriter::flush(const std::function<void(std::size_t)>& written) {
   m_last_flush = std::chrono::steady_clock::now();
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

@@ -1,10 +1,10 @@
-// build::build()'s outcomes, one per receipt kind, with real glslang compiles
+// engine::build()'s outcomes, one per receipt kind, with real glslang compiles
 // of tiny shaders into the memory store, and through test::FailingStore where
 // the store must refuse: compiled, hit, stale_replaced, failed (kept_stale),
 // refused_write, shared_compile; plus what build() and record_run() do when
 // the store cannot be read or the usage record cannot be written. Entries are
 // stamped by util::FixedClock, so each test knows which run wrote an entry.
-#include "kcache/build/build.hpp"
+#include "kcache/engine/build.hpp"
 #include "kcache/manifest/manifest.hpp"
 
 #include "failing_store.hpp"
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <set>
 
-namespace kcache::build {
+namespace kcache::engine {
 namespace {
 
 using test::FailingStore;
@@ -47,8 +47,8 @@ struct Project {
     BuildOptions options;
     options.jobs = jobs;
     options.clock = &clock;
-    options.origin = "test_build_outcomes";
-    auto r = build::build(m, store, options);
+    options.origin = "test_engine_outcomes";
+    auto r = engine::build(m, store, options);
     if (!r) FAIL(r.error().message);
     REQUIRE(r->receipts.size() == m.kernels.size());
     return std::move(*r);
@@ -102,7 +102,7 @@ void check_written(store::Store& store, const Receipt& r, std::uint64_t created)
   std::memcpy(&magic, e->payload.data(), 4);
   CHECK(magic == 0x07230203u);  // SPIR-V
   CHECK(e->origin_kind == OriginKind::built);
-  CHECK(e->origin_detail == "test_build_outcomes");
+  CHECK(e->origin_detail == "test_engine_outcomes");
 }
 
 const std::string k_one = kernel("k", "k.comp", "defines = { VALUE = 1 }\n");
@@ -333,7 +333,7 @@ TEST_CASE("build outcome: an unreadable store fails the build before anything is
   auto m = p.manifest(k_one);
   BuildOptions options;
   options.clock = &t1;
-  auto r = build::build(m, store, options);
+  auto r = engine::build(m, store, options);
   REQUIRE(!r.has_value());
   CHECK(r.error().category == Category::corruption);
   CHECK(r.error().message.find("snapshot broken") != std::string::npos);
@@ -382,4 +382,4 @@ TEST_CASE("build outcome: record_run writes one run record, or returns the store
   CHECK(log[0].bytes_written == 0);
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

@@ -13,8 +13,8 @@
 // and a lock another thread held would stay held in the child).
 #pragma once
 
-#include "kcache/build/build.hpp"
 #include "kcache/compile/compiler.hpp"
+#include "kcache/engine/build.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/util/error.hpp"
 
@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace kcache::build {
+namespace kcache::engine {
 
 /// Leaves the calling thread's heap dirty: allocates blocks of many sizes
 /// (16 B to 1 MiB, ~24 MiB in all), fills them with `pattern` and frees
@@ -82,4 +82,4 @@ struct ReproducibleResult {
 /// `differs`; one whose compiles disagree on failing is `differs`.
 Result<ReproducibleResult> check_reproducible(const manifest::Manifest& manifest, const ReproducibleOptions& options);
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

@@ -8,12 +8,12 @@
 // Thread-safety: blocks the calling thread; reads the store in one snapshot.
 #pragma once
 
-#include "kcache/build/build.hpp"
+#include "kcache/engine/build.hpp"
 #include "kcache/store/store.hpp"
 
 #include <functional>
 
-namespace kcache::build {
+namespace kcache::engine {
 
 /// Re-reads, in one snapshot, the entry head of every receipt of `result`
 /// that says its kernel is in the store (hit, compiled, stale_replaced,
@@ -26,4 +26,4 @@ namespace kcache::build {
 Result<void> recheck_stored(store::Store& store, const BuildResult& result,
                             const std::function<void()>& before_read = {});
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

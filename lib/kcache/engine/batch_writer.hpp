@@ -3,11 +3,11 @@
 // write transaction and a killed build loses at most one batch. A refused
 // write marks the batch's receipts refused_write (a warning, not a failure).
 //
-// Internal to the build module. Thread-safety: one thread (the stage's
+// Internal to the engine module. Thread-safety: one thread (the stage's
 // calling thread) owns a BatchWriter.
 #pragma once
 
-#include "kcache/build/build.hpp"
+#include "kcache/engine/build.hpp"
 #include "kcache/store/store.hpp"
 
 #include <chrono>
@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-namespace kcache::build {
+namespace kcache::engine {
 
 class BatchWriter {
  public:
@@ -72,4 +72,4 @@ struct Made {
   std::optional<Failure> failure;
 };
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kcache::build {
+namespace kcache::engine {
 
 /// What one secondary store (one remote) did during a run, for the summary,
 /// --json and the run log. Counts are per request, not per kernel.
@@ -80,4 +80,4 @@ class SecondaryTier {
   virtual std::vector<SecondaryStats> stats() const = 0;
 };
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

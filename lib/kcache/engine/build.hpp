@@ -7,11 +7,11 @@
 // Thread-safety: build() uses its own threads; call it from one thread.
 #pragma once
 
-#include "kcache/build/secondary.hpp"
 #include "kcache/compile/compiler.hpp"
 #include "kcache/core/failure.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/core/timing.hpp"
+#include "kcache/engine/secondary.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/util/clock.hpp"
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace kcache::build {
+namespace kcache::engine {
 
 /// What happened to one kernel. Persisted by name in JSON reports.
 enum class Outcome {
@@ -136,4 +136,4 @@ Result<void> record_run(store::Store& store, const BuildResult& result, const ut
 /// the store cannot be read at all.
 Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& store, const BuildOptions& options);
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

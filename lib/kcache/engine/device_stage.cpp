@@ -1,16 +1,16 @@
 // The device stage of a vulkan build (contract in device_build.hpp).
-#include "kcache/build/device_stage.hpp"
+#include "kcache/engine/device_stage.hpp"
 
-#include "kcache/build/record_rules.hpp"
-#include "kcache/build/stage.hpp"
 #include "kcache/device/pipeline_entry.hpp"
+#include "kcache/engine/record_rules.hpp"
+#include "kcache/engine/stage.hpp"
 
 #include <fmt/format.h>
 
 #include <cstring>
 #include <map>
 
-namespace kcache::build {
+namespace kcache::engine {
 namespace {
 
 using definition::KernelSpec;
@@ -182,4 +182,4 @@ Result<void> build_device_stage(const manifest::Manifest& manifest, store::Store
   return run_stage(backend, std::move(units), store, stage, result);
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

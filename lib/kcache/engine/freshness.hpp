@@ -1,6 +1,6 @@
 // The build engine's freshness: the direct rule (freshness/freshness.hpp,
 // which the launcher's hit path shares without linking a compiler) under the
-// build module's names, and assess(), which expands a kernel when only its
+// engine module's names, and assess(), which expands a kernel when only its
 // inputs changed.
 //
 // Thread-safety: functions are reentrant; FileCache is thread-safe.
@@ -9,7 +9,7 @@
 #include "kcache/compile/compiler.hpp"
 #include "kcache/freshness/freshness.hpp"
 
-namespace kcache::build {
+namespace kcache::engine {
 
 using freshness::Assessment;
 using freshness::Change;
@@ -26,9 +26,9 @@ using freshness::recorded;
 using freshness::Recorded;
 using freshness::toolchain_part;
 
-}  // namespace kcache::build
+}  // namespace kcache::engine
 
-namespace kcache::build {
+namespace kcache::engine {
 
 /// As check_direct, then, when only inputs changed, expands the kernel to
 /// tell a real change from one the preprocessor erases (comments, unused
@@ -45,4 +45,4 @@ inline Assessment assess(const definition::KernelSpec& spec, const Failure& stor
   return assess(spec, recorded(stored), files, toolchain);
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

@@ -1,12 +1,12 @@
 // The SPIR-V stage (build() in build.hpp): GLSL/HLSL kernels through
 // glslang, spirv-opt and spirv-val into spirv/<target>. Only what is
 // SPIR-V's own is here; the cache rules are the engine's (stage.hpp).
-#include "kcache/build/build.hpp"
+#include "kcache/engine/build.hpp"
 
-#include "kcache/build/explain.hpp"
-#include "kcache/build/record_rules.hpp"
-#include "kcache/build/stage.hpp"
 #include "kcache/compile/compiler.hpp"
+#include "kcache/engine/explain.hpp"
+#include "kcache/engine/record_rules.hpp"
+#include "kcache/engine/stage.hpp"
 #include "kcache/util/hash.hpp"
 
 #include <cstring>
@@ -14,7 +14,7 @@
 #include <map>
 #include <mutex>
 
-namespace kcache::build {
+namespace kcache::engine {
 namespace {
 
 using definition::KernelSpec;
@@ -159,7 +159,7 @@ class SpirvRecordRules final : public RecordRules {
 
   Assessment assess(const definition::KernelSpec& spec, const Namespace&, const Recorded& stored,
                     definition::FileCache& files, const compile::Toolchain& toolchain) const override {
-    return build::assess(spec, stored, files, toolchain);
+    return engine::assess(spec, stored, files, toolchain);
   }
 };
 
@@ -174,7 +174,7 @@ Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& stor
   BuildResult result;
   std::vector<Unit> units;
   for (const auto& k : manifest.kernels)
-    // CUDA kernels are the CUDA stage's (cuda_stage.hpp), run by build::run.
+    // CUDA kernels are the CUDA stage's (cuda_stage.hpp), run by engine::run.
     if (k.language != definition::Language::cuda && (!options.shard || in_shard(k.name, *options.shard)))
       units.push_back({&k, spirv_namespace(k.target), definition::compute_id(k)});
   definition::FileCache files(manifest.root);
@@ -183,4 +183,4 @@ Result<BuildResult> build(const manifest::Manifest& manifest, store::Store& stor
   return result;
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

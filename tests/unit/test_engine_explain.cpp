@@ -1,16 +1,16 @@
 // Why-stale explanations (build/explain.hpp) over the memory store:
 // one edit gives one reason; a missing kernel is explained by its nearest
 // stored relative (another namespace, another variant, another device).
-#include "kcache/build/build.hpp"
-#include "kcache/build/explain.hpp"
-#include "kcache/build/record_rules.hpp"
+#include "kcache/engine/build.hpp"
+#include "kcache/engine/explain.hpp"
+#include "kcache/engine/record_rules.hpp"
 #include "kcache/manifest/manifest.hpp"
 
 #include "test_support.hpp"
 
 #include <sys/stat.h>
 
-namespace kcache::build {
+namespace kcache::engine {
 namespace {
 
 const char* k_shader =
@@ -28,7 +28,7 @@ struct Project {
   }
   void build(const std::string& toml) {
     auto m = manifest(toml);
-    auto r = build::build(m, *store, {});
+    auto r = engine::build(m, *store, {});
     REQUIRE_MESSAGE(r.has_value(), r.error().message);
     REQUIRE(!r->any_failed());
   }
@@ -114,7 +114,7 @@ TEST_CASE("a header created where an #include now finds it first is the reason, 
     CHECK(e.changes[0].old_value == k_absent);
     CHECK(describe(e).find(std::string("include candidate ") + path + " now exists") != std::string::npos);
     auto m = p.manifest(toml);
-    auto r = build::build(m, *p.store, {});
+    auto r = engine::build(m, *p.store, {});
     REQUIRE(r);
     CHECK(r->count(Outcome::stale_replaced) == 1);
     CHECK(p.explain(toml, "k").state == Freshness::fresh);
@@ -208,9 +208,9 @@ TEST_CASE("record_run logs the run and touches the hits") {
   CHECK(runs[0].phases.size() == k_phase_count);
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine
 
-namespace kcache::build {
+namespace kcache::engine {
 namespace {
 
 /// The stored entry of `kernel` with `inputs` appended, written back: what a
@@ -273,7 +273,7 @@ TEST_CASE("a recorded input outside the project is never read; a build rewrites 
 
   // A build re-expands instead of trusting the record, and rewrites it with
   // the inputs the kernel really read.
-  auto r = build::build(m, *p.store, {});
+  auto r = engine::build(m, *p.store, {});
   REQUIRE_MESSAGE(r.has_value(), r.error().message);
   CHECK(r->count(Outcome::hit) == 1);
   CHECK(stored_inputs(*p.store, "k") == "k.comp");
@@ -303,9 +303,9 @@ TEST_CASE("recorded inputs naming /dev/zero or a FIFO neither hang nor get hashe
                              stored.value(), files);
   CHECK(names(direct.changes) == "input:/dev/zero,input:pipe,input:zero");
   CHECK(p.explain(toml, "k").state == Freshness::fresh);
-  auto r = build::build(m, *p.store, {});
+  auto r = engine::build(m, *p.store, {});
   REQUIRE_MESSAGE(r.has_value(), r.error().message);
   CHECK(stored_inputs(*p.store, "k") == "k.comp");
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

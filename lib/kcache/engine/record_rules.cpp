@@ -1,11 +1,11 @@
 // The registry of the stages' read-side rules (contract in record_rules.hpp).
-#include "kcache/build/record_rules.hpp"
+#include "kcache/engine/record_rules.hpp"
 
-#include "kcache/build/stage.hpp"
+#include "kcache/engine/stage.hpp"
 
 #include <array>
 
-namespace kcache::build {
+namespace kcache::engine {
 
 std::optional<Change> RecordRules::stale_namespace(const Namespace&) const { return std::nullopt; }
 
@@ -23,4 +23,4 @@ const RecordRules* record_rules(std::string_view backend) {
   return nullptr;
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

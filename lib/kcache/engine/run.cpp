@@ -1,14 +1,14 @@
-#include "kcache/build/run.hpp"
+#include "kcache/engine/run.hpp"
 
-#include "kcache/build/cuda_stage.hpp"
-#include "kcache/build/device_stage.hpp"
+#include "kcache/engine/cuda_stage.hpp"
+#include "kcache/engine/device_stage.hpp"
 
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <set>
 
-namespace kcache::build {
+namespace kcache::engine {
 namespace {
 
 Result<std::vector<std::string>> dependencies(const manifest::Manifest& manifest, store::Store& store,
@@ -69,4 +69,4 @@ Result<RunResult> run(const manifest::Manifest& manifest, store::Store& store, c
   return out;
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

@@ -5,8 +5,8 @@
 // Thread-safety: blocks the calling thread; call it from one thread.
 #pragma once
 
-#include "kcache/build/build.hpp"
 #include "kcache/device/device.hpp"
+#include "kcache/engine/build.hpp"
 #include "kcache/manifest/manifest.hpp"
 #include "kcache/store/store.hpp"
 #include "kcache/worker/pipeline_worker.hpp"
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace kcache::build {
+namespace kcache::engine {
 
 struct RunOptions {
   BuildOptions build;
@@ -56,4 +56,4 @@ struct RunResult {
 /// read, no worker can start).
 Result<RunResult> run(const manifest::Manifest& manifest, store::Store& store, const RunOptions& options);
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

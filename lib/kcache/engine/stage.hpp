@@ -34,10 +34,10 @@
 // and compile() are called from the engine's threads (see each).
 #pragma once
 
-#include "kcache/build/build.hpp"
-#include "kcache/build/freshness.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/definition/definition.hpp"
+#include "kcache/engine/build.hpp"
+#include "kcache/engine/freshness.hpp"
 #include "kcache/store/store.hpp"
 
 #include <tl/expected.hpp>
@@ -49,7 +49,7 @@
 #include <string>
 #include <vector>
 
-namespace kcache::build {
+namespace kcache::engine {
 
 /// One thing a stage builds: a kernel's entry in one namespace.
 struct Unit {
@@ -190,4 +190,4 @@ const RecordRules& spirv_record_rules();
 const RecordRules& pipeline_record_rules();
 const RecordRules& cuda_record_rules();
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

@@ -1,17 +1,17 @@
 // The CUDA stage (contract in cuda_stage.hpp).
-#include "kcache/build/cuda_stage.hpp"
+#include "kcache/engine/cuda_stage.hpp"
 
-#include "kcache/build/freshness.hpp"
-#include "kcache/build/record_rules.hpp"
-#include "kcache/build/stage.hpp"
 #include "kcache/core/cuda.hpp"
+#include "kcache/engine/freshness.hpp"
+#include "kcache/engine/record_rules.hpp"
+#include "kcache/engine/stage.hpp"
 #include "kcache/nvrtc/nvrtc.hpp"
 
 #include <algorithm>
 #include <filesystem>
 #include <mutex>
 
-namespace kcache::build {
+namespace kcache::engine {
 namespace {
 
 using definition::KernelSpec;
@@ -179,4 +179,4 @@ Result<void> build_cuda_stage(const manifest::Manifest& manifest, store::Store& 
   return run_stage(backend, std::move(units), store, stage_options(options, files), result);
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

@@ -7,8 +7,8 @@
 // changed behind its key, an imported record whose inputs claim another
 // expansion). The pipeline stage runs the same engine over a Vulkan device;
 // its cases are tests/cli/dev_vulkan_build.sh and remote_device.sh.
-#include "kcache/build/run.hpp"
 #include "kcache/core/key_binding.hpp"
+#include "kcache/engine/run.hpp"
 #include "kcache/manifest/manifest.hpp"
 
 #include "failing_store.hpp"
@@ -18,7 +18,7 @@
 #include <map>
 #include <mutex>
 
-namespace kcache::build {
+namespace kcache::engine {
 namespace {
 
 /// What differs between stages: sources, manifest and namespace.
@@ -121,7 +121,7 @@ struct Project {
     RunOptions options;
     options.build.jobs = 2;
     options.build.clock = &clock;
-    options.build.origin = "test_build_stages";
+    options.build.origin = "test_engine_stages";
     options.build.secondary = tier;
     options.record_usage = false;
 #ifdef KCACHE_TEST_NVRTC
@@ -356,4 +356,4 @@ TEST_CASE("engine rules hold for every stage") {
   }
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine

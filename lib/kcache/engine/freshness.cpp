@@ -1,9 +1,9 @@
 // assess() (build/freshness.hpp): the direct rule, then one expansion.
-#include "kcache/build/freshness.hpp"
+#include "kcache/engine/freshness.hpp"
 
 #include "kcache/compile/compiler.hpp"
 
-namespace kcache::build {
+namespace kcache::engine {
 
 Assessment assess(const definition::KernelSpec& spec, const Recorded& stored, definition::FileCache& files,
                   const compile::Toolchain& toolchain) {
@@ -27,4 +27,4 @@ Assessment assess(const definition::KernelSpec& spec, const Recorded& stored, de
   return a;
 }
 
-}  // namespace kcache::build
+}  // namespace kcache::engine
