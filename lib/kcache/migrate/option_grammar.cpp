@@ -344,6 +344,12 @@ class CommandParser {
     }
     if (!vulkan)
       return refuse("glslangValidator without -V (or --target-env vulkan1.x) writes no Vulkan SPIR-V — add -V");
+    return check_glslang_entry(source_entry);
+  }
+
+  /// glslangValidator's -e and --source-entrypoint as kcache can express
+  /// them: one name for the GLSL function and the entry point.
+  Result<void> check_glslang_entry(const std::optional<std::string>& source_entry) {
     const bool hlsl = m_language ? *m_language == Language::hlsl : m_source && m_source->ends_with(".hlsl");
     if (m_entry && *m_entry != "main" && !hlsl && source_entry != m_entry)
       return cannot(fmt::format("-e {}", util::shown_untrusted(*m_entry)),
