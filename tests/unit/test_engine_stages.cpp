@@ -72,8 +72,9 @@ class MemoryTier final : public SecondaryTier {
     }
     return it->second;
   }
-  void publish(const Namespace& ns, const Entry& e) override {
+  void publish(const Namespace& ns, const Entry& e, const std::optional<Hash128>& direct) override {
     ++publishes;
+    if (direct) publish_direct(ns, e, *direct);
     std::lock_guard lock(m_mutex);
     values[slot(ns.name(), e.key)] = e;
   }

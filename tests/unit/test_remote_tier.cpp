@@ -358,6 +358,20 @@ TEST_CASE("direct values: written only signed, read only from remotes with trust
   REQUIRE(mems[0]->values.count(value_direct_key("", ns.name(), direct)) == 1);
   const auto value = mems[0]->values.begin()->second;
 
+  // A compiled entry offered by key and by inputs at once: one value, under
+  // both keys (signed); unsigned, by key only.
+  std::vector<MemoryBackend*> both;
+  auto both_tier = make_tier({"redis://mem"}, *signer, both);  // owns the backends
+  both_tier->publish(ns, e, direct);
+  REQUIRE(both[0]->values.size() == 2);
+  CHECK(both[0]->values.at(value_key("", ns.name(), e.key)) ==
+        both[0]->values.at(value_direct_key("", ns.name(), direct)));
+  std::vector<MemoryBackend*> keyed_only;
+  auto keyed_tier = make_tier({"redis://mem"}, std::nullopt, keyed_only);
+  keyed_tier->publish(ns, e, direct);
+  CHECK(keyed_only[0]->values.size() == 1);
+  CHECK(keyed_only[0]->values.count(value_key("", ns.name(), e.key)) == 1);
+
   // A reader without trusted keys does not ask; one with them gets it,
   // whatever its key's ir half, once the id half is the one asked.
   std::vector<MemoryBackend*> readers;

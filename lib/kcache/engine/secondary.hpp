@@ -60,8 +60,11 @@ class SecondaryTier {
   /// refusal or failure, counted).
   virtual std::optional<Entry> fetch(const Namespace& ns, std::string_view kernel, const Key& key,
                                      const EntryCheck& check) = 0;
-  /// Offers a freshly compiled entry of `ns` to the writable remotes.
-  virtual void publish(const Namespace& ns, const Entry& entry) = 0;
+  /// Offers a freshly compiled entry of `ns` to the writable remotes, and
+  /// when `direct` is given under it too, as publish_direct() does: one value
+  /// encoded (and signed) once for both.
+  virtual void publish(const Namespace& ns, const Entry& entry,
+                       const std::optional<Hash128>& direct = std::nullopt) = 0;
   /// Direct mode through remotes (docs/design.md "Remote caches"): an entry
   /// of `ns` for `kernel` filed under `direct` (direct_key() of the kernel's
   /// id and toolchain, known before any preprocessing), whose key's id half

@@ -522,9 +522,8 @@ class StageRun {
     Entry e = make_entry(unit, r.key, job.prepared, std::move(*compiled), m_options);
     r.bytes = e.payload.size();
     if (m_options.secondary) {
-      m_options.secondary->publish(ns, e);
-      if (auto toolchain = unit.ir ? std::nullopt : m_backend.direct_toolchain(unit))
-        m_options.secondary->publish_direct(ns, e, direct_key(unit.id, *toolchain));
+      const auto toolchain = unit.ir ? std::nullopt : m_backend.direct_toolchain(unit);
+      m_options.secondary->publish(ns, e, toolchain ? std::optional(direct_key(unit.id, *toolchain)) : std::nullopt);
     }
     emit(Made{job.receipt, ns, std::move(e), std::nullopt});
   }

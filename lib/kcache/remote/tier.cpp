@@ -182,7 +182,7 @@ std::optional<Entry> RemoteTier::fetch_direct(const Namespace& ns, std::string_v
 }
 
 void RemoteTier::publish_to(const Namespace& ns, const Entry& entry,
-                            const std::function<std::string(const Remote&)>& key_of) {
+                            const std::function<std::vector<std::string>(const Remote&)>& keys_of) {
   std::optional<std::vector<std::uint8_t>> value;
   for (auto& r : m_remotes) {
     if (!r->stats.writable || r->skipped()) continue;
@@ -194,25 +194,34 @@ void RemoteTier::publish_to(const Namespace& ns, const Entry& entry,
       }
       value = std::move(*encoded);
     }
-    auto put = r->backend->put(key_of(*r), *value);
-    if (!put) {
-      r->failed(put.error());
-      continue;
+    for (const auto& key : keys_of(*r)) {
+      auto put = r->backend->put(key, *value);
+      if (!put) {
+        r->failed(put.error());
+        break;
+      }
+      r->worked();
+      std::lock_guard lock(r->mutex);
+      ++r->stats.writes;
+      r->stats.bytes_written += value->size();
     }
-    r->worked();
-    std::lock_guard lock(r->mutex);
-    ++r->stats.writes;
-    r->stats.bytes_written += value->size();
   }
 }
 
-void RemoteTier::publish(const Namespace& ns, const Entry& entry) {
-  publish_to(ns, entry, [&](const Remote& r) { return value_key(r.url.prefix, ns.name(), entry.key); });
+void RemoteTier::publish(const Namespace& ns, const Entry& entry, const std::optional<Hash128>& direct) {
+  const bool with_direct = direct && m_options.sign;  // an unsigned direct value would never be read
+  publish_to(ns, entry, [&](const Remote& r) {
+    std::vector<std::string> keys{value_key(r.url.prefix, ns.name(), entry.key)};
+    if (with_direct) keys.push_back(value_direct_key(r.url.prefix, ns.name(), *direct));
+    return keys;
+  });
 }
 
 void RemoteTier::publish_direct(const Namespace& ns, const Entry& entry, const Hash128& direct) {
   if (!m_options.sign) return;
-  publish_to(ns, entry, [&](const Remote& r) { return value_direct_key(r.url.prefix, ns.name(), direct); });
+  publish_to(ns, entry, [&](const Remote& r) {
+    return std::vector<std::string>{value_direct_key(r.url.prefix, ns.name(), direct)};
+  });
 }
 
 std::vector<engine::SecondaryStats> RemoteTier::stats() const {

@@ -50,7 +50,8 @@ class RemoteTier final : public engine::SecondaryTier {
   std::optional<Entry> fetch(const Namespace& ns, std::string_view kernel, const Key& key) {
     return fetch(ns, kernel, key, {});
   }
-  void publish(const Namespace& ns, const Entry& entry) override;
+  /// Under `direct` too only with a signing key (publish_direct's rule).
+  void publish(const Namespace& ns, const Entry& entry, const std::optional<Hash128>& direct = std::nullopt) override;
   /// Asks only the remotes with trusted keys (the run's --trust or the URL's
   /// trust=); each value must be signed by one of them.
   std::optional<Entry> fetch_direct(const Namespace& ns, std::string_view kernel, const Hash128& id,
@@ -85,8 +86,10 @@ class RemoteTier final : public engine::SecondaryTier {
   std::optional<Entry> fetch_from(const std::function<bool(const Remote&)>& asks,
                                   const std::function<std::string(const Remote&)>& key_of, std::string_view kernel,
                                   const Checker& checked, const engine::EntryCheck& check, bool miss_resets);
-  /// Writes `entry` to every writable remote under `key_of(remote)`.
-  void publish_to(const Namespace& ns, const Entry& entry, const std::function<std::string(const Remote&)>& key_of);
+  /// Writes `entry`, encoded once, to every writable remote under each of
+  /// `keys_of(remote)`.
+  void publish_to(const Namespace& ns, const Entry& entry,
+                  const std::function<std::vector<std::string>(const Remote&)>& keys_of);
   TierOptions m_options;
   std::vector<std::unique_ptr<Remote>> m_remotes;
 };
