@@ -74,7 +74,7 @@ TEST_CASE("selectors: cuda:N, N, a name, empty = the first") {
   twins[1].ordinal = 1;
   auto ambiguous = select_device(twins, "H200");
   REQUIRE(!ambiguous);
-  CHECK(ambiguous.error().category == Category::invalid_argument);
+  CHECK(ambiguous.error().category == Category::ambiguous);
   CHECK(contains(ambiguous.error().message, "matches 2 CUDA devices"));
   CHECK(select_device(twins, "cuda:1")->ordinal == 1);
   auto none = select_device({}, "cuda:0");

@@ -321,7 +321,7 @@ TEST_CASE("runtime C API: kcache_select_device picks as kcache's --device does")
   CHECK(contains(kcache_last_error(), "no Vulkan device 5"));
   CHECK(contains(kcache_last_error(), "1: NVIDIA H200"));
   // A name must match one device; the message names the matches.
-  CHECK(kcache_select_device("i", devices, 2, &index) == KCACHE_ERROR_INVALID_ARGUMENT);
+  CHECK(kcache_select_device("i", devices, 2, &index) == KCACHE_ERROR_AMBIGUOUS);
   CHECK(contains(kcache_last_error(), "matches 2 devices"));
   CHECK(kcache_select_device("amd", devices, 2, &index) == KCACHE_ERROR_NOT_FOUND);
   // The fingerprint id `kcache devices` prints selects too.

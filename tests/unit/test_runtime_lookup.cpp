@@ -295,7 +295,7 @@ TEST_CASE("runtime: targets, keys and missing kernels") {
 
   auto ambiguous = c->find("scale", {});
   REQUIRE_FALSE(ambiguous.has_value());
-  CHECK(ambiguous.error().category == Category::invalid_argument);
+  CHECK(ambiguous.error().category == Category::ambiguous);
   CHECK(contains(ambiguous.error().message, "vulkan1.2, vulkan1.3"));
 
   LookupOptions v13;

@@ -27,7 +27,8 @@ namespace kcache::cli {
 
 int exit_code_for(Category c) {
   switch (c) {
-    case Category::invalid_argument: return k_exit_usage;
+    case Category::invalid_argument:
+    case Category::ambiguous: return k_exit_usage;
     case Category::not_found: return k_exit_not_found;
     case Category::io_error:
     case Category::store_full:

@@ -161,6 +161,7 @@ void register_stats(CLI::App& app, Action& action);
 void register_devices(CLI::App& app, Action& action);
 void register_verify(CLI::App& app, Action& action);
 void register_export(CLI::App& app, Action& action);
+void register_deploy(CLI::App& app, Action& action);
 void register_import(CLI::App& app, Action& action);
 void register_merge(CLI::App& app, Action& action);
 void register_push(CLI::App& app, Action& action);

@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
   register_devices(app, action);
   register_verify(app, action);
   register_export(app, action);
+  register_deploy(app, action);
   register_import(app, action);
   register_merge(app, action);
   register_push(app, action);

@@ -3,6 +3,7 @@
 #include "kcache/util/text.hpp"
 
 #include <cctype>
+#include <tuple>
 
 namespace kcache {
 
@@ -61,6 +62,14 @@ bool cuda_arch_runs_on(const CudaArch& arch, int cc_major, int cc_minor) {
   if (arch.suffix == 'f') return cc_major == arch.major && cc_minor >= arch.minor;
   if (arch.ptx) return cc_major > arch.major || (cc_major == arch.major && cc_minor >= arch.minor);
   return cc_major == arch.major && cc_minor >= arch.minor;
+}
+
+bool cuda_arch_preferred(const CudaArch& a, const CudaArch& b) {
+  auto rank = [](const CudaArch& x) {
+    const int tier = x.suffix ? 0 : x.ptx ? 1 : 2;
+    return std::tuple(tier, !x.ptx, x.major, x.minor, x.suffix == 'a');
+  };
+  return rank(a) > rank(b);
 }
 
 PayloadKind cuda_payload_kind(const CudaArch& arch) { return arch.ptx ? PayloadKind::ptx : PayloadKind::cubin; }

@@ -75,6 +75,14 @@ std::string cuda_arch_name(const CudaArch& arch);
 ///   exactly X.Y, compute_XYf same major and cc_minor >= Y.
 bool cuda_arch_runs_on(const CudaArch& arch, int cc_major, int cc_minor);
 
+/// Whether `a` is preferred over `b` when both run on a device, as every
+/// CUDA lookup (a store's, a deployment file's) chooses: a plain sm_XY
+/// cubin first, the highest version first; then plain compute_XY PTX, the
+/// highest first; only then an arch- or family-specific variant (cubin
+/// before PTX, the highest first, a before f). So code added for a specific
+/// variant never displaces the plain code a device already has.
+bool cuda_arch_preferred(const CudaArch& a, const CudaArch& b);
+
 /// The payload kind `arch` stores: ptx for compute_XY, else cubin.
 PayloadKind cuda_payload_kind(const CudaArch& arch);
 

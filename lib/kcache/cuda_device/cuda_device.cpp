@@ -142,7 +142,7 @@ Result<DeviceInfo> select_device(const std::vector<DeviceInfo>& devices, std::st
     if (d.name.find(sel) != std::string::npos) matches.push_back(d);
   if (matches.size() == 1) return matches.front();
   if (matches.size() > 1)
-    return fail(Category::invalid_argument, "'{}' matches {} CUDA devices ({}): select one by number (cuda:N)",
+    return fail(Category::ambiguous, "'{}' matches {} CUDA devices ({}): select one by number (cuda:N)",
                 util::escape_untrusted(selector), matches.size(), device_list(matches));
   return fail(Category::not_found, "no CUDA device matches '{}' (there are: {})", util::escape_untrusted(selector),
               device_list(devices));

@@ -158,7 +158,7 @@ Result<DeviceInfo> select_from(const std::vector<DeviceInfo>& devices, std::stri
   if (matches.empty())
     return fail(Category::not_found, "no Vulkan device's name or fingerprint id matches '{}'; devices:{}", shown,
                 describe_all(devices));
-  return fail(Category::invalid_argument,
+  return fail(Category::ambiguous,
               "device selector '{}' matches {} devices; select one of them by index or fingerprint id:{}", shown,
               matches.size(), describe_all(matches));
 }

@@ -8,7 +8,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <bit>
 #include <charconv>
+#include <climits>
 
 namespace kcache::device {
 namespace {
@@ -290,5 +293,50 @@ Result<std::vector<std::uint8_t>> rewrap_schema1_blob(std::span<const std::uint8
   auto w = KCACHE_TRY(check_blob(wrapped, schema1_record, schema1_fingerprint_hash(schema1_record)));
   return wrap_blob_for(fingerprint_hash(schema1_record), w.driver_version, w.pointer_size, w.blob);
 }
+
+Result<std::vector<SpecValue>> spec_values_from_fields(const Entry& e) {
+  std::vector<SpecValue> out;
+  constexpr std::string_view prefix = "spec_constant:";
+  for (const auto& field : e.id_fields) {
+    const std::string& k = field.first;  // named, not bound: clang 14 lambdas cannot capture a binding
+    const std::string& v = field.second;
+    if (!k.starts_with(prefix)) continue;
+    auto bad = [&] {
+      return fail(Category::corruption, "kernel '{}': malformed spec constant field '{}' = '{}'", e.kernel, k, v);
+    };
+    std::uint32_t id = 0;
+    std::string_view id_text = std::string_view(k).substr(prefix.size());
+    if (auto [p, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
+        ec != std::errc{} || p != id_text.data() + id_text.size())
+      return bad();
+    auto colon = v.find(':');
+    if (colon == std::string::npos) return bad();
+    std::string_view type = std::string_view(v).substr(0, colon);
+    std::string_view text = std::string_view(v).substr(colon + 1);
+    std::uint64_t bits = 0;
+    if (type == "bool") {
+      if (text != "true" && text != "false") return bad();
+      bits = text == "true" ? 1 : 0;
+    } else if (type == "int") {
+      std::int64_t x = 0;
+      if (auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+          ec != std::errc{} || p != text.data() + text.size() || x < INT32_MIN || x > std::int64_t{UINT32_MAX})
+        return bad();
+      bits = x < 0 ? static_cast<std::uint64_t>(x) : static_cast<std::uint32_t>(x);
+    } else if (type == "float") {
+      double x = 0;
+      if (auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+          ec != std::errc{} || p != text.data() + text.size())
+        return bad();
+      bits = std::bit_cast<std::uint32_t>(static_cast<float>(x));
+    } else {
+      return bad();
+    }
+    out.push_back({id, bits});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  return out;
+}
+
 
 }  // namespace kcache::device

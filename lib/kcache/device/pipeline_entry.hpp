@@ -119,6 +119,14 @@ Result<PipelineInterface> reflect_pipeline_interface(std::span<const std::uint32
 Entry make_pipeline_entry(const Entry& spirv_entry, const PipelineRecipe& recipe, const PipelineInterface& interface,
                           std::vector<std::uint8_t> wrapped_blob, std::uint64_t created, std::string origin);
 
+/// The specialization a SPIR-V entry's id fields record
+/// ("spec_constant:<id>" = "<type>:<text>", definition.cpp), converted as
+/// the device stage converts a manifest's (engine::spec_values): 32 bits, a
+/// negative int sign-extended; ascending id. What a runtime lookup and a
+/// deployment file take when no blob recipe names the values. corruption
+/// naming the kernel and the field for a malformed one.
+Result<std::vector<SpecValue>> spec_values_from_fields(const Entry& e);
+
 /// Reads a vulkan entry's recipe from its ir_fields. corruption when a field
 /// is missing, repeated, out of order or malformed, or key.ir does not match
 /// the fields; version_mismatch for a pipeline_scheme other than 1 and 2.

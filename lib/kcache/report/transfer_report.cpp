@@ -72,6 +72,26 @@ std::string export_damaged_text(const transfer::ExportResult& result) {
                   result.damaged.size(), names));
 }
 
+std::string deploy_text(const transfer::DeployResult& result, std::string_view output) {
+  std::string out = fmt::format("wrote {}: {} kernels ({} with a pipeline-cache blob, {} CUDA), {}, {}\n", output,
+                                result.kernels, result.blobs, result.cuda, human_bytes(result.bytes),
+                                result.signer ? "signed by key " + result.signer->hex() : std::string("unsigned"));
+  for (const auto& r : result.refused) out += fmt::format("left out: {}\n", r);
+  return terminal_text(out);
+}
+
+std::string deploy_json(const transfer::DeployResult& result, std::string_view output) {
+  json j = {{"output", std::string(output)},
+            {"kernels", result.kernels},
+            {"blobs", result.blobs},
+            {"cuda", result.cuda},
+            {"bytes", result.bytes},
+            {"signed", result.signer.has_value()},
+            {"signer", key_or_null(result.signer)},
+            {"refused", result.refused}};
+  return internal::json_text(j);
+}
+
 std::string release_export_text(const transfer::ReleaseExportResult& result, std::string_view output_label) {
   std::string out;
   for (auto section : result.sections) {

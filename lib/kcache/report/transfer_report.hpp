@@ -31,6 +31,13 @@ std::string export_damaged_text(const transfer::ExportResult& result);
 /// What a release export wrote: one export_text line per section (no
 /// bundle size), then the release's size and how many sections.
 std::string release_export_text(const transfer::ReleaseExportResult& result, std::string_view output_label);
+/// What `kcache deploy` wrote: kernels, blobs, CUDA code, size, signer,
+/// then each thing left out and why.
+std::string deploy_text(const transfer::DeployResult& result, std::string_view output);
+/// The same as JSON: `output`, `kernels`, `blobs`, `cuda`, `bytes`,
+/// `signed`, `signer` (key id or null), `refused` (strings).
+std::string deploy_json(const transfer::DeployResult& result, std::string_view output);
+
 /// The same as JSON: `output`, `bundle_bytes`, `sections`: export_json's
 /// object per section.
 std::string release_export_json(const transfer::ReleaseExportResult& result, std::string_view output);

@@ -32,54 +32,6 @@ const std::string* field(const std::vector<Field>& fields, std::string_view name
   return nullptr;
 }
 
-// The manifest's spec constants from the SPIR-V entry's id fields
-// ("spec_constant:<id>" = "<type>:<text>", definition.cpp), converted as the
-// device stage converts them (engine::spec_values): 32 bits, a negative int
-// sign-extended. Used when there is no blob recipe to take them from.
-Result<std::vector<device::SpecValue>> spec_from_fields(const Entry& e) {
-  std::vector<device::SpecValue> out;
-  constexpr std::string_view prefix = "spec_constant:";
-  for (const auto& field : e.id_fields) {
-    const std::string& k = field.first;  // named, not bound: clang 14 lambdas cannot capture a binding
-    const std::string& v = field.second;
-    if (!k.starts_with(prefix)) continue;
-    auto bad = [&] {
-      return fail(Category::corruption, "kernel '{}': malformed spec constant field '{}' = '{}'", e.kernel, k, v);
-    };
-    std::uint32_t id = 0;
-    std::string_view id_text = std::string_view(k).substr(prefix.size());
-    if (auto [p, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
-        ec != std::errc{} || p != id_text.data() + id_text.size())
-      return bad();
-    auto colon = v.find(':');
-    if (colon == std::string::npos) return bad();
-    std::string_view type = std::string_view(v).substr(0, colon);
-    std::string_view text = std::string_view(v).substr(colon + 1);
-    std::uint64_t bits = 0;
-    if (type == "bool") {
-      if (text != "true" && text != "false") return bad();
-      bits = text == "true" ? 1 : 0;
-    } else if (type == "int") {
-      std::int64_t x = 0;
-      if (auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
-          ec != std::errc{} || p != text.data() + text.size() || x < INT32_MIN || x > std::int64_t{UINT32_MAX})
-        return bad();
-      bits = x < 0 ? static_cast<std::uint64_t>(x) : static_cast<std::uint32_t>(x);
-    } else if (type == "float") {
-      double x = 0;
-      if (auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
-          ec != std::errc{} || p != text.data() + text.size())
-        return bad();
-      bits = std::bit_cast<std::uint32_t>(static_cast<float>(x));
-    } else {
-      return bad();
-    }
-    out.push_back({id, bits});
-  }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
-  return out;
-}
-
 Result<std::vector<std::uint32_t>> spirv_words(const Entry& e, std::string_view ns) {
   if (e.payload_kind != PayloadKind::spirv)
     return fail(Category::corruption, "entry '{}' in {} holds no SPIR-V module", e.kernel, ns);
@@ -305,7 +257,7 @@ Result<std::unique_ptr<Catalog>> Catalog::open_embedded(const kcache_embedded_ta
       if (!sc.type || !sc.text) return bad("a spec constant with a NULL type or value");
       e.id_fields.emplace_back("spec_constant:" + std::to_string(sc.constant_id), std::string(sc.type) + ":" + sc.text);
     }
-    KCACHE_CHECK(spec_from_fields(e));  // the lookup's own rule, checked once here
+    KCACHE_CHECK(device::spec_values_from_fields(e));  // the lookup's own rule, checked once here
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(k.spirv);
     e.payload.assign(bytes, bytes + k.spirv_words * 4);
     e.origin_kind = OriginKind::imported;
@@ -359,7 +311,7 @@ Result<Kernel> Catalog::find(std::string_view name, const LookupOptions& options
           if (info.ns.backend == "spirv" && KCACHE_TRY(reader.get(info.ns.name(), name)))
             holders.push_back(info.ns.fingerprint);
         if (holders.size() > 1)
-          return fail(Category::invalid_argument, "kernel '{}' is stored for several targets ({}); name one", name,
+          return fail(Category::ambiguous, "kernel '{}' is stored for several targets ({}); name one", name,
                       join_targets(holders));
         if (holders.empty()) return fail(Category::not_found, "no kernel '{}' in the store", name);
         spirv_ns = spirv_namespace(holders.front()).name();
@@ -377,7 +329,7 @@ Result<Kernel> Catalog::find(std::string_view name, const LookupOptions& options
     const std::string* entry = field(e.id_fields, "entry");
     k.stage = stage ? *stage : "";
     k.entry_point = entry ? *entry : "main";
-    k.spec = KCACHE_TRY(spec_from_fields(e));
+    k.spec = KCACHE_TRY(device::spec_values_from_fields(e));
     policy = definition::recorded_validate_policy(e.id_fields);
     if (options.device)
       KCACHE_CHECK(attach_blob(reader, *options.device, e, spirv_ns, blob_entry, recipe, m_trusted, k, recorded));
@@ -400,12 +352,8 @@ Result<Kernel> Catalog::find_cuda(std::string_view name, int cc_major, int cc_mi
       CudaArch arch;
       Namespace ns;
     };
-    auto rank = [](const CudaArch& a) {
-      const int tier = a.suffix ? 0 : a.ptx ? 1 : 2;
-      return std::tuple(tier, !a.ptx, a.major, a.minor, a.suffix == 'a');
-    };
     auto better = [&](const Candidate& c, const Candidate& than) {
-      if (rank(c.arch) != rank(than.arch)) return rank(c.arch) > rank(than.arch);
+      if (c.arch != than.arch) return cuda_arch_preferred(c.arch, than.arch);
       return c.ns.fingerprint < than.ns.fingerprint;
     };
     std::optional<Candidate> best;

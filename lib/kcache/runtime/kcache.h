@@ -31,8 +31,15 @@
  * kcache call.
  *
  * Stability: the ABI is versioned by the library's SONAME (libkcache.so.N);
- * KCACHE_RUNTIME_API_VERSION changes with every addition. Enum values are
- * append-only.
+ * KCACHE_RUNTIME_API_VERSION changes with every addition, and each level's
+ * functions carry the symbol version KCACHE_<level> (exports.map), so a
+ * program built against level N runs on any library of level N or later and
+ * the loader refuses, by name, to run it on an older one; an application
+ * that wants to degrade instead asks kcache_runtime_api_version(). Enum
+ * values are append-only: treat an unknown status as a failure. Structs an
+ * application fills that may grow (kcache_file_options) begin with their
+ * size; kcache_device and kcache_device_candidate are frozen as they are
+ * (new device properties will come as a new struct, never a changed one).
  */
 #ifndef KCACHE_RUNTIME_KCACHE_H
 #define KCACHE_RUNTIME_KCACHE_H
@@ -53,19 +60,21 @@ extern "C" {
 #endif
 
 #define KCACHE_RUNTIME_API_VERSION                                                                                \
-  5 /* 2: kcache_store_open_embedded; 3: kcache_lookup_cuda; 4: kcache_store_open_flags, kcache_kernel_layout_id; \
-       5: kcache_select_device */
+  6 /* 2: kcache_store_open_embedded; 3: kcache_lookup_cuda; 4: kcache_store_open_flags, kcache_kernel_layout_id; \
+       5: kcache_select_device; 6: kcache_file_open, kcache_runtime_api_version, KCACHE_ERROR_AMBIGUOUS */
 
 /** Outcome of a call. */
 typedef enum kcache_status {
   KCACHE_OK = 0,
   KCACHE_ERROR_NOT_FOUND = 1,        /**< no such store, kernel or key */
-  KCACHE_ERROR_INVALID_ARGUMENT = 2, /**< a NULL or malformed argument, an ambiguous lookup */
+  KCACHE_ERROR_INVALID_ARGUMENT = 2, /**< a NULL or malformed argument */
   KCACHE_ERROR_CORRUPTION = 3,       /**< a stored record failed its checks */
   KCACHE_ERROR_IO = 4,               /**< the OS refused: permissions, not a directory */
   KCACHE_ERROR_VERSION_MISMATCH = 5, /**< the store was written by a newer kcache */
   KCACHE_ERROR_BUSY = 6,             /**< transient (e.g. a compaction is running); retry */
-  KCACHE_ERROR_INTERNAL = 7          /**< out of memory or a bug in kcache */
+  KCACHE_ERROR_INTERNAL = 7,         /**< out of memory or a bug in kcache */
+  KCACHE_ERROR_AMBIGUOUS = 8         /**< a name or selector matches several things; the message lists them.
+                                          (API version 6; before, INVALID_ARGUMENT) */
 } kcache_status;
 
 /** What became of the pipeline-cache blob of a looked-up kernel. */
@@ -131,6 +140,12 @@ typedef struct kcache_kernel kcache_kernel; /**< one looked-up kernel */
 /** kcache's version, e.g. "0.1.0". */
 KCACHE_API const char* kcache_version(void);
 
+/** The KCACHE_RUNTIME_API_VERSION of the library the program runs with,
+ *  which may be later than the header it was built with: a program that
+ *  can use a later call asks before it calls. (API version 6; a library of
+ *  an older level lacks this very symbol.) */
+KCACHE_API unsigned kcache_runtime_api_version(void);
+
 /** Stable name of a status, e.g. "not_found". */
 KCACHE_API const char* kcache_status_name(kcache_status status);
 
@@ -146,8 +161,8 @@ KCACHE_API const char* kcache_last_error(void);
  *  otherwise the one device whose name contains `selector`
  *  (case-insensitive) or whose fingerprint id (`kcache devices`) starts
  *  with it. Sets *index. NOT_FOUND when there is no device, nothing matches
- *  or an index is out of range; INVALID_ARGUMENT when several devices
- *  match, or for NULL `devices` or `index`; the message lists the devices.
+ *  or an index is out of range; AMBIGUOUS when several devices match;
+ *  INVALID_ARGUMENT for NULL `devices` or `index`; the message lists the devices.
  *  kcache_vulkan.h's kcache_vulkan_select_device enumerates them for you.
  *  (API version 5.) */
 KCACHE_API kcache_status kcache_select_device(const char* selector, const kcache_device_candidate* devices,
@@ -200,6 +215,37 @@ KCACHE_API kcache_status kcache_store_open_flags(const char* dir, unsigned flags
  *  newer format. (API version 2.) */
 KCACHE_API kcache_status kcache_store_open_embedded(const kcache_embedded_table* table, kcache_store** out);
 
+/** How kcache_file_open opens a deployment file. Zero-initialise it and set
+ *  struct_size = sizeof(kcache_file_options): a later kcache reads only the
+ *  fields struct_size covers, so a program built against this header keeps
+ *  working when fields are added. (API version 6.) */
+typedef struct kcache_file_options {
+  size_t struct_size;          /**< sizeof(kcache_file_options) as the program was built */
+  unsigned flags;              /**< KCACHE_OPEN_DEVICE_MINIMAL, or 0 */
+  const uint8_t* public_key;   /**< 32 bytes of Ed25519 public key the file must be signed
+                                    by (the `public-key` line of `kcache key`'s NAME.pub,
+                                    decoded), or NULL to accept an unsigned file */
+  unsigned threads;            /**< threads checking the file's digest; 0: every core */
+} kcache_file_options;
+
+/** Opens a deployment file (`kcache deploy` writes one per GPU class) as a
+ *  read-only store: kcache_lookup, kcache_lookup_key, kcache_lookup_cuda,
+ *  the list calls and every accessor work on it. Safe by default: the file
+ *  is mapped and its digest checked over every byte once, here (and its
+ *  signature when `options->public_key` is given), then every record's
+ *  offsets; a damaged, truncated or tampered file is refused here with
+ *  CORRUPTION and never read further. Lookups afterwards copy nothing and
+ *  run no validator: the kernels were validated and reflected when the file
+ *  was written, and the digest proves these are those bytes. A blob is
+ *  served when the device's class is the file's and the blob's Vulkan header
+ *  names the device. The file must not change while open (kcache deploy
+ *  replaces a file by renaming a new one over it, which open mappings do
+ *  not see). `options` may be NULL (no key, every core, no flags).
+ *  NOT_FOUND / IO for the file, CORRUPTION as above, VERSION_MISMATCH for a
+ *  file of a newer format, INVALID_ARGUMENT for a NULL `path` or `out`, an
+ *  unknown flag or a struct_size below the first version's. (API version 6.) */
+KCACHE_API kcache_status kcache_file_open(const char* path, const kcache_file_options* options, kcache_store** out);
+
 /** Closes a store; NULL is allowed. Kernels already looked up stay valid. */
 KCACHE_API void kcache_store_close(kcache_store* store);
 
@@ -209,7 +255,7 @@ KCACHE_API void kcache_store_close(kcache_store* store);
  *  NULL for SPIR-V only (blob status NOT_REQUESTED).
  *  `target`: the SPIR-V target environment ("vulkan1.2"), or NULL: then the
  *  target the device's blob was built from, else the only target the kernel
- *  is stored for (INVALID_ARGUMENT naming them when there are several).
+ *  is stored for (AMBIGUOUS naming them when there are several).
  *  NOT_FOUND when no SPIR-V of that name is stored. CORRUPTION when the
  *  entry is damaged, e.g. a compute kernel's module fails spirv-val, which
  *  runs before kcache reflects it (a damaged module is an error, never a

@@ -126,6 +126,40 @@ struct ReleaseExportResult {
 Result<ReleaseExportResult> export_release(store::Store& store, const ReleaseSelection& selection,
                                            const BundleStream& out, const ExportOptions& options);
 
+/// What a deployment file (lib/kcache/deploy/FORMAT.md) takes from a store.
+struct DeploySelection {
+  /// A vulkan fingerprint id: that class's pipeline-cache blobs ride with
+  /// their modules. Empty: SPIR-V (and CUDA) only.
+  std::string for_device;
+  std::vector<std::string> targets;     ///< SPIR-V targets ("vulkan1.2"); empty: every one stored
+  std::vector<std::string> cuda_archs;  ///< cuda namespaces ("sm_90"); empty: every one stored
+  std::vector<std::string> kernel_globs;  ///< as ExportSelection's
+};
+
+struct DeployResult {
+  std::size_t kernels = 0;  ///< records written (one per kernel and target or arch)
+  std::size_t blobs = 0;    ///< of which carry the class's blob
+  std::size_t cuda = 0;     ///< of which are CUDA code
+  std::uint64_t bytes = 0;  ///< the file's size
+  std::optional<bundle::KeyId> signer;  ///< the key that signed it
+  /// What was left out and why: damaged records, modules spirv-val now
+  /// rejects, blobs that fail a check (the kernel is written without one).
+  std::vector<std::string> refused;
+};
+
+/// Writes the selected kernels of `store`, read in one snapshot, as one
+/// deployment file at `out` (atomically, mode 0644), signed with `sign` when
+/// given. Every check a runtime lookup would repeat runs here once: spirv-val
+/// under each module's recorded policy, reflection of each compute kernel's
+/// interface (docs/design.md "Deployment files"), each blob against the
+/// class's record and its recorded interface against the reflected one,
+/// each CUDA payload against its arch. A kernel or blob that fails is left
+/// out and listed in `refused`. not_found when the class has no namespace in
+/// the store, no blob of it serves a selected kernel, or nothing is
+/// selected; store and I/O errors unchanged.
+Result<DeployResult> write_deployment(store::Store& store, const DeploySelection& selection,
+                                      const std::filesystem::path& out, const bundle::KeyPair* sign);
+
 /// What an import compares a bundle's fingerprint with.
 struct ImportTarget {
   /// spirv: the target environment ("vulkan1.2"). vulkan: the fingerprint id

@@ -17,6 +17,7 @@ std::string_view category_name(Category c) {
     case Category::store_full: return "store_full";
     case Category::read_only: return "read_only";
     case Category::busy: return "busy";
+    case Category::ambiguous: return "ambiguous";
   }
   return "unknown";
 }

@@ -28,6 +28,7 @@ enum class Category {
   store_full,             ///< the store's map or disk is full
   read_only,              ///< a write was asked of a read-only store
   busy,                   ///< a transient conflict; retrying may succeed
+  ambiguous,              ///< a name or selector matches several things: name one
 };
 
 /// Short stable name of a category, e.g. "not_found" (used in --json).

@@ -3,6 +3,7 @@
 #include "kcache/util/text.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -236,6 +237,30 @@ ScratchDir::ScratchDir(ScratchDir&& o) noexcept : m_path(std::exchange(o.m_path,
 ScratchDir::~ScratchDir() {
   std::error_code ec;
   if (!m_path.empty()) std::filesystem::remove_all(m_path, ec);
+}
+
+Result<MappedFile> MappedFile::open(const std::filesystem::path& path, std::uint64_t max_bytes, bool populate) {
+  // O_NONBLOCK: a FIFO planted under the name is refused below, not waited on.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) return os_error(path, "open", errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return os_error(path, "read the size of", errno);
+  if (!S_ISREG(st.st_mode)) return fail(Category::invalid_argument, "{} is not a regular file", path.string());
+  if (st.st_size <= 0) return fail(Category::invalid_argument, "{} is empty", path.string());
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
+    return fail(Category::invalid_argument, "{} is {} bytes, over the {} this reader maps", path.string(),
+                st.st_size, max_bytes);
+  const auto size = static_cast<std::size_t>(st.st_size);
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd.get(), 0);
+  if (data == MAP_FAILED) return os_error(path, "map", errno);
+  return MappedFile(static_cast<const std::uint8_t*>(data), size);
+}
+
+MappedFile::MappedFile(MappedFile&& o) noexcept
+    : m_data(std::exchange(o.m_data, nullptr)), m_size(std::exchange(o.m_size, 0)) {}
+
+MappedFile::~MappedFile() {
+  if (m_data) ::munmap(const_cast<std::uint8_t*>(m_data), m_size);
 }
 
 }  // namespace kcache::util

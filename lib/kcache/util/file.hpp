@@ -130,6 +130,30 @@ class ScratchDir {
   std::filesystem::path m_path;
 };
 
+/// A regular file mapped read-only, whole, for readers that index into it
+/// without copying (a deployment file). The mapping is private and
+/// read-only: a process that truncates the file under it could still make
+/// a later access fault, which is why readers check a file once at open and
+/// the documentation says such files are immutable once written.
+class MappedFile {
+ public:
+  /// Maps `path`: not_found when missing, invalid_argument for anything but
+  /// a regular file, for an empty one or one over `max_bytes` (nothing is
+  /// mapped then), io_error otherwise. `populate`: fault every page in now
+  /// (MAP_POPULATE), for a reader about to touch every byte anyway.
+  static Result<MappedFile> open(const std::filesystem::path& path, std::uint64_t max_bytes, bool populate);
+  MappedFile(MappedFile&& o) noexcept;
+  MappedFile& operator=(MappedFile&&) = delete;
+  MappedFile(const MappedFile&) = delete;
+  ~MappedFile();
+  std::span<const std::uint8_t> bytes() const { return {m_data, m_size}; }
+
+ private:
+  MappedFile(const std::uint8_t* data, std::size_t size) : m_data(data), m_size(size) {}
+  const std::uint8_t* m_data = nullptr;
+  std::size_t m_size = 0;
+};
+
 /// The error for a failed OS call on `path`: not_found for ENOENT, io_error
 /// otherwise; "cannot ACTION PATH: strerror".
 tl::unexpected<Error> os_error(const std::filesystem::path& path, std::string_view action, int err);
