@@ -24,6 +24,7 @@ extern const char* const k_usage;
 /// The command line: the Vulkan modes' options, and --cuda's (CudaArgs).
 struct Args {
   std::string store, device, target;
+  std::string file;  ///< --file: a deployment file instead of a store
   std::string startup;  ///< "", "cold" or "warm"
   unsigned threads = 1;
   unsigned lookups = 0;             ///< --lookups: rounds of lookups to time
@@ -124,6 +125,10 @@ struct CreateOptions {
 /// Creates (and destroys) `k`'s pipeline on `gpu` from `blob` (empty = cold), each object timed.
 Creation create(const Gpu& gpu, const kcache::runtime::Kernel& k, std::span<const std::uint8_t> blob,
                 const CreateOptions& options = {});
+
+/// The store the options name: --file's deployment file (kcache_file_open),
+/// else --store opened with --trusted's flags; nullopt after saying why.
+std::optional<kcache::runtime::Store> open_store(const Args& args);
 
 /// The kernels named on the command line, else every kernel of the store
 /// (once, whatever the targets); nullopt after saying why.

@@ -10,7 +10,7 @@
 namespace bench_start {
 
 const char* const k_usage =
-    "usage: kcache-bench-start [--store DIR] [--device SEL] [--target ENV]\n"
+    "usage: kcache-bench-start [--store DIR | --file FILE] [--device SEL] [--target ENV]\n"
     "                          [--startup cold|warm [--threads N] | --lookups N] [--trusted]\n"
     "                          [--modules objects|inline|identifier]\n"
     "                          [--caches kernel|kernel-sync|thread]\n"
@@ -20,13 +20,17 @@ const char* const k_usage =
     "store) on a Vulkan device, cold (no blob) and warm (kcache's pipeline-cache blob),\n"
     "and prints both creation times.\n"
     "  --store DIR     kcache store (default: $KCACHE_STORE, else ~/.cache/kcache)\n"
+    "  --file FILE     a deployment file (`kcache deploy`) instead of a store, opened as\n"
+    "                  an application opens it (kcache_file_open: digest checked once)\n"
     "  --device SEL    a device index, or the one device whose name contains SEL\n"
     "                  (default: the first discrete GPU, else integrated, virtual, CPU)\n"
     "  --target ENV    SPIR-V target to look kernels up in, e.g. vulkan1.2\n"
     "  --startup MODE  instead, time an application's start once: store open, every\n"
     "                  lookup and pipeline (cold: empty caches; warm: kcache's blobs)\n"
     "  --threads N     threads for --startup (default 1), one pipeline cache per kernel\n"
-    "  --lookups N     instead, time N lookups of every kernel (no pipelines created)\n"
+    "  --lookups N     instead, time N lookups of every kernel (no pipelines created):\n"
+    "                  the open, then the mean, the best round and the median over\n"
+    "                  kernels of each kernel's fastest lookup, per lookup\n"
     "  --trusted       open the store with KCACHE_OPEN_TRUSTED (no spirv-val per lookup)\n"
     "  --modules MODE  objects: a VkShaderModule per pipeline (default); inline: none,\n"
     "                  the stage carries the module's create info (needs and enables\n"
@@ -63,6 +67,8 @@ std::optional<Args> parse(int argc, char** argv) {
       std::exit(0);
     } else if (s == "--store") {
       if (!value(a.store)) return std::nullopt;
+    } else if (s == "--file") {
+      if (!value(a.file)) return std::nullopt;
     } else if (s == "--device") {
       if (!value(a.device)) return std::nullopt;
     } else if (s == "--target") {

@@ -25,11 +25,8 @@ std::optional<std::vector<std::uint8_t>> merged_blobs(VkPhysicalDevice pd, std::
                                                       const kcache_device& dev, const Args& args) {
   Gpu gpu;
   if (!open_device(pd, api, modules, gpu)) return device_failed(modules), std::nullopt;
-  auto store = kcache::runtime::Store::open(args.store, args.open_flags);
-  if (!store) {
-    std::fprintf(stderr, "kcache-bench-start: %s\n", store.error().message.c_str());
-    return std::nullopt;
-  }
+  auto store = open_store(args);
+  if (!store) return std::nullopt;
   auto names = kernel_names(*store, args);
   if (!names) return std::nullopt;
   VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
@@ -194,11 +191,8 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
   // The application has its device; kcache's part starts with the store.
   const double device_ms = ms_since(process_start) - merge_ms;
   const auto start = std::chrono::steady_clock::now();
-  auto opened = kcache::runtime::Store::open(args.store, args.open_flags);
-  if (!opened) {
-    std::fprintf(stderr, "kcache-bench-start: %s\n", opened.error().message.c_str());
-    return 3;
-  }
+  auto opened = open_store(args);
+  if (!opened) return 3;
   const auto& store = *opened;
   auto listed = kernel_names(store, args);
   if (!listed) return 3;

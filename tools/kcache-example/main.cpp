@@ -1,8 +1,12 @@
-// kcache-example: how an application uses kcache's runtime API. It creates
-// the compute pipeline of every kernel of a kcache store (or of the kernels
-// named) on a Vulkan device, each with the pipeline-cache blob kcache built
-// for that device when the store has one, and says for each whether the blob
-// was served. Everything that measures lives in tools/kcache-bench-start.
+// kcache-example: how an application uses kcache's runtime API. It opens the
+// deployment file it ships (`kcache deploy` wrote it for the GPU class),
+// checked once at open and signed by the key it names, and creates the
+// compute pipeline of every kernel in it (or of the kernels named) on a
+// Vulkan device, each with the pipeline-cache blob the file carries for that
+// class, and says for each whether the blob was served. It can read a kcache
+// store instead (--store), as a tool on a build machine would: then every
+// lookup checks its record. Everything that measures lives in
+// tools/kcache-bench-start.
 //
 // What makes a blob hit: the device created as kcache creates its own (every
 // supported Vulkan 1.0-1.3 core feature, robustness off), and the pipeline
@@ -11,25 +15,33 @@
 // size.
 //
 // Exit status: 0 when every pipeline was created, 1 otherwise, 2 for bad
-// usage, 3 when there is no Vulkan device or store.
+// usage, 3 when there is no Vulkan device, no file or store, or the file is
+// damaged or not signed by the key.
 #include "kcache/runtime/kcache_vulkan.h"
 #include "kcache/runtime/runtime.hpp"
 
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace {
 
 constexpr const char* k_usage =
-    "usage: kcache-example [--store DIR] [--device SEL] [--target ENV] [KERNEL...]\n"
+    "usage: kcache-example [--file FILE [--key PUB] | --store DIR] [--device SEL]\n"
+    "                      [--target ENV] [KERNEL...]\n"
     "\n"
-    "Creates the compute pipeline of KERNEL... (default: every compute kernel in the\n"
-    "store) on a Vulkan device with kcache's pipeline-cache blob where there is one.\n"
-    "  --store DIR     kcache store (default: $KCACHE_STORE, else ~/.cache/kcache)\n"
+    "Creates the compute pipeline of KERNEL... (default: every compute kernel of the\n"
+    "deployment file) on a Vulkan device with kcache's pipeline-cache blob where there is one.\n"
+    "  --file FILE     the deployment file `kcache deploy` wrote (default: kernels.kcdeploy)\n"
+    "  --key PUB       the public key file (`kcache keygen`) the file must be signed by\n"
+    "  --store DIR     a kcache store instead of a file (e.g. $KCACHE_STORE): each lookup\n"
+    "                  checks its record, spirv-val and reflection included\n"
     "  --device SEL    a device index, or the one device whose name contains SEL\n"
     "                  (default: a GPU, else CPU; `kcache devices` lists them)\n"
     "  --target ENV    SPIR-V target to look kernels up in, e.g. vulkan1.2\n"
@@ -131,14 +143,32 @@ VkResult create_pipeline(VkDevice device, const kcache::runtime::Kernel& k) {
   return r;
 }
 
+// The 32 key bytes of a public key file's "public-key HEX" line, or nullopt.
+std::optional<std::vector<std::uint8_t>> read_public_key(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("public-key ") || line.size() != 11 + 64) continue;
+    std::vector<std::uint8_t> key(32);
+    for (std::size_t i = 0; i < key.size(); ++i) {
+      const char* digits = line.data() + 11 + 2 * i;
+      if (std::from_chars(digits, digits + 2, key[i], 16).ptr != digits + 2) return std::nullopt;
+    }
+    return key;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string store_dir, device_name, target;
+  std::string file = "kernels.kcdeploy", key_file, store_dir, device_name, target;
   std::vector<std::string> names;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    std::string* value = a == "--store"    ? &store_dir
+    std::string* value = a == "--file"     ? &file
+                         : a == "--key"    ? &key_file
+                         : a == "--store"  ? &store_dir
                          : a == "--device" ? &device_name
                          : a == "--target" ? &target
                                            : nullptr;
@@ -180,12 +210,19 @@ int main(int argc, char** argv) {
   // The device's identity for kcache: which blobs fit it.
   kcache_device dev;
   kcache_device_from_vulkan(pd, vkGetPhysicalDeviceProperties2, &dev);
-  // A store other programs can write (kcache's default cache here) is read
-  // as untrusted: every lookup runs spirv-val on its module, milliseconds
-  // for a large one. An application that ships its store where only its
-  // installer writes opens it with KCACHE_OPEN_TRUSTED instead
-  // (Store::open(dir, KCACHE_OPEN_TRUSTED)): tens of microseconds a lookup.
-  auto store = kcache::runtime::Store::open(store_dir);
+  // The deployment file: its digest (and, with a key, its signature) is
+  // checked once, here; a damaged or tampered file is refused, and lookups
+  // afterwards are index probes of about a microsecond. A store (--store)
+  // is checked record by record instead: every lookup runs spirv-val and
+  // reflection on its module, milliseconds for a large one.
+  std::optional<std::vector<std::uint8_t>> key;
+  if (!key_file.empty() && !(key = read_public_key(key_file))) {
+    std::fprintf(stderr, "kcache-example: %s holds no public-key line (make one with `kcache keygen`)\n",
+                 key_file.c_str());
+    return 3;
+  }
+  auto store = store_dir.empty() ? kcache::runtime::Store::open_file(file, key ? key->data() : nullptr)
+                                 : kcache::runtime::Store::open(store_dir);
   if (!store) {
     std::fprintf(stderr, "kcache-example: %s\n", store.error().message.c_str());
     return 3;

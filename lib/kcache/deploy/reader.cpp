@@ -127,9 +127,10 @@ Result<void> DeployFile::check_bytes(const OpenOptions& options) {
   }
   if (options.required_key && m_signer != options.required_key)
     return fail(Category::corruption,
-                "it must be signed by key {} and is {}: refusing it; sign it with that key (`kcache deploy --sign`)",
+                "it must be signed by the public key {}... and is {}: refusing it; sign it with that key's secret "
+                "key (`kcache deploy --sign`)",
                 hex(*options.required_key).substr(0, 16),
-                m_signer ? "signed by key " + hex(*m_signer).substr(0, 16) : std::string("unsigned"));
+                m_signer ? "signed by the public key " + hex(*m_signer).substr(0, 16) + "..." : std::string("unsigned"));
 
   // The structure: every offset of every record inside its section.
   const std::uint64_t data_end = l.data_offset + l.data_size;

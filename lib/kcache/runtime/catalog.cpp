@@ -330,6 +330,7 @@ Result<Kernel> Catalog::find(std::string_view name, const LookupOptions& options
     k.stage = stage ? *stage : "";
     k.entry_point = entry ? *entry : "main";
     k.spec = KCACHE_TRY(device::spec_values_from_fields(e));
+    k.id_fields = e.id_fields;
     policy = definition::recorded_validate_policy(e.id_fields);
     if (options.device)
       KCACHE_CHECK(attach_blob(reader, *options.device, e, spirv_ns, blob_entry, recipe, m_trusted, k, recorded));

@@ -337,7 +337,8 @@ KCACHE_API const uint8_t* kcache_kernel_payload(const kcache_kernel* kernel, siz
 KCACHE_API const char* kcache_kernel_function_symbol(const kcache_kernel* kernel);
 
 /** The value of a field the kernel's key id hashed, or NULL when it has none
- *  (kcache_lookup_cuda's kernels; `kcache inspect --why` names the fields):
+ *  (of any lookup's kernel since API version 6, of CUDA kernels before;
+ *  `kcache inspect --why` names the fields):
  *  "source" (relative to the manifest's folder), "entry", "define:NAME",
  *  "include_dir:N", "nvrtc_option:N", "arch". What an application needs to
  *  compile the same kernel itself. (API version 3.) */

@@ -163,6 +163,20 @@ class Store {
       return wrapper_detail::last_error(st);
     return Store(s);
   }
+  /// kcache_file_open: a deployment file (`kcache deploy`), checked whole
+  /// here; `public_key` (32 bytes) when the file must be signed by it.
+  static Result<Store> open_file(std::string_view path, const std::uint8_t* public_key = nullptr,
+                                 unsigned flags = 0) {
+    kcache_file_options options{};
+    options.struct_size = sizeof options;
+    options.flags = flags;
+    options.public_key = public_key;
+    kcache_store* s = nullptr;
+    const std::string p(path);
+    if (kcache_status st = kcache_file_open(p.c_str(), &options, &s); st != KCACHE_OK)
+      return wrapper_detail::last_error(st);
+    return Store(s);
+  }
   Store(Store&& o) noexcept : m_s(std::exchange(o.m_s, nullptr)) {}
   Store& operator=(Store&& o) noexcept {
     std::swap(m_s, o.m_s);
