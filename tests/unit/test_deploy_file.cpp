@@ -72,6 +72,7 @@ Contents contents() {
   cubin.payload_kind = PayloadKind::cubin;
   cubin.payload = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0};
   c.kernels = {saxpy, other_target, frag, ptx, cubin};
+  c.class_cache.assign(48, 0x3c);
   return c;
 }
 
@@ -105,6 +106,8 @@ TEST_CASE("a deployment file reads back what was encoded, in place and sorted") 
   REQUIRE_MESSAGE(file.has_value(), why(file));
   const DeployFile& f = **file;
   CHECK(f.device_class() == "vulkan/1042e4770d085d4c");
+  CHECK(std::vector<std::uint8_t>(f.class_cache().begin(), f.class_cache().end()) ==
+        std::vector<std::uint8_t>(48, 0x3c));
   CHECK(!f.signer());
   REQUIRE(f.kernels().size() == 5);
   // Sorted by (name, target): "blit" first, then saxpy's four targets.
@@ -222,6 +225,14 @@ TEST_CASE("a validly digested file whose records point outside their sections is
   REQUIRE(!unsorted);
   CHECK(unsorted.error().message.find("not sorted") != std::string::npos);
   CHECK(count == 5);
+  // The class cache's offset in the head, past the file.
+  bad = good;
+  const std::uint64_t past = good.size() - 16;
+  std::memcpy(bad.data() + 80, &past, 8);
+  redigest(bad);
+  auto cache = DeployFile::from_bytes(bad, {});
+  REQUIRE(!cache);
+  CHECK(cache.error().message.find("class pipeline cache is out of bounds") != std::string::npos);
 }
 
 TEST_CASE("a required key refuses an unsigned file and another key's, and an altered signed head") {
@@ -260,6 +271,9 @@ TEST_CASE("encode refuses what a reader could not serve") {
   Contents nul = contents();
   nul.kernels[0].name += std::string(1, '\0');
   CHECK(!encode(nul, nullptr));
+  Contents short_cache = contents();
+  short_cache.class_cache.resize(8);
+  CHECK(!encode(short_cache, nullptr));
   // Empty: a file of no kernels is valid and reads back empty.
   auto empty = encode(Contents{}, nullptr);
   REQUIRE(empty.has_value());

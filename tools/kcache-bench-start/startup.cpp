@@ -62,7 +62,8 @@ struct Start {
   const kcache_device& dev;
   const Args& args;
   const std::vector<std::string>& names;
-  const std::vector<std::uint8_t>& merged;
+  /// --caches thread: every blob merged, from the deployment file or merged here.
+  std::span<const std::uint8_t> merged;
   bool warm, probe, external_sync;
   ModuleMode modules;
   std::atomic<std::size_t> next{0}, created{0}, failed{0}, served{0}, other_stage{0}, hits{0}, misses{0};
@@ -148,7 +149,7 @@ void Start::print(double wall_ms, double device_ms, double list_ms) const {
       "startup mode=%s threads=%u pipelines=%zu failed=%zu blobs_served=%zu hits=%lld misses=%lld modules=%s "
       "caches=%s lookups_first=%d "
       "wall_ms=%.3f device_ms=%.3f create_sum_ms=%.3f lookup_sum_ms=%.3f objects_sum_ms=%.3f module_sum_ms=%.3f "
-      "layout_sum_ms=%.3f cache_sum_ms=%.3f list_ms=%.3f\n",
+      "layout_sum_ms=%.3f cache_sum_ms=%.3f list_ms=%.3f source=%s\n",
       args.startup.c_str(), args.threads, created.load(), failed.load(), warm ? served.load() : 0,
       probed ? static_cast<long long>(hits.load()) : -1LL, probed ? static_cast<long long>(misses.load()) : -1LL,
       args.modules.c_str(),
@@ -157,7 +158,7 @@ void Start::print(double wall_ms, double device_ms, double list_ms) const {
                       : "kernel",
       args.lookups_first ? 1 : 0, wall_ms, device_ms, sum_ms(create_us), sum_ms(lookup_us),
       sum_ms(module_us) + sum_ms(layout_us) + sum_ms(cache_us), sum_ms(module_us), sum_ms(layout_us), sum_ms(cache_us),
-      list_ms);
+      list_ms, args.file.empty() ? "store" : "file");
 }
 
 }  // namespace
@@ -174,7 +175,11 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
   const ModuleMode modules = module_mode(args.modules);
   std::vector<std::uint8_t> merged;
   double merge_ms = 0;  // not the application's: kept out of device_ms
-  if (warm && args.caches == "thread") {
+  // From a deployment file the merged cache is the file's (`kcache deploy
+  // --merge-caches`), read inside the timed start; from a store it is
+  // merged here first, untimed.
+  const bool file_cache = warm && args.caches == "thread" && !args.file.empty();
+  if (warm && args.caches == "thread" && !file_cache) {
     const auto merging = std::chrono::steady_clock::now();
     auto m = merged_blobs(pd, api, modules, dev, args);
     if (!m) return 3;
@@ -197,8 +202,17 @@ int startup(VkPhysicalDevice pd, std::uint32_t api, const kcache_device& dev, co
   auto listed = kernel_names(store, args);
   if (!listed) return 3;
   const std::vector<std::string>& names = *listed;
+  std::span<const std::uint8_t> thread_cache = merged;
+  if (file_cache) {
+    auto from_file = store.class_cache(dev);
+    if (!from_file) {
+      std::fprintf(stderr, "kcache-bench-start: %s\n", from_file.error().message.c_str());
+      return 3;
+    }
+    thread_cache = *from_file;
+  }
   const double list_ms = ms_since(start);
-  Start s{gpu, store, dev, args, names, merged, warm, probe, external_sync, modules};
+  Start s{gpu, store, dev, args, names, thread_cache, warm, probe, external_sync, modules};
   // --lookups-first: every kernel looked up before any pipeline is created,
   // on this thread, so that the lookups run back to back with warm caches
   // instead of between driver calls.

@@ -50,7 +50,7 @@ void register_deploy(CLI::App& app, Action& action) {
       "and then serves lookups in place, copying nothing. A kernel or blob that fails a check is\n"
       "left out and listed. The file is replaced atomically.\n"
       "Examples:\n"
-      "  kcache deploy --for-device 9f3c2a7b1d4e6f80 --sign ci.key -o h200.kcdeploy\n"
+      "  kcache deploy --for-device 9f3c2a7b1d4e6f80 --merge-caches --sign ci.key -o h200.kcdeploy\n"
       "  kcache deploy --target vulkan1.2 -o portable.kcdeploy          # SPIR-V only, no blobs\n"
       "  kcache deploy --cuda-arch sm_90 --cuda-arch compute_90 -o cuda.kcdeploy");
   args->store.add_to(*cmd);
@@ -64,6 +64,9 @@ void register_deploy(CLI::App& app, Action& action) {
   cmd->add_option("--kernel", args->selection.kernel_globs,
                   "take only kernels matching GLOB (* and ?; brackets are literal); repeatable");
   cmd->add_option("-o,--output", args->output, "the deployment file to write")->required();
+  cmd->add_flag("--merge-caches", args->selection.merge_caches,
+                "also merge every blob into one pipeline cache for the class, on this machine's device of it: an "
+                "application creates one VkPipelineCache per thread from it (kcache_file_pipeline_cache)");
   cmd->add_option("--sign", args->sign, "sign with this secret key file (from `kcache keygen`)");
   cmd->add_flag("--json", args->json, "print the result as JSON");
   cmd->callback([args, &action] { action = [args] { return run_deploy(*args); }; });

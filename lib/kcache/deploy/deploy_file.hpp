@@ -82,6 +82,9 @@ struct Contents {
   /// "" for a file without blobs.
   std::string device_class;
   std::vector<KernelRecord> kernels;  ///< any order; encode sorts them
+  /// Every blob merged into one pipeline cache by a device of the class
+  /// (device::Device::merge_pipeline_caches); empty: none.
+  std::vector<std::uint8_t> class_cache;
 };
 
 /// An Ed25519 signing key: libsodium's 64-byte secret key and its public key.
@@ -155,6 +158,8 @@ class DeployFile {
   const std::uint8_t* at(std::uint64_t offset) const { return m_bytes.data() + offset; }
   /// The vulkan namespace the blobs are for, "" when the file has none.
   std::string_view device_class() const { return m_device_class; }
+  /// The class's merged pipeline cache (FORMAT.md "Head"); empty: none.
+  std::span<const std::uint8_t> class_cache() const { return m_class_cache; }
   /// The signer's public key, nullopt for an unsigned file.
   const std::optional<std::array<std::uint8_t, 32>>& signer() const { return m_signer; }
   /// The whole file.
@@ -176,6 +181,7 @@ class DeployFile {
   std::span<const RawKernel> m_kernels;
   const char* m_strings = nullptr;
   std::string_view m_device_class;
+  std::span<const std::uint8_t> m_class_cache;
   std::optional<std::array<std::uint8_t, 32>> m_signer;
 };
 

@@ -40,6 +40,7 @@ std::string hex(std::span<const std::uint8_t> b) {
 // The section layout FORMAT.md fixes, from the head's fields.
 struct Layout {
   std::uint64_t file_size, kernels_offset, strings_offset, strings_size, data_offset, data_size;
+  std::uint64_t class_cache_offset, class_cache_size;
   std::uint32_t leaf_size, kernel_count, device_class;
 };
 
@@ -64,6 +65,8 @@ Result<Layout> read_head(std::span<const std::uint8_t> b) {
   l.data_offset = get64(b, 56);
   l.data_size = get64(b, 64);
   l.device_class = get32(b, 72);
+  l.class_cache_offset = get64(b, 80);
+  l.class_cache_size = get64(b, 88);
   if (get32(b, 12) != k_head_size) return bad("head size is not 256");
   if (l.file_size != b.size())
     return fail(Category::corruption, "the deployment file is {} bytes, its head says {}: truncated or damaged",
@@ -76,7 +79,7 @@ Result<Layout> read_head(std::span<const std::uint8_t> b) {
       l.data_offset != ((l.strings_offset + l.strings_size + 15) & ~std::uint64_t{15}) ||
       l.data_offset > l.file_size || l.data_size != l.file_size - l.data_offset)
     return bad("its sections are not where its head says");
-  if (!all_zero(b.subspan(76, 20)) || !all_zero(b.subspan(224, 32))) return bad("reserved head bytes are not zero");
+  if (!all_zero(b.subspan(76, 4)) || !all_zero(b.subspan(224, 32))) return bad("reserved head bytes are not zero");
   return l;
 }
 
@@ -143,6 +146,9 @@ Result<void> DeployFile::check_bytes(const OpenOptions& options) {
   auto is_string = [&](std::uint32_t off) { return off < l.strings_size; };
   if (!is_string(l.device_class)) return fail(Category::corruption, "its device class is not a string of the file");
   m_device_class = m_strings + l.device_class;
+  if (!in_data(l.class_cache_offset, l.class_cache_size, 16) || (l.class_cache_size != 0 && l.class_cache_size < 32))
+    return fail(Category::corruption, "its class pipeline cache is out of bounds");
+  m_class_cache = {b.data() + l.class_cache_offset, l.class_cache_size};
   m_kernels = {reinterpret_cast<const RawKernel*>(b.data() + l.kernels_offset), l.kernel_count};
   for (std::size_t i = 0; i < m_kernels.size(); ++i) {
     const RawKernel& r = m_kernels[i];

@@ -140,6 +140,9 @@ Result<std::vector<std::uint8_t>> encode(const Contents& contents, const Signing
     r.flags = k.has_interface ? k_kernel_has_interface : 0;
   }
   const std::uint32_t device_class = KCACHE_TRY(strings.add(contents.device_class));
+  if (!contents.class_cache.empty() && contents.class_cache.size() < 32)
+    return fail(Category::invalid_argument, "a class pipeline cache shorter than its header");
+  std::uint64_t class_cache = data.add(contents.class_cache.data(), contents.class_cache.size());
 
   const std::uint64_t kernels_offset = k_head_size;
   const std::uint64_t strings_offset = kernels_offset + raw.size() * sizeof(RawKernel);
@@ -147,6 +150,7 @@ Result<std::vector<std::uint8_t>> encode(const Contents& contents, const Signing
   const std::uint64_t file_size = data_offset + data.bytes().size();
   // Data-relative offsets (stored + 1, 0 = none) become file offsets.
   auto fix = [&](std::uint64_t& off) { off = off == 0 ? 0 : data_offset + off - 1; };
+  fix(class_cache);
   for (auto& r : raw) {
     fix(r.payload_offset);
     fix(r.blob_offset);
@@ -169,6 +173,8 @@ Result<std::vector<std::uint8_t>> encode(const Contents& contents, const Signing
   put64(out, 56, data_offset);
   put64(out, 64, data.bytes().size());
   put32(out, 72, device_class);
+  put64(out, 80, class_cache);
+  put64(out, 88, contents.class_cache.size());
   if (!raw.empty()) std::memcpy(out.data() + kernels_offset, raw.data(), raw.size() * sizeof(RawKernel));
   std::memcpy(out.data() + strings_offset, strings.bytes().data(), strings.bytes().size());
   if (!data.bytes().empty()) std::memcpy(out.data() + data_offset, data.bytes().data(), data.bytes().size());

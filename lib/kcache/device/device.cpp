@@ -326,6 +326,26 @@ Result<std::unique_ptr<Device>> Device::open(const DeviceInfo& wanted, Options o
   return std::unique_ptr<Device>(new Device(std::move(impl)));
 }
 
+namespace {
+
+// vkGetPipelineCacheData of `cache`, whole.
+Result<std::vector<std::uint8_t>> cache_data(const VolkDeviceTable& vk, VkDevice device, VkPipelineCache cache) {
+  std::vector<std::uint8_t> out;
+  for (;;) {
+    std::size_t size = 0;
+    VkResult r = vk.vkGetPipelineCacheData(device, cache, &size, nullptr);
+    if (r != VK_SUCCESS) return fail(Category::device_unavailable, "vkGetPipelineCacheData failed: {}", result_name(r));
+    out.resize(size);
+    r = vk.vkGetPipelineCacheData(device, cache, &size, out.data());
+    if (r == VK_INCOMPLETE) continue;  // it grew between the calls; ask again
+    if (r != VK_SUCCESS) return fail(Category::device_unavailable, "vkGetPipelineCacheData failed: {}", result_name(r));
+    out.resize(size);
+    return out;
+  }
+}
+
+}  // namespace
+
 Result<PipelineBlob> Device::build_pipeline(std::span<const std::uint32_t> spirv, std::string_view entry,
                                             std::span<const SpecValue> spec) {
   const Impl& d = *m_impl;
@@ -370,18 +390,32 @@ Result<PipelineBlob> Device::build_pipeline(std::span<const std::uint32_t> spirv
 
   PipelineBlob out;
   out.create_ms = created.ms;
-  for (;;) {
-    std::size_t size = 0;
-    VkResult r = d.vk.vkGetPipelineCacheData(d.device, cache.get(), &size, nullptr);
-    if (r != VK_SUCCESS) return fail(Category::device_unavailable, "vkGetPipelineCacheData failed: {}", result_name(r));
-    out.data.resize(size);
-    r = d.vk.vkGetPipelineCacheData(d.device, cache.get(), &size, out.data.data());
-    if (r == VK_INCOMPLETE) continue;  // it grew between the calls; ask again
-    if (r != VK_SUCCESS) return fail(Category::device_unavailable, "vkGetPipelineCacheData failed: {}", result_name(r));
-    out.data.resize(size);
-    break;
-  }
+  out.data = KCACHE_TRY(cache_data(d.vk, d.device, cache.get()));
   return out;
+}
+
+Result<std::vector<std::uint8_t>> Device::merge_pipeline_caches(
+    std::span<const std::span<const std::uint8_t>> raw_blobs) {
+  const Impl& d = *m_impl;
+  PipelineCache merged(d.vk, d.device);
+  VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  if (VkResult r = d.vk.vkCreatePipelineCache(d.device, &ci, nullptr, merged.out()); r != VK_SUCCESS)
+    return fail(Category::device_unavailable, "vkCreatePipelineCache failed: {}", result_name(r));
+  for (const auto& raw : raw_blobs) {
+    // Before anything touches the driver (docs/reliability.md promise 5).
+    KCACHE_CHECK(check_pipeline_cache_header(raw, d.info));
+    PipelineCache one(d.vk, d.device);
+    VkPipelineCacheCreateInfo from{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    from.initialDataSize = raw.size();
+    from.pInitialData = raw.data();
+    m_impl->blobs_given.fetch_add(1, std::memory_order_relaxed);
+    if (VkResult r = d.vk.vkCreatePipelineCache(d.device, &from, nullptr, one.out()); r != VK_SUCCESS)
+      return fail(Category::device_unavailable, "vkCreatePipelineCache from a blob failed: {}", result_name(r));
+    VkPipelineCache src = one.get();
+    if (VkResult r = d.vk.vkMergePipelineCaches(d.device, merged.get(), 1, &src); r != VK_SUCCESS)
+      return fail(Category::device_unavailable, "vkMergePipelineCaches failed: {}", result_name(r));
+  }
+  return cache_data(d.vk, d.device, merged.get());
 }
 
 Result<VerifyResult> Device::verify_pipeline(std::span<const std::uint32_t> spirv, std::string_view entry,

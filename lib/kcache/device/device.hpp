@@ -170,7 +170,7 @@ Result<std::vector<DeviceInfo>> list_devices();
 /// nothing else; otherwise the one device whose name contains `selector`
 /// (case-insensitive) or whose fingerprint id starts with it. not_found
 /// listing the devices for an index out of range or no match;
-/// invalid_argument listing the matches when several match, or for an empty
+/// ambiguous listing the matches when several match; invalid_argument for an empty
 /// selector. Pure: what --device means, testable without a GPU.
 Result<DeviceInfo> select_from(const std::vector<DeviceInfo>& devices, std::string_view selector);
 
@@ -365,6 +365,16 @@ class Device {
   /// fails the pipeline is reported in the result, not as an error.
   Result<VerifyResult> verify_pipeline(std::span<const std::uint32_t> spirv, std::string_view entry,
                                        std::span<const SpecValue> spec, std::span<const std::uint8_t> raw_blob);
+
+  /// One pipeline cache holding every one of `raw_blobs` (unwrapped, each
+  /// built on this device's class): each header-checked
+  /// (check_pipeline_cache_header), given to the driver, and merged with
+  /// vkMergePipelineCaches; the merged cache's data as
+  /// vkGetPipelineCacheData returns it. What a deployment file carries so
+  /// that an application creates one VkPipelineCache per thread from it.
+  /// Errors: a blob's header check's; device_unavailable when the driver
+  /// refuses a call.
+  Result<std::vector<std::uint8_t>> merge_pipeline_caches(std::span<const std::span<const std::uint8_t>> raw_blobs);
 
   /// How many VkPipelineCaches were created from non-empty data by this
   /// Device: every one of them passed the header check first. Lets tests

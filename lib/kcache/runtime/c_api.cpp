@@ -411,6 +411,23 @@ kcache_status kcache_file_open(const char* path, const kcache_file_options* opti
   });
 }
 
+kcache_status kcache_file_pipeline_cache(kcache_store* store, const kcache_device* device, const uint8_t** data,
+                                         size_t* bytes) {
+  return guarded([&] {
+    if (data) *data = nullptr;
+    if (bytes) *bytes = 0;
+    if (!store || !device || !data || !bytes)
+      return failed(KCACHE_ERROR_INVALID_ARGUMENT, "store, device, data and bytes must not be NULL");
+    if (!store->deployed)
+      return failed(KCACHE_ERROR_NOT_FOUND, "a store holds no merged pipeline cache: open a deployment file");
+    auto cache = store->deployed->class_cache(*device_for(*store, *device));
+    if (!cache) return failed(cache.error());
+    *data = cache->data();
+    *bytes = cache->size();
+    return KCACHE_OK;
+  });
+}
+
 void kcache_store_close(kcache_store* store) { delete store; }
 
 kcache_status kcache_lookup(kcache_store* store, const char* name, const kcache_device* device, const char* target,

@@ -112,6 +112,20 @@ Result<const deploy::RawKernel*> DeployedCatalog::find_cuda(std::string_view nam
   return best;
 }
 
+Result<std::span<const std::uint8_t>> DeployedCatalog::class_cache(const device::DeviceInfo& dev) const {
+  const deploy::DeployFile& f = *m_file;
+  if (f.class_cache().empty())
+    return fail(Category::not_found,
+                "the deployment file carries no merged pipeline cache (write it with `kcache deploy --merge-caches`)");
+  if (f.device_class() != dev.ns.name())
+    return fail(Category::not_found, "the deployment file's pipeline cache is for {}, this device is {}",
+                f.device_class(), dev.ns.name());
+  if (auto ok = device::check_pipeline_cache_header(f.class_cache(), dev); !ok)
+    return fail(Category::not_found, "the deployment file's pipeline cache does not fit this device: {}",
+                ok.error().message);
+  return f.class_cache();
+}
+
 void DeployedCatalog::list(std::string_view target, const std::function<bool(std::string_view)>& visit) const {
   for (const auto& r : m_file->kernels())
     if (is_spirv(r) && (target.empty() || target == m_file->string(r.target)))

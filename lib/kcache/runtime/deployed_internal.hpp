@@ -47,6 +47,10 @@ class DeployedCatalog {
   /// CUDA code of `name` for compute capability cc_major.cc_minor, chosen
   /// as Catalog::find_cuda chooses (core/cuda.hpp cuda_arch_preferred).
   Result<const deploy::RawKernel*> find_cuda(std::string_view name, int cc_major, int cc_minor) const;
+  /// The file's merged pipeline cache for `device`: not_found when the file
+  /// carries none or is for another class (the message says which), the
+  /// header check's error when its Vulkan header names another device.
+  Result<std::span<const std::uint8_t>> class_cache(const device::DeviceInfo& device) const;
   /// As Catalog::list and list_cuda.
   void list(std::string_view target, const std::function<bool(std::string_view name)>& visit) const;
   void list_cuda(const std::function<bool(std::string_view name)>& visit) const;

@@ -61,7 +61,8 @@ extern "C" {
 
 #define KCACHE_RUNTIME_API_VERSION                                                                                \
   6 /* 2: kcache_store_open_embedded; 3: kcache_lookup_cuda; 4: kcache_store_open_flags, kcache_kernel_layout_id; \
-       5: kcache_select_device; 6: kcache_file_open, kcache_runtime_api_version, KCACHE_ERROR_AMBIGUOUS */
+       5: kcache_select_device; 6: kcache_file_open, kcache_file_pipeline_cache, kcache_runtime_api_version, \
+       KCACHE_ERROR_AMBIGUOUS */
 
 /** Outcome of a call. */
 typedef enum kcache_status {
@@ -245,6 +246,19 @@ typedef struct kcache_file_options {
  *  file of a newer format, INVALID_ARGUMENT for a NULL `path` or `out`, an
  *  unknown flag or a struct_size below the first version's. (API version 6.) */
 KCACHE_API kcache_status kcache_file_open(const char* path, const kcache_file_options* options, kcache_store** out);
+
+/** The pipeline cache a deployment file carries for its class (`kcache
+ *  deploy --merge-caches`): every blob of the file merged into one, so an
+ *  application creates one VkPipelineCache per thread from it (pInitialData)
+ *  instead of one per kernel, and every pipeline of the file still hits.
+ *  Sets *data and *bytes; the bytes live as long as the store. NOT_FOUND
+ *  when `store` is not a deployment file, the file carries none, it is for
+ *  another device class (the message names both) or the cache's Vulkan
+ *  header names another device (the message names the field); then an
+ *  empty VkPipelineCache is what the application uses. INVALID_ARGUMENT for
+ *  a NULL argument. (API version 6.) */
+KCACHE_API kcache_status kcache_file_pipeline_cache(kcache_store* store, const kcache_device* device,
+                                                    const uint8_t** data, size_t* bytes);
 
 /** Closes a store; NULL is allowed. Kernels already looked up stay valid. */
 KCACHE_API void kcache_store_close(kcache_store* store);

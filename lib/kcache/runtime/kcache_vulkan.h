@@ -1,6 +1,6 @@
 /* kcache_vulkan.h: fills a kcache_device from a Vulkan physical device, the
- * way `kcache devices` does, and picks a physical device by kcache's rule for
- * `--device`. Header-only, so libkcache itself never links
+ * way `kcache devices` does, picks a physical device by kcache's rule for
+ * `--device`, and makes a thread's pipeline cache from a deployment file. Header-only, so libkcache itself never links
  * Vulkan; include it where the application already uses the Vulkan headers.
  * Driver properties (driverID, driverInfo) are read on a device of API
  * version 1.2 or later, as kcache reads them. Thread-safety: as the Vulkan
@@ -85,6 +85,30 @@ done:
   free(props);
   free(physical);
   return status;
+}
+
+/** Creates a VkPipelineCache for one application thread from the merged
+ *  pipeline cache a deployment file carries for `device`
+ *  (kcache_file_pipeline_cache), or an empty one when the file has none for
+ *  it: call it once per thread that creates pipelines, so that threads do
+ *  not contend on one cache's lock and every pipeline of the file is still a
+ *  hit. `create` is the application's vkCreatePipelineCache. Returns the
+ *  driver's VkResult; *served says whether the merged cache was used (may
+ *  be NULL). */
+static inline VkResult kcache_vulkan_create_thread_cache(VkDevice vk_device, PFN_vkCreatePipelineCache create,
+                                                         kcache_store* store, const kcache_device* device,
+                                                         VkPipelineCache* out, int* served) {
+  const uint8_t* data = NULL;
+  size_t bytes = 0;
+  VkPipelineCacheCreateInfo info;
+  memset(&info, 0, sizeof info);
+  info.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
+  if (kcache_file_pipeline_cache(store, device, &data, &bytes) == KCACHE_OK) {
+    info.initialDataSize = bytes;
+    info.pInitialData = data;
+  }
+  if (served) *served = info.initialDataSize != 0;
+  return create(vk_device, &info, NULL, out);
 }
 
 #endif /* KCACHE_RUNTIME_KCACHE_VULKAN_H */

@@ -224,6 +224,16 @@ class Store {
     return names;
   }
 
+  /// kcache_file_pipeline_cache: the deployment file's merged pipeline
+  /// cache for `device` (to create one VkPipelineCache per thread from).
+  Result<std::span<const std::uint8_t>> class_cache(const Device& device) const {
+    const std::uint8_t* data = nullptr;
+    std::size_t bytes = 0;
+    if (kcache_status st = kcache_file_pipeline_cache(m_s, &device, &data, &bytes); st != KCACHE_OK)
+      return wrapper_detail::last_error(st);
+    return std::span<const std::uint8_t>(data, bytes);
+  }
+
   kcache_store* handle() const { return m_s; }
 
  private:

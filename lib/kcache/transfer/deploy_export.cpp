@@ -201,6 +201,24 @@ Result<deploy::Contents> collect(store::Reader& reader, const DeploySelection& s
   return contents;
 }
 
+// The blobs of `contents` merged on this machine's device of the class.
+Result<std::vector<std::uint8_t>> merged_class_cache(const deploy::Contents& contents, std::string_view fingerprint) {
+  std::optional<device::DeviceInfo> found;
+  for (const auto& d : KCACHE_TRY(device::list_devices()))
+    for (auto profile : device::k_device_profiles)
+      if (auto with = d.with_profile(profile); with.fingerprint() == fingerprint) found = std::move(with);
+  if (!found)
+    return fail(Category::device_unavailable,
+                "merging the class's pipeline caches needs a device of vulkan/{} on this machine (`kcache devices` "
+                "lists them); write the file without --merge-caches, or on a machine of that class",
+                fingerprint);
+  auto dev = KCACHE_TRY(device::Device::open(*found));
+  std::vector<std::span<const std::uint8_t>> blobs;
+  for (const auto& k : contents.kernels)
+    if (!k.blob.empty()) blobs.emplace_back(k.blob);
+  return dev->merge_pipeline_caches(blobs);
+}
+
 }  // namespace
 
 Result<DeployResult> write_deployment(store::Store& store, const DeploySelection& selection,
@@ -219,6 +237,12 @@ Result<DeployResult> write_deployment(store::Store& store, const DeploySelection
                 "that device first",
                 selection.for_device);
   result.kernels = contents.kernels.size();
+  if (selection.merge_caches) {
+    if (selection.for_device.empty())
+      return fail(Category::invalid_argument, "merging pipeline caches needs the class (--for-device)");
+    contents.class_cache = KCACHE_TRY(merged_class_cache(contents, selection.for_device));
+    result.class_cache_bytes = contents.class_cache.size();
+  }
   std::optional<deploy::SigningKey> key;
   if (sign) {
     key.emplace();

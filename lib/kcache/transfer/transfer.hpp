@@ -134,12 +134,18 @@ struct DeploySelection {
   std::vector<std::string> targets;     ///< SPIR-V targets ("vulkan1.2"); empty: every one stored
   std::vector<std::string> cuda_archs;  ///< cuda namespaces ("sm_90"); empty: every one stored
   std::vector<std::string> kernel_globs;  ///< as ExportSelection's
+  /// Also merge every blob into one pipeline cache for the class, on a
+  /// device of this machine whose namespace is for_device's (FORMAT.md
+  /// "Head", class cache): an application creates one VkPipelineCache per
+  /// thread from it. Needs for_device.
+  bool merge_caches = false;
 };
 
 struct DeployResult {
   std::size_t kernels = 0;  ///< records written (one per kernel and target or arch)
   std::size_t blobs = 0;    ///< of which carry the class's blob
   std::size_t cuda = 0;     ///< of which are CUDA code
+  std::uint64_t class_cache_bytes = 0;  ///< the merged pipeline cache; 0: none
   std::uint64_t bytes = 0;  ///< the file's size
   std::optional<bundle::KeyId> signer;  ///< the key that signed it
   /// What was left out and why: damaged records, modules spirv-val now
@@ -156,7 +162,9 @@ struct DeployResult {
 /// each CUDA payload against its arch. A kernel or blob that fails is left
 /// out and listed in `refused`. not_found when the class has no namespace in
 /// the store, no blob of it serves a selected kernel, or nothing is
-/// selected; store and I/O errors unchanged.
+/// selected; with merge_caches, device_unavailable when this machine has no
+/// device of the class, and the merge's errors; store and I/O errors
+/// unchanged.
 Result<DeployResult> write_deployment(store::Store& store, const DeploySelection& selection,
                                       const std::filesystem::path& out, const bundle::KeyPair* sign);
 
