@@ -143,8 +143,8 @@ KCACHE_API const char* kcache_version(void);
 
 /** The KCACHE_RUNTIME_API_VERSION of the library the program runs with,
  *  which may be later than the header it was built with: a program that
- *  can use a later call asks before it calls. (API version 6; a library of
- *  an older level lacks this very symbol.) */
+ *  can use a later call asks before it calls; a library of an older level
+ *  lacks this very symbol, so the loader names it. (API version 6.) */
 KCACHE_API unsigned kcache_runtime_api_version(void);
 
 /** Stable name of a status, e.g. "not_found". */
