@@ -119,8 +119,7 @@ TEST_CASE("a deployment file reads back what was encoded, in place and sorted") 
   CHECK(targets == std::vector<std::string>{"compute_90", "sm_90", "vulkan1.2", "vulkan1.3"});
   const RawKernel& r = saxpy[2];
   CHECK(std::string(f.string(r.key_id)) == "0123456789abcdef0123456789abcdef");
-  CHECK(std::vector<std::uint8_t>(f.at(r.payload_offset), f.at(r.payload_offset) + r.payload_size) ==
-        module_bytes(1));
+  CHECK(std::vector<std::uint8_t>(f.at(r.payload_offset), f.at(r.payload_offset) + r.payload_size) == module_bytes(1));
   CHECK(r.blob_size == 64);
   CHECK(f.at(r.blob_offset)[63] == 0x5a);
   CHECK(r.flags == k_kernel_has_interface);
@@ -155,17 +154,17 @@ TEST_CASE("every byte of a signed deployment file is checked at open") {
     auto bad = good;
     bad[i] ^= 0x01;
     auto opened = DeployFile::from_bytes(std::move(bad), must_sign);
-    if (!opened && (opened.error().category == Category::corruption ||
-                    opened.error().category == Category::version_mismatch))
+    if (!opened &&
+        (opened.error().category == Category::corruption || opened.error().category == Category::version_mismatch))
       ++refused;
-    else
-      FAIL_CHECK("byte ", i, " flipped was ", opened ? "accepted" : opened.error().message);
+    else FAIL_CHECK("byte ", i, " flipped was ", opened ? "accepted" : opened.error().message);
   }
   CHECK(refused == good.size());
   // Without a required key, only the 32 reserved bytes after the
   // signature... are checked as zero: still every flip refused.
   auto unsigned_file = encoded(nullptr);
-  for (std::size_t i : {std::size_t{0}, std::size_t{30}, std::size_t{200}, std::size_t{240}, unsigned_file.size() - 1}) {
+  for (std::size_t i :
+       {std::size_t{0}, std::size_t{30}, std::size_t{200}, std::size_t{240}, unsigned_file.size() - 1}) {
     auto bad = unsigned_file;
     bad[i] ^= 0x80;
     CHECK_MESSAGE(!DeployFile::from_bytes(std::move(bad), {}), "byte ", i);

@@ -126,7 +126,7 @@ TEST_CASE("device: --device selectors: a number is an index only; a name must ma
   two[1].name = "llvmpipe (LLVM 15.0.6, 128 bits)";
   auto both = select_from(two, "llvmpipe");
   REQUIRE_FALSE(both);
-  CHECK(both.error().category == Category::invalid_argument);
+  CHECK(both.error().category == Category::ambiguous);
   CHECK(contains(both.error().message, "matches 2 devices"));
   CHECK_FALSE(select_from(two, ""));
 }

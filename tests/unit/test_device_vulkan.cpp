@@ -229,6 +229,31 @@ TEST_CASE("device: build_pipeline gives a header-valid blob; verify accepts it")
   CHECK_MESSAGE(plain.has_value(), why(plain));
 }
 
+TEST_CASE("device: merge_pipeline_caches merges checked blobs; a blob of another device never reaches the driver") {
+  test::TempDir dir;
+  auto spirv = compile(dir, "k.comp", k_compute);
+  auto dev = open_lavapipe();
+  auto a = dev->build_pipeline(spirv, "main", k_spec);
+  auto b = dev->build_pipeline(spirv, "main", {});
+  REQUIRE(a);
+  REQUIRE(b);
+  const std::vector<std::span<const std::uint8_t>> blobs{a->data, b->data};
+  const auto given = dev->blobs_given_to_driver();
+  auto merged = dev->merge_pipeline_caches(blobs);
+  REQUIRE_MESSAGE(merged.has_value(), why(merged));
+  CHECK(dev->blobs_given_to_driver() == given + 2);
+  // A cache of this device (lavapipe keeps a header only: what it merges to).
+  CHECK(check_pipeline_cache_header(*merged, dev->info()).has_value());
+  // A blob whose header names another device: refused before the driver.
+  auto foreign = a->data;
+  foreign[12] ^= 0xff;  // deviceID
+  const std::vector<std::span<const std::uint8_t>> bad{a->data, foreign};
+  auto refused = dev->merge_pipeline_caches(bad);
+  REQUIRE(!refused);
+  CHECK(refused.error().category == Category::fingerprint_mismatch);
+  CHECK(dev->blobs_given_to_driver() == given + 3);  // the first blob only
+}
+
 TEST_CASE("device: verify measures times where it cannot ask for hits") {
   test::TempDir dir;
   auto spirv = compile(dir, "k.comp", k_compute);

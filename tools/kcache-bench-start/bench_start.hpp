@@ -24,7 +24,7 @@ extern const char* const k_usage;
 /// The command line: the Vulkan modes' options, and --cuda's (CudaArgs).
 struct Args {
   std::string store, device, target;
-  std::string file;  ///< --file: a deployment file instead of a store
+  std::string file;     ///< --file: a deployment file instead of a store
   std::string startup;  ///< "", "cold" or "warm"
   unsigned threads = 1;
   unsigned lookups = 0;             ///< --lookups: rounds of lookups to time

@@ -60,10 +60,10 @@ struct SpecEntry {
 /// One kernel as encode() takes it.
 struct KernelRecord {
   std::string name;
-  std::string target;       ///< "vulkan1.2"; for CUDA code the arch ("sm_90", "compute_90")
-  std::string stage;        ///< "compute", ...; "" for CUDA code
-  std::string entry_point;  ///< the SPIR-V entry point, or the CUDA function symbol
-  std::string key_id;       ///< 32 hex digits
+  std::string target;                             ///< "vulkan1.2"; for CUDA code the arch ("sm_90", "compute_90")
+  std::string stage;                              ///< "compute", ...; "" for CUDA code
+  std::string entry_point;                        ///< the SPIR-V entry point, or the CUDA function symbol
+  std::string key_id;                             ///< 32 hex digits
   PayloadKind payload_kind = PayloadKind::spirv;  ///< spirv, cubin or ptx
   std::vector<std::uint8_t> payload;              ///< the module, cubin or PTX text (no NUL)
   std::vector<std::uint8_t> blob;                 ///< raw VkPipelineCache data; empty: none
@@ -72,7 +72,7 @@ struct KernelRecord {
   std::uint32_t push_constant_size = 0;
   std::vector<SpecEntry> spec_entries;  ///< ascending id
   std::vector<std::uint8_t> spec_data;
-  std::string interface_error;  ///< why a compute kernel has no interface
+  std::string interface_error;   ///< why a compute kernel has no interface
   std::vector<Field> id_fields;  ///< what the key's id hashed
 };
 
@@ -142,8 +142,7 @@ class DeployFile {
  public:
   /// Maps `path` and checks it (check_bytes). Errors: as util::MappedFile
   /// for the file; then as check_bytes, with the path.
-  static Result<std::shared_ptr<const DeployFile>> open(const std::filesystem::path& path,
-                                                        const OpenOptions& options);
+  static Result<std::shared_ptr<const DeployFile>> open(const std::filesystem::path& path, const OpenOptions& options);
   /// Checks a file held in memory (tests, fuzzing): see check_bytes.
   static Result<std::shared_ptr<const DeployFile>> from_bytes(std::vector<std::uint8_t> bytes,
                                                               const OpenOptions& options);
@@ -188,7 +187,6 @@ class DeployFile {
 /// The SHA-256 tree digest of FORMAT.md "Digest" over `file` (whose head's
 /// digest, signer and signature bytes are not read), on up to `threads`
 /// threads. Exposed for the benchmark and tests.
-std::array<std::uint8_t, 32> file_digest(std::span<const std::uint8_t> file, std::uint32_t leaf_size,
-                                         unsigned threads);
+std::array<std::uint8_t, 32> file_digest(std::span<const std::uint8_t> file, std::uint32_t leaf_size, unsigned threads);
 
 }  // namespace kcache::deploy

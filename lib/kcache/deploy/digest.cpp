@@ -33,7 +33,8 @@ std::array<std::uint8_t, 32> file_digest(std::span<const std::uint8_t> file, std
   // The root over one buffer: SHA256() is OpenSSL's one-shot call that is
   // not deprecated, and the leaf list is small (32 bytes a MiB).
   std::vector<std::uint8_t> root(k_digest_domain.begin(), k_digest_domain.end());
-  root.insert(root.end(), file.begin(), file.begin() + static_cast<std::ptrdiff_t>(std::min(file.size(), k_digested_head)));
+  root.insert(root.end(), file.begin(),
+              file.begin() + static_cast<std::ptrdiff_t>(std::min(file.size(), k_digested_head)));
   for (const auto& d : digests) root.insert(root.end(), d.begin(), d.end());
   std::array<std::uint8_t, 32> out{};
   SHA256(root.data(), root.size(), out.data());

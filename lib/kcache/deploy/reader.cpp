@@ -45,9 +45,7 @@ struct Layout {
 };
 
 Result<Layout> read_head(std::span<const std::uint8_t> b) {
-  auto bad = [](std::string_view what) {
-    return fail(Category::corruption, "not a kcache deployment file: {}", what);
-  };
+  auto bad = [](std::string_view what) { return fail(Category::corruption, "not a kcache deployment file: {}", what); };
   if (b.size() < k_head_size) return bad("shorter than its head");
   if (std::memcmp(b.data(), "KCDEPLOY", 8) != 0) return bad("no KCDEPLOY magic");
   if (const std::uint32_t v = get32(b, 8); v != k_format_version)
@@ -76,8 +74,8 @@ Result<Layout> read_head(std::span<const std::uint8_t> b) {
   // Every quantity is below k_max_file_bytes (2^36), so none of these sums overflows.
   if (l.kernels_offset != k_head_size || l.strings_offset != k_head_size + std::uint64_t{l.kernel_count} * 128 ||
       l.strings_size == 0 || l.strings_size > l.file_size ||
-      l.data_offset != ((l.strings_offset + l.strings_size + 15) & ~std::uint64_t{15}) ||
-      l.data_offset > l.file_size || l.data_size != l.file_size - l.data_offset)
+      l.data_offset != ((l.strings_offset + l.strings_size + 15) & ~std::uint64_t{15}) || l.data_offset > l.file_size ||
+      l.data_size != l.file_size - l.data_offset)
     return bad("its sections are not where its head says");
   if (!all_zero(b.subspan(76, 4)) || !all_zero(b.subspan(224, 32))) return bad("reserved head bytes are not zero");
   return l;
@@ -129,11 +127,12 @@ Result<void> DeployFile::check_bytes(const OpenOptions& options) {
     return fail(Category::corruption, "an unsigned file with signature bytes: damaged");
   }
   if (options.required_key && m_signer != options.required_key)
-    return fail(Category::corruption,
-                "it must be signed by the public key {}... and is {}: refusing it; sign it with that key's secret "
-                "key (`kcache deploy --sign`)",
-                hex(*options.required_key).substr(0, 16),
-                m_signer ? "signed by the public key " + hex(*m_signer).substr(0, 16) + "..." : std::string("unsigned"));
+    return fail(
+        Category::corruption,
+        "it must be signed by the public key {}... and is {}: refusing it; sign it with that key's secret "
+        "key (`kcache deploy --sign`)",
+        hex(*options.required_key).substr(0, 16),
+        m_signer ? "signed by the public key " + hex(*m_signer).substr(0, 16) + "..." : std::string("unsigned"));
 
   // The structure: every offset of every record inside its section.
   const std::uint64_t data_end = l.data_offset + l.data_size;
@@ -142,7 +141,8 @@ Result<void> DeployFile::check_bytes(const OpenOptions& options) {
     return off >= l.data_offset && off % align == 0 && size <= data_end && off <= data_end - size;
   };
   m_strings = reinterpret_cast<const char*>(b.data() + l.strings_offset);
-  if (b[l.strings_offset + l.strings_size - 1] != 0) return fail(Category::corruption, "its strings are not terminated");
+  if (b[l.strings_offset + l.strings_size - 1] != 0)
+    return fail(Category::corruption, "its strings are not terminated");
   auto is_string = [&](std::uint32_t off) { return off < l.strings_size; };
   if (!is_string(l.device_class)) return fail(Category::corruption, "its device class is not a string of the file");
   m_device_class = m_strings + l.device_class;
@@ -158,7 +158,8 @@ Result<void> DeployFile::check_bytes(const OpenOptions& options) {
     for (std::uint32_t s : {r.name, r.target, r.stage, r.entry_point, r.key_id, r.interface_error})
       if (!is_string(s)) return bad("a string outside the strings section");
     if (r.flags & ~k_kernel_has_interface || r.reserved0 != 0 || r.reserved1 != 0) return bad("reserved bits set");
-    if (!in_data(r.payload_offset, r.payload_size, 4) || r.payload_size == 0) return bad("its payload is out of bounds");
+    if (!in_data(r.payload_offset, r.payload_size, 4) || r.payload_size == 0)
+      return bad("its payload is out of bounds");
     const std::uint8_t* p = b.data() + r.payload_offset;
     switch (static_cast<PayloadKind>(r.payload_kind)) {
       case PayloadKind::spirv:
@@ -166,7 +167,11 @@ Result<void> DeployFile::check_bytes(const OpenOptions& options) {
           return bad("its payload is not a SPIR-V module");
         break;
       case PayloadKind::cubin:
-        if (r.payload_size < 4 || std::memcmp(p, "\x7f" "ELF", 4) != 0) return bad("its payload is not a cubin");
+        if (r.payload_size < 4 || std::memcmp(p,
+                                              "\x7f"
+                                              "ELF",
+                                              4) != 0)
+          return bad("its payload is not a cubin");
         break;
       case PayloadKind::ptx:
         if (r.payload_offset + r.payload_size >= data_end || p[r.payload_size] != 0 ||
@@ -187,7 +192,8 @@ Result<void> DeployFile::check_bytes(const OpenOptions& options) {
       if ((spec[s].size != 1 && spec[s].size != 2 && spec[s].size != 4 && spec[s].size != 8) ||
           spec[s].offset > r.spec_data_size || spec[s].size > r.spec_data_size - spec[s].offset)
         return bad("a specialization entry outside its data");
-    if (!in_data(r.id_fields_offset, std::uint64_t{r.id_field_count} * 8, 4)) return bad("its id fields are out of bounds");
+    if (!in_data(r.id_fields_offset, std::uint64_t{r.id_field_count} * 8, 4))
+      return bad("its id fields are out of bounds");
     const auto* fields = reinterpret_cast<const std::uint32_t*>(b.data() + r.id_fields_offset);
     for (std::uint64_t f = 0; f < std::uint64_t{r.id_field_count} * 2; ++f)
       if (!is_string(fields[f])) return bad("an id field outside the strings section");
@@ -202,8 +208,9 @@ Result<void> DeployFile::check_bytes(const OpenOptions& options) {
 }
 
 std::span<const RawKernel> DeployFile::find(std::string_view name) const {
-  auto lo = std::lower_bound(m_kernels.begin(), m_kernels.end(), name,
-                             [&](const RawKernel& r, std::string_view n) { return std::string_view(string(r.name)) < n; });
+  auto lo = std::lower_bound(m_kernels.begin(), m_kernels.end(), name, [&](const RawKernel& r, std::string_view n) {
+    return std::string_view(string(r.name)) < n;
+  });
   auto hi = lo;
   while (hi != m_kernels.end() && std::string_view(string(hi->name)) == name) ++hi;
   return {lo, hi};

@@ -18,7 +18,6 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little, "the format is read in place: little-endian hosts only");
 
-
 void put32(std::vector<std::uint8_t>& out, std::size_t at, std::uint32_t v) { std::memcpy(out.data() + at, &v, 4); }
 void put64(std::vector<std::uint8_t>& out, std::size_t at, std::uint64_t v) { std::memcpy(out.data() + at, &v, 8); }
 
@@ -72,7 +71,11 @@ Result<void> check_record(const KernelRecord& k) {
       if (k.payload.size() < 20 || k.payload.size() % 4 != 0) return bad("not a SPIR-V module");
       break;
     case PayloadKind::cubin:
-      if (k.payload.size() < 4 || std::memcmp(k.payload.data(), "\x7f" "ELF", 4) != 0) return bad("not a cubin");
+      if (k.payload.size() < 4 || std::memcmp(k.payload.data(),
+                                              "\x7f"
+                                              "ELF",
+                                              4) != 0)
+        return bad("not a cubin");
       break;
     case PayloadKind::ptx:
       if (std::find(k.payload.begin(), k.payload.end(), 0) != k.payload.end()) return bad("PTX holding a NUL");
@@ -100,8 +103,7 @@ Result<std::vector<std::uint8_t>> encode(const Contents& contents, const Signing
   std::sort(order.begin(), order.end(), by_name);
   for (std::size_t i = 1; i < order.size(); ++i)
     if (!by_name(order[i - 1], order[i]))
-      return fail(Category::invalid_argument, "kernel '{}' is given twice for {}", order[i]->name,
-                  order[i]->target);
+      return fail(Category::invalid_argument, "kernel '{}' is given twice for {}", order[i]->name, order[i]->target);
 
   Strings strings;
   Data data;

@@ -338,5 +338,4 @@ Result<std::vector<SpecValue>> spec_values_from_fields(const Entry& e) {
   return out;
 }
 
-
 }  // namespace kcache::device

@@ -73,12 +73,12 @@ std::string export_damaged_text(const transfer::ExportResult& result) {
 }
 
 std::string deploy_text(const transfer::DeployResult& result, std::string_view output) {
-  std::string out = fmt::format("wrote {}: {} kernels ({} with a pipeline-cache blob, {} CUDA), {}{}, {}\n", output,
-                                result.kernels, result.blobs, result.cuda, human_bytes(result.bytes),
-                                result.class_cache_bytes
-                                    ? fmt::format(" (a merged class cache of {})", human_bytes(result.class_cache_bytes))
-                                    : std::string(),
-                                result.signer ? "signed by key " + result.signer->hex() : std::string("unsigned"));
+  std::string out = fmt::format(
+      "wrote {}: {} kernels ({} with a pipeline-cache blob, {} CUDA), {}{}, {}\n", output, result.kernels, result.blobs,
+      result.cuda, human_bytes(result.bytes),
+      result.class_cache_bytes ? fmt::format(" (a merged class cache of {})", human_bytes(result.class_cache_bytes))
+                               : std::string(),
+      result.signer ? "signed by key " + result.signer->hex() : std::string("unsigned"));
   for (const auto& r : result.refused) out += fmt::format("left out: {}\n", r);
   return terminal_text(out);
 }

@@ -193,7 +193,8 @@ std::unique_ptr<kcache_kernel> kernel_handle(kcache::runtime::detail::Kernel&& f
   h->blob_status = blob_status_of(k.blob_status);
   h->blob_reason = k.blob_reason;
   if (k.blob_status == kcache::runtime::detail::BlobStatus::served) h->pipeline_cache = k.pipeline_cache();
-  for (const auto& b : k.interface.bindings) h->owned_bindings.push_back({b.set, b.binding, b.descriptor_type, b.count});
+  for (const auto& b : k.interface.bindings)
+    h->owned_bindings.push_back({b.set, b.binding, b.descriptor_type, b.count});
   for (const auto& e : k.interface.spec_entries) h->owned_spec_entries.push_back({e.constant_id, e.offset, e.size});
   h->bindings = h->owned_bindings;
   h->spec_entries = h->owned_spec_entries;
@@ -485,8 +486,8 @@ kcache_status kcache_lookup_cuda(kcache_store* store, const char* name, int cc_m
     if (store->deployed) {
       auto r = store->deployed->find_cuda(name, cc_major, cc_minor);
       if (!r) return failed(r.error());
-      *out = kernel_handle(store->deployed->file(), **r, kcache::runtime::detail::BlobStatus::not_requested, "")
-                 .release();
+      *out =
+          kernel_handle(store->deployed->file(), **r, kcache::runtime::detail::BlobStatus::not_requested, "").release();
       return KCACHE_OK;
     }
     auto k = store->catalog->find_cuda(name, cc_major, cc_minor);

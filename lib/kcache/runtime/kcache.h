@@ -61,7 +61,7 @@ extern "C" {
 
 #define KCACHE_RUNTIME_API_VERSION                                                                                \
   6 /* 2: kcache_store_open_embedded; 3: kcache_lookup_cuda; 4: kcache_store_open_flags, kcache_kernel_layout_id; \
-       5: kcache_select_device; 6: kcache_file_open, kcache_file_pipeline_cache, kcache_runtime_api_version, \
+       5: kcache_select_device; 6: kcache_file_open, kcache_file_pipeline_cache, kcache_runtime_api_version,      \
        KCACHE_ERROR_AMBIGUOUS */
 
 /** Outcome of a call. */
@@ -221,12 +221,12 @@ KCACHE_API kcache_status kcache_store_open_embedded(const kcache_embedded_table*
  *  fields struct_size covers, so a program built against this header keeps
  *  working when fields are added. (API version 6.) */
 typedef struct kcache_file_options {
-  size_t struct_size;          /**< sizeof(kcache_file_options) as the program was built */
-  unsigned flags;              /**< KCACHE_OPEN_DEVICE_MINIMAL, or 0 */
-  const uint8_t* public_key;   /**< 32 bytes of Ed25519 public key the file must be signed
-                                    by (the `public-key` line of `kcache key`'s NAME.pub,
-                                    decoded), or NULL to accept an unsigned file */
-  unsigned threads;            /**< threads checking the file's digest; 0: every core */
+  size_t struct_size;        /**< sizeof(kcache_file_options) as the program was built */
+  unsigned flags;            /**< KCACHE_OPEN_DEVICE_MINIMAL, or 0 */
+  const uint8_t* public_key; /**< 32 bytes of Ed25519 public key the file must be signed
+                                  by (the `public-key` line of `kcache key`'s NAME.pub,
+                                  decoded), or NULL to accept an unsigned file */
+  unsigned threads;          /**< threads checking the file's digest; 0: every core */
 } kcache_file_options;
 
 /** Opens a deployment file (`kcache deploy` writes one per GPU class) as a

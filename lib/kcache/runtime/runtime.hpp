@@ -165,8 +165,7 @@ class Store {
   }
   /// kcache_file_open: a deployment file (`kcache deploy`), checked whole
   /// here; `public_key` (32 bytes) when the file must be signed by it.
-  static Result<Store> open_file(std::string_view path, const std::uint8_t* public_key = nullptr,
-                                 unsigned flags = 0) {
+  static Result<Store> open_file(std::string_view path, const std::uint8_t* public_key = nullptr, unsigned flags = 0) {
     kcache_file_options options{};
     options.struct_size = sizeof options;
     options.flags = flags;

@@ -98,8 +98,8 @@ Result<deploy::KernelRecord> spirv_record(store::Reader& reader, const std::opti
   std::optional<ClassBlob> blob;
   if (class_ns) {
     auto found = class_blob(reader, *class_ns, e, ns.name());
-    if (!found) result.refused.push_back(fmt::format("{} blob of '{}': {}", class_ns->name(), e.kernel,
-                                                     found.error().message));
+    if (!found)
+      result.refused.push_back(fmt::format("{} blob of '{}': {}", class_ns->name(), e.kernel, found.error().message));
     else blob = std::move(*found);
   }
   if (blob) {
@@ -117,8 +117,8 @@ Result<deploy::KernelRecord> spirv_record(store::Reader& reader, const std::opti
       if (!iface) r.interface_error = iface.error().message;
       else set_interface(r, *iface);
       if (blob && blob->recorded && (!iface || *blob->recorded != *iface)) {
-        result.refused.push_back(fmt::format("{} blob of '{}': the interface it records is not the module's",
-                                             class_ns->name(), e.kernel));
+        result.refused.push_back(
+            fmt::format("{} blob of '{}': the interface it records is not the module's", class_ns->name(), e.kernel));
         blob.reset();
       }
     }
@@ -186,8 +186,8 @@ Result<deploy::Contents> collect(store::Reader& reader, const DeploySelection& s
           failed = std::move(r).error();
           return false;
         }
-        result.refused.push_back(fmt::format("{} '{}': {}", info.ns.name(), util::shown_untrusted(e.kernel),
-                                             r.error().message));
+        result.refused.push_back(
+            fmt::format("{} '{}': {}", info.ns.name(), util::shown_untrusted(e.kernel), r.error().message));
         return true;
       }
       result.blobs += r->blob.empty() ? 0 : 1;

@@ -131,8 +131,8 @@ struct DeploySelection {
   /// A vulkan fingerprint id: that class's pipeline-cache blobs ride with
   /// their modules. Empty: SPIR-V (and CUDA) only.
   std::string for_device;
-  std::vector<std::string> targets;     ///< SPIR-V targets ("vulkan1.2"); empty: every one stored
-  std::vector<std::string> cuda_archs;  ///< cuda namespaces ("sm_90"); empty: every one stored
+  std::vector<std::string> targets;       ///< SPIR-V targets ("vulkan1.2"); empty: every one stored
+  std::vector<std::string> cuda_archs;    ///< cuda namespaces ("sm_90"); empty: every one stored
   std::vector<std::string> kernel_globs;  ///< as ExportSelection's
   /// Also merge every blob into one pipeline cache for the class, on a
   /// device of this machine whose namespace is for_device's (FORMAT.md
@@ -142,11 +142,11 @@ struct DeploySelection {
 };
 
 struct DeployResult {
-  std::size_t kernels = 0;  ///< records written (one per kernel and target or arch)
-  std::size_t blobs = 0;    ///< of which carry the class's blob
-  std::size_t cuda = 0;     ///< of which are CUDA code
+  std::size_t kernels = 0;              ///< records written (one per kernel and target or arch)
+  std::size_t blobs = 0;                ///< of which carry the class's blob
+  std::size_t cuda = 0;                 ///< of which are CUDA code
   std::uint64_t class_cache_bytes = 0;  ///< the merged pipeline cache; 0: none
-  std::uint64_t bytes = 0;  ///< the file's size
+  std::uint64_t bytes = 0;              ///< the file's size
   std::optional<bundle::KeyId> signer;  ///< the key that signed it
   /// What was left out and why: damaged records, modules spirv-val now
   /// rejects, blobs that fail a check (the kernel is written without one).

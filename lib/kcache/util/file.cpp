@@ -248,8 +248,8 @@ Result<MappedFile> MappedFile::open(const std::filesystem::path& path, std::uint
   if (!S_ISREG(st.st_mode)) return fail(Category::invalid_argument, "{} is not a regular file", path.string());
   if (st.st_size <= 0) return fail(Category::invalid_argument, "{} is empty", path.string());
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
-    return fail(Category::invalid_argument, "{} is {} bytes, over the {} this reader maps", path.string(),
-                st.st_size, max_bytes);
+    return fail(Category::invalid_argument, "{} is {} bytes, over the {} this reader maps", path.string(), st.st_size,
+                max_bytes);
   const auto size = static_cast<std::size_t>(st.st_size);
   void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd.get(), 0);
   if (data == MAP_FAILED) return os_error(path, "map", errno);
