@@ -25,23 +25,8 @@ bool mentions(std::string_view s, std::string_view what) { return s.find(what) !
 
 // Kernel "scale" in a store (SPIR-V, and lavapipe's blob) and the same in a
 // deployment file written the way `kcache deploy` writes it.
-struct DeployFixture {
-  TempDir dir;
-  std::filesystem::path store = dir.path() / "store";
-  std::vector<std::uint32_t> words = compile_glsl(dir, "scale", k_runtime_shader);
-  Entry spirv = spirv_entry("scale", words);
-  device::DeviceInfo lvp = lavapipe_info();
-  std::vector<std::uint8_t> raw;
-
-  DeployFixture() {
-    auto dev = device::Device::open(lvp);
-    REQUIRE_MESSAGE(dev.has_value(), why(dev));
-    auto blob = (*dev)->build_pipeline(words, "main", k_runtime_spec);
-    REQUIRE_MESSAGE(blob.has_value(), why(blob));
-    raw = blob->data;
-    put(store, spirv_namespace("vulkan1.2"), {spirv});
-    put(store, lvp.ns, {pipeline_entry(spirv, lvp, raw)});
-  }
+struct DeployFixture : LavapipeStore {
+  DeployFixture() { put_blob(raw); }
 
   deploy::KernelRecord record(const std::string& target = "vulkan1.2") const {
     deploy::KernelRecord r;

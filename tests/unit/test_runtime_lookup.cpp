@@ -26,23 +26,7 @@ constexpr std::uint32_t k_uniform_buffer = 6;  // VK_DESCRIPTOR_TYPE_UNIFORM_BUF
 bool contains(const std::string& s, std::string_view what) { return s.find(what) != std::string::npos; }
 
 // A store with kernel "scale" as SPIR-V and, for lavapipe, its blob.
-struct Fixture {
-  TempDir dir;
-  std::filesystem::path store = dir.path() / "store";
-  std::vector<std::uint32_t> words = compile_glsl(dir, "scale", k_runtime_shader);
-  Entry spirv = spirv_entry("scale", words);
-  device::DeviceInfo lvp = lavapipe_info();
-  std::vector<std::uint8_t> raw;
-
-  Fixture() {
-    auto dev = device::Device::open(lvp);
-    REQUIRE_MESSAGE(dev.has_value(), why(dev));
-    auto blob = (*dev)->build_pipeline(words, "main", k_runtime_spec);
-    REQUIRE_MESSAGE(blob.has_value(), why(blob));
-    raw = blob->data;
-    put(store, spirv_namespace("vulkan1.2"), {spirv});
-  }
-  void put_blob(std::span<const std::uint8_t> bytes) { put(store, lvp.ns, {pipeline_entry(spirv, lvp, bytes)}); }
+struct Fixture : LavapipeStore {
   std::unique_ptr<Catalog> open() const {
     auto c = Catalog::open(store);
     REQUIRE_MESSAGE(c.has_value(), why(c));

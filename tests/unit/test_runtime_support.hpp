@@ -122,4 +122,26 @@ inline void put(const std::filesystem::path& dir, const Namespace& ns, std::vect
   REQUIRE_MESSAGE(r.has_value(), why(r));
 }
 
+/// A store holding kernel "scale" as SPIR-V (k_runtime_shader), and the
+/// raw blob lavapipe built for it, ready for put_blob.
+struct LavapipeStore {
+  TempDir dir;
+  std::filesystem::path store = dir.path() / "store";
+  std::vector<std::uint32_t> words = compile_glsl(dir, "scale", k_runtime_shader);
+  Entry spirv = spirv_entry("scale", words);
+  device::DeviceInfo lvp = lavapipe_info();
+  std::vector<std::uint8_t> raw;
+
+  LavapipeStore() {
+    auto dev = device::Device::open(lvp);
+    REQUIRE_MESSAGE(dev.has_value(), why(dev));
+    auto blob = (*dev)->build_pipeline(words, "main", k_runtime_spec);
+    REQUIRE_MESSAGE(blob.has_value(), why(blob));
+    raw = blob->data;
+    put(store, spirv_namespace("vulkan1.2"), {spirv});
+  }
+  /// Stores `bytes` as the kernel's blob for lavapipe.
+  void put_blob(std::span<const std::uint8_t> bytes) { put(store, lvp.ns, {pipeline_entry(spirv, lvp, bytes)}); }
+};
+
 }  // namespace kcache::test
