@@ -42,7 +42,7 @@ refused 6 "bundle" flip-entry.kcb
 flip good.kcb $((SIZE - 5)) 0 flip-digest.kcb
 refused 6 "digest" flip-digest.kcb
 python3 "$TOOL" good.kcb future.kcb version 7
-refused 6 "format version 7 is not supported: this kcache reads versions 1..3, 4 (a release) and 5..6 (a delta)" future.kcb
+refused 6 "format version 7 is not supported: this kcache reads versions 1..6 (1..3 one namespace, 4 a release, 5..6 a delta)" future.kcb
 python3 "$TOOL" good.kcb bomb.kcb record-size 3 8589934592
 refused 6 "declares size 8 GiB; limit 257 MiB" bomb.kcb
 python3 "$TOOL" good.kcb lie.kcb record-size 3 9000

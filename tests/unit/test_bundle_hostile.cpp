@@ -113,11 +113,42 @@ TEST_CASE("unknown format versions are a version mismatch naming the supported r
     damaged[5] = static_cast<std::uint8_t>(v >> 8);
     auto e = refused(damaged);
     CHECK(e.category == Category::version_mismatch);
-    CHECK_MESSAGE(contains(e.message, "versions 1..3"), e.message);
+    CHECK_MESSAGE(contains(e.message, v == 4 ? "a release of several namespaces" : "versions 1..6 (1..3 one namespace"),
+                  e.message);
+    CHECK(contains(e.message, "newer kcache") == (v == 65535));
   }
   // Even when the rest is garbage: the version is checked first.
   Bytes future = {'K', 'C', 'B', 0x1a, 9, 0};
   CHECK(refused(future).category == Category::version_mismatch);
+}
+
+TEST_CASE("format versions are one order: each number names its kind and its layout's features") {
+  using bundle::BundleKind;
+  CHECK(!bundle::format_traits(0));
+  CHECK(!bundle::format_traits(bundle::k_newest_format_version + 1));
+  std::uint16_t v = 1;
+  for (BundleKind kind : {BundleKind::namespace_bundle, BundleKind::namespace_bundle, BundleKind::namespace_bundle,
+                          BundleKind::release, BundleKind::delta, BundleKind::delta}) {
+    CAPTURE(v);
+    auto t = bundle::format_traits(v);
+    REQUIRE(t);
+    CHECK(t->kind == kind);
+    CHECK(bundle::is_delta_format(v) == (kind == BundleKind::delta));
+    ++v;
+  }
+  CHECK(v == bundle::k_newest_format_version + 1);
+  // What a layout has is read from its row, not from a number range: a
+  // delta is version 3's layout with its base appended, a release is a
+  // container whose sections are namespace bundles.
+  CHECK(bundle::format_traits(2)->compressed_head);
+  CHECK(!bundle::format_traits(2)->delta_records);
+  CHECK(bundle::format_traits(5)->delta_records);
+  CHECK(!bundle::format_traits(5)->delta_base_keys);
+  CHECK(bundle::format_traits(6)->delta_base_keys);
+  CHECK(!bundle::format_traits(4)->compressed_head);
+  CHECK(bundle::k_format_version <= bundle::k_max_format_version);
+  CHECK(bundle::format_traits(bundle::k_format_version)->kind == BundleKind::namespace_bundle);
+  CHECK(bundle::format_traits(bundle::k_delta_format_version)->kind == BundleKind::delta);
 }
 
 TEST_CASE("not a bundle") {

@@ -60,8 +60,8 @@
 
 namespace kcache::bundle {
 
-/// The format version this code writes, and the range it reads. A later
-/// version appends fields (FORMAT.md "Versions") and raises the maximum.
+/// The format version this code writes for one namespace, and the range of
+/// single-namespace versions it writes on request (`--format-version`).
 inline constexpr std::uint16_t k_format_version = 3;
 inline constexpr std::uint16_t k_min_format_version = 1;
 inline constexpr std::uint16_t k_max_format_version = 3;
@@ -70,14 +70,36 @@ inline constexpr std::uint16_t k_max_format_version = 3;
 /// fields appended to its header body (FORMAT.md "Delta bundles, versions 5
 /// and 6"). Version 6 appends BASE's keys of the removed kernels (so an
 /// import removes only BASE's builds), a tag per kept kernel and BASE's file
-/// name. Written only for a header with `delta` (6, or 5 on request); read
-/// beside 1..3.
+/// name. Written only for a header with `delta` (6, or 5 on request).
 inline constexpr std::uint16_t k_delta_format_version = 6;
 inline constexpr std::uint16_t k_min_delta_format_version = 5;
+
+/// What kind of file a format version is (FORMAT.md "Versions").
+enum class BundleKind {
+  namespace_bundle,  ///< one namespace's entries
+  release,           ///< several namespaces, each a namespace bundle (bundle/release.hpp)
+  delta,             ///< what changed in one namespace since a base bundle
+};
+
+/// What a format version number means. Version numbers are one order: each
+/// new version takes the next number, whatever its kind, and says here
+/// which kind of file it is and which layout features it has; a reader asks
+/// these, never a number range. A version above k_newest_format_version is
+/// a newer kcache's.
+struct FormatTraits {
+  BundleKind kind = BundleKind::namespace_bundle;
+  bool compressed_head = false;      ///< the header body is zstd-compressed (from 2)
+  bool transformed_records = false;  ///< block records are stored transformed (from 2)
+  bool delta_records = false;        ///< the record delta form may occur (from 3)
+  bool delta_base_keys = false;      ///< a delta names BASE's file, kept tags and removed keys (6)
+};
+/// The newest version this code knows (any kind).
+inline constexpr std::uint16_t k_newest_format_version = 6;
+/// The traits of `version`, or nullopt for one this code does not know
+/// (0, or newer than k_newest_format_version).
+std::optional<FormatTraits> format_traits(std::uint16_t version);
 /// Whether `version` is a delta's format version (5 or 6).
-inline constexpr bool is_delta_format(std::uint16_t version) {
-  return version >= k_min_delta_format_version && version <= k_delta_format_version;
-}
+bool is_delta_format(std::uint16_t version);
 
 /// Largest zstd window a writer may use (2^24 = 16 MiB), which is also the
 /// reader's default cap, so every bundle written with default-range options

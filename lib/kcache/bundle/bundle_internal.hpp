@@ -18,6 +18,11 @@
 
 namespace kcache::bundle::internal {
 
+/// format_traits of a version its caller already checked (the reader's
+/// preamble check, the writer's options); an unknown one reads as version
+/// 1's layout rather than undefined behaviour.
+inline FormatTraits traits(std::uint16_t version) { return format_traits(version).value_or(FormatTraits{}); }
+
 // FORMAT.md "Head".
 inline constexpr std::uint8_t k_magic[4] = {'K', 'C', 'B', 0x1a};
 inline constexpr std::uint8_t k_trailer_magic[4] = {'K', 'C', 'B', 'T'};

@@ -16,6 +16,25 @@
 
 namespace kcache::bundle {
 
+std::optional<FormatTraits> format_traits(std::uint16_t version) {
+  // The one table of FORMAT.md "Versions": each number, its kind and what
+  // its layout has. A new version is a new row, never a changed one.
+  switch (version) {
+    case 1: return FormatTraits{BundleKind::namespace_bundle, false, false, false, false};
+    case 2: return FormatTraits{BundleKind::namespace_bundle, true, true, false, false};
+    case 3: return FormatTraits{BundleKind::namespace_bundle, true, true, true, false};
+    case 4: return FormatTraits{BundleKind::release, false, false, false, false};
+    case 5: return FormatTraits{BundleKind::delta, true, true, true, false};
+    case 6: return FormatTraits{BundleKind::delta, true, true, true, true};
+    default: return std::nullopt;
+  }
+}
+
+bool is_delta_format(std::uint16_t version) {
+  const auto t = format_traits(version);
+  return t && t->kind == BundleKind::delta;
+}
+
 using util::ByteReader;
 using util::ByteWriter;
 
@@ -111,7 +130,7 @@ void put_delta(ByteWriter& w, const DeltaBase& d, std::uint16_t version) {
   w.raw(d.kept_digest.bytes);
   w.u32(static_cast<std::uint32_t>(d.removed.size()));
   for (const auto& k : d.removed) w.str(k);
-  if (version < 6) return;
+  if (!traits(version).delta_base_keys) return;
   // Counts are the kept and removed lists' (check_header makes them agree).
   w.str(d.base_name);
   for (auto tag : d.kept_tags) w.u32(tag);
@@ -205,7 +224,7 @@ Result<std::vector<std::uint8_t>> decompress_header_body(std::span<const std::ui
 
 std::vector<std::uint8_t> encode_head(const BundleHeader& h) {
   auto body = encode_header_body(h);
-  if (h.format_version >= 2) body = compress_header_body(body);
+  if (traits(h.format_version).compressed_head) body = compress_header_body(body);
   ByteWriter w;
   w.raw(k_magic);
   w.u16(h.format_version);
@@ -324,7 +343,7 @@ Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std:
     if (!kept_digest) return bad_header("truncated in its delta base");
     std::memcpy(d.kept_digest.bytes.data(), kept_digest->data(), k_digest_size);
     KCACHE_CHECK(names(d.removed, "removed"));
-    if (version >= 6) {
+    if (traits(version).delta_base_keys) {
       auto base_name = r.str(k_max_base_name);
       if (!base_name) return bad_header("truncated in its delta base's name");
       d.base_name = std::move(*base_name);
@@ -346,6 +365,8 @@ Result<BundleHeader> decode_header_body(std::span<const std::uint8_t> body, std:
 
 Result<void> check_header(const BundleHeader& h, bool from_elsewhere) {
   const auto& ns = h.ns;
+  if (const auto t = format_traits(h.format_version); !t || t->kind == BundleKind::release)
+    return fail(Category::corruption, "bundle format version {} is not one of a namespace's bundle", h.format_version);
   // Backend, target, record and its text: one rule for every namespace that
   // comes from elsewhere (core/namespace.hpp).
   if (auto ok = check_foreign_namespace(ns); !ok) return tl::unexpected(std::move(ok).error().context("bundle"));
@@ -364,7 +385,7 @@ Result<void> check_header(const BundleHeader& h, bool from_elsewhere) {
   if (is_delta_format(h.format_version) != h.delta.has_value())
     return fail(Category::corruption, "bundle format version {} {} delta fields", h.format_version,
                 h.delta ? "cannot carry" : "lacks its");
-  if (h.delta && h.format_version >= 6) {
+  if (h.delta && traits(h.format_version).delta_base_keys) {
     // What a reader finds after version 5's fields: one tag per kept and one
     // key per removed kernel, and a file name that messages print.
     const auto& d = *h.delta;

@@ -25,18 +25,19 @@ std::uint64_t le64(const std::uint8_t* p) { return std::uint64_t{le32(p)} | std:
 /// read_head's step for a preamble's format version: version_mismatch, with
 /// what this kcache reads, for one it does not read here.
 Result<void> check_format_version(std::uint16_t version) {
-  if (version == k_release_format_version)
+  const auto traits = format_traits(version);
+  if (traits && traits->kind == BundleKind::release)
     return fail(Category::version_mismatch,
-                "bundle is a release of several namespaces (format version 4): `kcache import` and `kcache "
-                "inspect` read it; this reads one namespace (versions {}..{})",
-                k_min_format_version, k_max_format_version);
-  if ((version < k_min_format_version || version > k_max_format_version) && !is_delta_format(version))
+                "bundle is a release of several namespaces (format version {}): `kcache import` and `kcache "
+                "inspect` read it; this reads one namespace's bundle or delta",
+                version);
+  if (!traits)
     return fail(Category::version_mismatch,
-                "bundle format version {} is not supported: this kcache reads versions {}..{}, {} (a "
-                "release) and {}..{} (a delta){}",
-                version, k_min_format_version, k_max_format_version, k_release_format_version,
+                "bundle format version {} is not supported: this kcache reads versions 1..{} (1..{} one "
+                "namespace, {} a release, {}..{} a delta){}",
+                version, k_newest_format_version, k_max_format_version, k_release_format_version,
                 k_min_delta_format_version, k_delta_format_version,
-                version > k_delta_format_version ? " (the bundle was written by a newer kcache)" : "");
+                version > k_newest_format_version ? " (the bundle was written by a newer kcache)" : "");
   return {};
 }
 
@@ -83,7 +84,7 @@ Result<void> BundleReader::Impl::read_head() {
   std::array<std::uint8_t, internal::k_signature_block_size> signature{};
   if (is_signed) std::memcpy(signature.data(), head.data() + internal::k_preamble_size + header_size, signature.size());
   std::vector<std::uint8_t> unpacked;
-  if (version >= 2) {
+  if (internal::traits(version).compressed_head) {
     unpacked = KCACHE_TRY(internal::decompress_header_body(body, limits));
     body = unpacked;
     // The stored bytes are checked and unpacked: freed before the index is
@@ -94,7 +95,7 @@ Result<void> BundleReader::Impl::read_head() {
   if (is_signed) KCACHE_CHECK(verify_signature_block(signature.data()));
   block_sizes.reserve(header.block_entry_counts.size());
   // Version 2 stores each record transformed, with a fixed prefix.
-  const std::uint64_t per_entry = version >= 2 ? internal::k_transform_prefix : 0;
+  const std::uint64_t per_entry = internal::traits(version).transformed_records ? internal::k_transform_prefix : 0;
   std::size_t i = 0;
   for (auto count : header.block_entry_counts) {
     std::uint64_t size = 0;

@@ -70,7 +70,7 @@ internal::Checked BundleReader::Impl::check_batch(const internal::Batch& b) cons
   // deterministic compiles, compile/defined_heap.cpp), which this buffer,
   // overwritten at once, does not need.
   std::unique_ptr<std::uint8_t, decltype(&std::free)> restored(nullptr, &std::free);
-  if (header.format_version >= 2) {
+  if (internal::traits(header.format_version).transformed_records) {
     std::uint64_t largest = 0;
     for (std::size_t k = 0; k < b.ends.size(); ++k) largest = std::max(largest, header.index[b.first + k].record_size);
     restored.reset(static_cast<std::uint8_t*>(std::malloc(std::max<std::uint64_t>(largest, 1))));
@@ -82,7 +82,7 @@ internal::Checked BundleReader::Impl::check_batch(const internal::Batch& b) cons
   for (std::size_t k = 0; k < b.ends.size(); ++k) {
     const std::size_t i = b.first + k;
     std::span<const std::uint8_t> record = b.record(k);
-    if (header.format_version >= 2) {
+    if (internal::traits(header.format_version).transformed_records) {
       std::span<std::uint8_t> target(restored.get(), static_cast<std::size_t>(header.index[i].record_size));
       if (auto ok = internal::restore_record(record, header.index[i], target, header.format_version); !ok) {
         out.error = Error{Category::corruption, fmt::format("bundle {}: {}", entry_name(i), ok.error().message)};
@@ -120,7 +120,7 @@ internal::Checked BundleReader::Impl::check_alone(internal::Batch& b) const {
   const std::size_t i = b.first;
   std::span<const std::uint8_t> record = b.record(0);
   std::unique_ptr<std::uint8_t, decltype(&std::free)> restored(nullptr, &std::free);
-  if (header.format_version >= 2) {
+  if (internal::traits(header.format_version).transformed_records) {
     const auto size = static_cast<std::size_t>(header.index[i].record_size);
     restored.reset(static_cast<std::uint8_t*>(std::malloc(std::max<std::size_t>(size, 1))));
     if (!restored) {

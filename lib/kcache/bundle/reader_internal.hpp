@@ -216,7 +216,7 @@ struct BundleReader::Impl {
   /// prefix from version 2 on.
   std::size_t stored_size(std::size_t i) const {
     return static_cast<std::size_t>(header.index[i].record_size) +
-           (header.format_version >= 2 ? internal::k_transform_prefix : 0);
+           (internal::traits(header.format_version).transformed_records ? internal::k_transform_prefix : 0);
   }
   Result<bool> read_record(std::size_t i, std::span<std::uint8_t> out);
   Result<void> end_record(std::size_t i, bool frame_done);

@@ -176,7 +176,7 @@ void transform_record(std::span<const std::uint8_t> record, const IndexEntry& e,
       end += count;
     }
   }
-  const bool delta = format_version >= 3 && n_heads > 0;
+  const bool delta = traits(format_version).delta_records && n_heads > 0;
 
   std::uint8_t* o = out.data();
   o[0] = delta ? k_form_delta : k_form_split;
@@ -233,7 +233,7 @@ Result<void> restore_record(std::span<const std::uint8_t> in, const IndexEntry& 
     std::memcpy(record.data(), p + k_transform_prefix, size);
     return {};
   }
-  if (form != k_form_split && !(form == k_form_delta && format_version >= 3))
+  if (form != k_form_split && !(form == k_form_delta && traits(format_version).delta_records))
     return bad(fmt::format("unknown form {} for format version {}", form, format_version));
   const bool delta = form == k_form_delta;
   const std::uint8_t elide = p[1];

@@ -168,7 +168,7 @@ Result<void> write_impl(Sink& sink, const BundleHeader& in_header, const EntrySo
   KCACHE_CHECK(set_param(cctx.get(), ZSTD_c_checksumFlag, 1));
   KCACHE_CHECK(set_param(cctx.get(), ZSTD_c_contentSizeFlag, 1));
   std::vector<std::uint8_t> out(ZSTD_CStreamOutSize());
-  const bool transformed = h.format_version >= 2;
+  const bool transformed = internal::traits(h.format_version).transformed_records;
   const std::uint64_t per_entry = transformed ? internal::k_transform_prefix : 0;
   std::vector<std::uint8_t> stored;  // version 2: the transformed record
 

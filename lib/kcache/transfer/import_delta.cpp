@@ -45,7 +45,8 @@ Result<DeltaPlan> plan_delta(const bundle::BundleHeader& header, const HeldEntri
                              const DeltaAuthority& authority, std::string_view label) {
   if (!header.delta) return fail(Category::invalid_argument, "{} is not a delta bundle", label);
   const bundle::DeltaBase& d = *header.delta;
-  const bool keyed = header.format_version >= 6;  // records BASE's keys of what it removes
+  // Version 6 on: the delta records BASE's keys of what it removes.
+  const bool keyed = bundle::format_traits(header.format_version).value_or(bundle::FormatTraits{}).delta_base_keys;
   if (keyed && (d.kept_tags.size() != d.kept.size() || d.removed_keys.size() != d.removed.size()))
     return fail(Category::invalid_argument, "{}: a format-6 delta without a tag per kept and a key per removed kernel",
                 label);
