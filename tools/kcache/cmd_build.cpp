@@ -163,17 +163,6 @@ Result<void> evict_over_max_size_holding(const std::string& store_dir, const man
   if (!evicted) return tl::unexpected(std::move(evicted).error().context("evicting down to max_size"));
   if (!*evicted) return {};
   const maintain::Eviction& eviction = **evicted;
-  if (eviction.removed.removed > 0) {
-    store::UsageBatch batch;
-    batch.time = clock().now();
-    store::RunRecord run;
-    run.time = batch.time;
-    run.command = std::string(maintain::k_eviction_command);
-    run.evicted = static_cast<std::uint32_t>(eviction.removed.removed);
-    run.evicted_bytes = eviction.removed.record_bytes;
-    batch.run = std::move(run);
-    KCACHE_CHECK(store.record_usage(batch));
-  }
   if (tell == TellEviction::on_stderr)
     fmt::print(stderr, "{}", report::eviction_text(eviction, settings::source_name(limit.source)));
   return {};

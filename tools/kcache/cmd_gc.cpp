@@ -102,10 +102,7 @@ int run_compact(const CompactArgs& args) {
     return report_error({Category::read_only, "compact rewrites the store's file; drop --read-only"});
   auto result = store::compact_lmdb_store(args.store.path());
   if (!result) return report_error(result.error());
-  if (args.json)
-    fmt::print("{{\n  \"schema\": \"kcache.compact/1\",\n  \"bytes_before\": {},\n  \"bytes_after\": {}\n}}\n",
-               result->bytes_before, result->bytes_after);
-  else fmt::print("{}", report::compact_text(*result));
+  fmt::print("{}", args.json ? report::compact_json(*result) : report::compact_text(*result));
   return k_exit_ok;
 }
 

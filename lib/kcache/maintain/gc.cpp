@@ -1,5 +1,7 @@
 #include "kcache/maintain/gc.hpp"
 
+#include "kcache/maintain/stats.hpp"
+
 #include "kcache/maintain/entry_state.hpp"
 
 #include <fmt/format.h>
@@ -111,6 +113,19 @@ Result<std::optional<Eviction>> evict_to_limit(store::Store& store, const manife
   out.removed = KCACHE_TRY(apply_gc(store, candidates, out.plan));
   for (const auto& v : out.plan.remove)
     out.names.push_back(fmt::format("{} {}", candidates[v.index].ns, candidates[v.index].kernel));
+  if (out.removed.removed > 0) {
+    // The eviction's own run record: `kcache stats` counts what max_size
+    // took, whoever applied it.
+    store::UsageBatch batch;
+    batch.time = now;
+    store::RunRecord run;
+    run.time = now;
+    run.command = std::string(k_eviction_command);
+    run.evicted = static_cast<std::uint32_t>(out.removed.removed);
+    run.evicted_bytes = out.removed.record_bytes;
+    batch.run = std::move(run);
+    KCACHE_CHECK(store.record_usage(batch));
+  }
   return std::optional(std::move(out));
 }
 

@@ -63,9 +63,13 @@ Result<std::optional<std::uint64_t>> running_builds_since(store::Store& store, c
 /// the build just used or stored goes, and never one created or used since
 /// the oldest other running build started (its lease; `own` is the caller's,
 /// null for none), so nothing a concurrent build wrote or used goes either.
+/// An eviction that removed something writes its own run record (command
+/// k_eviction_command, what it evicted) for `kcache stats`. A caller of
+/// engine::run applies a store's max_size with this after the run, as
+/// `kcache build` and the launcher do.
 /// nullopt when the store is within the limit; that is known without a
 /// scan while the pages in use are within it. Errors as gc_candidates,
-/// running_builds_since and apply_gc.
+/// running_builds_since, apply_gc and Store::record_usage.
 Result<std::optional<Eviction>> evict_to_limit(store::Store& store, const manifest::Manifest& manifest,
                                                const compile::Toolchain& toolchain, std::uint64_t limit,
                                                std::uint64_t now, const store::Lease* own = nullptr);

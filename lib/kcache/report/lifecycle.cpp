@@ -261,6 +261,11 @@ std::string eviction_text(const maintain::Eviction& e, std::string_view source) 
   return terminal_text(out);
 }
 
+std::string compact_json(const store::CompactResult& result) {
+  return internal::json_text(
+      json{{"schema", "kcache.compact/1"}, {"bytes_before", result.bytes_before}, {"bytes_after", result.bytes_after}});
+}
+
 std::string compact_text(const store::CompactResult& result) {
   return terminal_text(
       fmt::format("compacted data.mdb: {} → {}\n", human_bytes(result.bytes_before), human_bytes(result.bytes_after)));

@@ -53,5 +53,7 @@ std::string eviction_text(const maintain::Eviction& eviction, std::string_view s
 
 /// Text for `kcache compact`.
 std::string compact_text(const store::CompactResult& result);
+/// The same as JSON (schema kcache.compact/1): bytes_before, bytes_after.
+std::string compact_json(const store::CompactResult& result);
 
 }  // namespace kcache::report
