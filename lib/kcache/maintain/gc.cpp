@@ -1,8 +1,7 @@
 #include "kcache/maintain/gc.hpp"
 
-#include "kcache/maintain/stats.hpp"
-
 #include "kcache/maintain/entry_state.hpp"
+#include "kcache/maintain/stats.hpp"
 
 #include <fmt/format.h>
 
