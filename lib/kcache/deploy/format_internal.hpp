@@ -16,5 +16,10 @@ inline constexpr std::size_t k_digested_head = 96;
 inline constexpr std::size_t k_digest_at = 96;
 inline constexpr std::size_t k_signer_at = 128;
 inline constexpr std::size_t k_signature_at = 160;
+/// A cubin's first bytes: an ELF image.
+inline constexpr std::string_view k_elf_magic{
+    "\x7f"
+    "ELF",
+    4};
 
 }  // namespace kcache::deploy::detail

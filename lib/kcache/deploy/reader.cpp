@@ -81,6 +81,91 @@ Result<Layout> read_head(std::span<const std::uint8_t> b) {
   return l;
 }
 
+// The signer of a file whose digest matched, when its signature verifies,
+// else nullopt for an unsigned one; and the application's required key.
+Result<std::optional<std::array<std::uint8_t, 32>>> check_signature(std::span<const std::uint8_t> b,
+                                                                    const OpenOptions& options) {
+  std::optional<std::array<std::uint8_t, 32>> signer;
+  std::array<std::uint8_t, 32> key{};
+  std::memcpy(key.data(), b.data() + k_signer_at, 32);
+  if (key != k_zero_key) {
+    if (sodium_init() < 0) return fail(Category::io_error, "libsodium could not initialise");
+    std::vector<std::uint8_t> message(k_signature_domain.begin(), k_signature_domain.end());
+    message.insert(message.end(), b.begin(), b.begin() + k_signer_at);
+    if (crypto_sign_verify_detached(b.data() + k_signature_at, message.data(), message.size(), key.data()) != 0)
+      return fail(Category::corruption, "its signature does not verify: the file was altered after it was signed");
+    signer = key;
+  } else if (!all_zero(b.subspan(k_signature_at, 64))) {
+    return fail(Category::corruption, "an unsigned file with signature bytes: damaged");
+  }
+  if (options.required_key && signer != options.required_key)
+    return fail(Category::corruption,
+                "it must be signed by the public key {}... and is {}: refusing it; sign it with that key's secret "
+                "key (`kcache deploy --sign`)",
+                hex(*options.required_key).substr(0, 16),
+                signer ? "signed by the public key " + hex(*signer).substr(0, 16) + "..." : std::string("unsigned"));
+  return signer;
+}
+
+// Where a file's sections are, for the checks of its records.
+struct Sections {
+  std::span<const std::uint8_t> bytes;
+  Layout layout;
+  /// [off, off + size) inside the data section, `off` a multiple of `align`;
+  /// an empty range must have offset 0.
+  bool in_data(std::uint64_t off, std::uint64_t size, std::uint64_t align) const {
+    const std::uint64_t end = layout.data_offset + layout.data_size;
+    if (size == 0) return off == 0;
+    return off >= layout.data_offset && off % align == 0 && size <= end && off <= end - size;
+  }
+  bool is_string(std::uint32_t off) const { return off < layout.strings_size; }
+};
+
+// What is wrong with one record, "" when nothing: every string, range and
+// array inside its section, the payload of its kind, the specialization
+// entries inside their data.
+std::string record_problem(const Sections& f, const RawKernel& r) {
+  const auto b = f.bytes;
+  const std::uint64_t data_end = f.layout.data_offset + f.layout.data_size;
+  for (std::uint32_t s : {r.name, r.target, r.stage, r.entry_point, r.key_id, r.interface_error})
+    if (!f.is_string(s)) return "a string outside the strings section";
+  if (r.flags & ~k_kernel_has_interface || r.reserved0 != 0 || r.reserved1 != 0) return "reserved bits set";
+  if (!f.in_data(r.payload_offset, r.payload_size, 4) || r.payload_size == 0) return "its payload is out of bounds";
+  const std::uint8_t* p = b.data() + r.payload_offset;
+  switch (static_cast<PayloadKind>(r.payload_kind)) {
+    case PayloadKind::spirv:
+      if (r.payload_size < 20 || r.payload_size % 4 != 0 || get32(b, r.payload_offset) != 0x07230203)
+        return "its payload is not a SPIR-V module";
+      break;
+    case PayloadKind::cubin:
+      if (r.payload_size < 4 || std::memcmp(p, k_elf_magic.data(), 4) != 0) return "its payload is not a cubin";
+      break;
+    case PayloadKind::ptx:
+      if (r.payload_offset + r.payload_size >= data_end || p[r.payload_size] != 0 ||
+          std::memchr(p, 0, r.payload_size) != nullptr)
+        return "its PTX is not one NUL-terminated text";
+      break;
+    default: return "an unknown payload kind";
+  }
+  if (!f.in_data(r.blob_offset, r.blob_size, 16) || (r.blob_size != 0 && r.blob_size < 32))
+    return "its pipeline-cache blob is out of bounds";
+  if (!f.in_data(r.bindings_offset, std::uint64_t{r.binding_count} * sizeof(Binding), 4))
+    return "its bindings are out of bounds";
+  if (!f.in_data(r.spec_entries_offset, std::uint64_t{r.spec_entry_count} * sizeof(SpecEntry), 8) ||
+      !f.in_data(r.spec_data_offset, r.spec_data_size, 1))
+    return "its specialization is out of bounds";
+  const auto* spec = reinterpret_cast<const SpecEntry*>(b.data() + r.spec_entries_offset);
+  for (std::uint32_t s = 0; s < r.spec_entry_count; ++s)
+    if ((spec[s].size != 1 && spec[s].size != 2 && spec[s].size != 4 && spec[s].size != 8) ||
+        spec[s].offset > r.spec_data_size || spec[s].size > r.spec_data_size - spec[s].offset)
+      return "a specialization entry outside its data";
+  if (!f.in_data(r.id_fields_offset, std::uint64_t{r.id_field_count} * 8, 4)) return "its id fields are out of bounds";
+  const auto* fields = reinterpret_cast<const std::uint32_t*>(b.data() + r.id_fields_offset);
+  for (std::uint64_t i = 0; i < std::uint64_t{r.id_field_count} * 2; ++i)
+    if (!f.is_string(fields[i])) return "an id field outside the strings section";
+  return {};
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const DeployFile>> DeployFile::open(const std::filesystem::path& path,
@@ -110,99 +195,33 @@ Result<std::shared_ptr<const DeployFile>> DeployFile::from_bytes(std::vector<std
 Result<void> DeployFile::check_bytes(const OpenOptions& options) {
   const auto b = m_bytes;
   const Layout l = KCACHE_TRY(read_head(b));
-  if (std::memcmp(file_digest(b, l.leaf_size, options.threads).data(), b.data() + 96, 32) != 0)
+  if (std::memcmp(file_digest(b, l.leaf_size, options.threads).data(), b.data() + k_digest_at, 32) != 0)
     return fail(Category::corruption,
                 "its digest does not match its bytes: the file is damaged (a partial copy, a bad disk); fetch it "
                 "again");
-  std::array<std::uint8_t, 32> signer{};
-  std::memcpy(signer.data(), b.data() + 128, 32);
-  if (signer != k_zero_key) {
-    if (sodium_init() < 0) return fail(Category::io_error, "libsodium could not initialise");
-    std::vector<std::uint8_t> message(k_signature_domain.begin(), k_signature_domain.end());
-    message.insert(message.end(), b.begin(), b.begin() + 128);
-    if (crypto_sign_verify_detached(b.data() + 160, message.data(), message.size(), signer.data()) != 0)
-      return fail(Category::corruption, "its signature does not verify: the file was altered after it was signed");
-    m_signer = signer;
-  } else if (!all_zero(b.subspan(160, 64))) {
-    return fail(Category::corruption, "an unsigned file with signature bytes: damaged");
-  }
-  if (options.required_key && m_signer != options.required_key)
-    return fail(
-        Category::corruption,
-        "it must be signed by the public key {}... and is {}: refusing it; sign it with that key's secret "
-        "key (`kcache deploy --sign`)",
-        hex(*options.required_key).substr(0, 16),
-        m_signer ? "signed by the public key " + hex(*m_signer).substr(0, 16) + "..." : std::string("unsigned"));
-
-  // The structure: every offset of every record inside its section.
-  const std::uint64_t data_end = l.data_offset + l.data_size;
-  auto in_data = [&](std::uint64_t off, std::uint64_t size, std::uint64_t align) {
-    if (size == 0) return off == 0;
-    return off >= l.data_offset && off % align == 0 && size <= data_end && off <= data_end - size;
-  };
+  m_signer = KCACHE_TRY(check_signature(b, options));
+  const Sections sections{b, l};
   m_strings = reinterpret_cast<const char*>(b.data() + l.strings_offset);
   if (b[l.strings_offset + l.strings_size - 1] != 0)
     return fail(Category::corruption, "its strings are not terminated");
-  auto is_string = [&](std::uint32_t off) { return off < l.strings_size; };
-  if (!is_string(l.device_class)) return fail(Category::corruption, "its device class is not a string of the file");
+  if (!sections.is_string(l.device_class))
+    return fail(Category::corruption, "its device class is not a string of the file");
   m_device_class = m_strings + l.device_class;
-  if (!in_data(l.class_cache_offset, l.class_cache_size, 16) || (l.class_cache_size != 0 && l.class_cache_size < 32))
+  if (!sections.in_data(l.class_cache_offset, l.class_cache_size, 16) ||
+      (l.class_cache_size != 0 && l.class_cache_size < 32))
     return fail(Category::corruption, "its class pipeline cache is out of bounds");
   m_class_cache = {b.data() + l.class_cache_offset, l.class_cache_size};
   m_kernels = {reinterpret_cast<const RawKernel*>(b.data() + l.kernels_offset), l.kernel_count};
   for (std::size_t i = 0; i < m_kernels.size(); ++i) {
     const RawKernel& r = m_kernels[i];
-    auto bad = [&](std::string_view what) {
-      return fail(Category::corruption, "kernel record {} of {}: {}", i, m_kernels.size(), what);
-    };
-    for (std::uint32_t s : {r.name, r.target, r.stage, r.entry_point, r.key_id, r.interface_error})
-      if (!is_string(s)) return bad("a string outside the strings section");
-    if (r.flags & ~k_kernel_has_interface || r.reserved0 != 0 || r.reserved1 != 0) return bad("reserved bits set");
-    if (!in_data(r.payload_offset, r.payload_size, 4) || r.payload_size == 0)
-      return bad("its payload is out of bounds");
-    const std::uint8_t* p = b.data() + r.payload_offset;
-    switch (static_cast<PayloadKind>(r.payload_kind)) {
-      case PayloadKind::spirv:
-        if (r.payload_size < 20 || r.payload_size % 4 != 0 || get32(b, r.payload_offset) != 0x07230203)
-          return bad("its payload is not a SPIR-V module");
-        break;
-      case PayloadKind::cubin:
-        if (r.payload_size < 4 || std::memcmp(p,
-                                              "\x7f"
-                                              "ELF",
-                                              4) != 0)
-          return bad("its payload is not a cubin");
-        break;
-      case PayloadKind::ptx:
-        if (r.payload_offset + r.payload_size >= data_end || p[r.payload_size] != 0 ||
-            std::memchr(p, 0, r.payload_size) != nullptr)
-          return bad("its PTX is not one NUL-terminated text");
-        break;
-      default: return bad("an unknown payload kind");
-    }
-    if (!in_data(r.blob_offset, r.blob_size, 16) || (r.blob_size != 0 && r.blob_size < 32))
-      return bad("its pipeline-cache blob is out of bounds");
-    if (!in_data(r.bindings_offset, std::uint64_t{r.binding_count} * sizeof(Binding), 4))
-      return bad("its bindings are out of bounds");
-    if (!in_data(r.spec_entries_offset, std::uint64_t{r.spec_entry_count} * sizeof(SpecEntry), 8) ||
-        !in_data(r.spec_data_offset, r.spec_data_size, 1))
-      return bad("its specialization is out of bounds");
-    const auto* spec = reinterpret_cast<const SpecEntry*>(b.data() + r.spec_entries_offset);
-    for (std::uint32_t s = 0; s < r.spec_entry_count; ++s)
-      if ((spec[s].size != 1 && spec[s].size != 2 && spec[s].size != 4 && spec[s].size != 8) ||
-          spec[s].offset > r.spec_data_size || spec[s].size > r.spec_data_size - spec[s].offset)
-        return bad("a specialization entry outside its data");
-    if (!in_data(r.id_fields_offset, std::uint64_t{r.id_field_count} * 8, 4))
-      return bad("its id fields are out of bounds");
-    const auto* fields = reinterpret_cast<const std::uint32_t*>(b.data() + r.id_fields_offset);
-    for (std::uint64_t f = 0; f < std::uint64_t{r.id_field_count} * 2; ++f)
-      if (!is_string(fields[f])) return bad("an id field outside the strings section");
-    if (i > 0) {
+    auto problem = record_problem(sections, r);
+    if (problem.empty() && i > 0) {
       const RawKernel& prev = m_kernels[i - 1];
       const int by_name = std::strcmp(string(prev.name), string(r.name));
       if (by_name > 0 || (by_name == 0 && std::strcmp(string(prev.target), string(r.target)) >= 0))
-        return bad("the records are not sorted by name and target");
+        problem = "the records are not sorted by name and target";
     }
+    if (!problem.empty()) return fail(Category::corruption, "kernel record {} of {}: {}", i, m_kernels.size(), problem);
   }
   return {};
 }

@@ -71,11 +71,7 @@ Result<void> check_record(const KernelRecord& k) {
       if (k.payload.size() < 20 || k.payload.size() % 4 != 0) return bad("not a SPIR-V module");
       break;
     case PayloadKind::cubin:
-      if (k.payload.size() < 4 || std::memcmp(k.payload.data(),
-                                              "\x7f"
-                                              "ELF",
-                                              4) != 0)
-        return bad("not a cubin");
+      if (k.payload.size() < 4 || std::memcmp(k.payload.data(), k_elf_magic.data(), 4) != 0) return bad("not a cubin");
       break;
     case PayloadKind::ptx:
       if (std::find(k.payload.begin(), k.payload.end(), 0) != k.payload.end()) return bad("PTX holding a NUL");
@@ -87,6 +83,42 @@ Result<void> check_record(const KernelRecord& k) {
     if ((e.size != 1 && e.size != 2 && e.size != 4 && e.size != 8) || e.offset + e.size > k.spec_data.size())
       return bad("a specialization entry outside its data");
   return {};
+}
+
+// One kernel's record, its strings and data added to the sections (data
+// offsets relative, as Data::add returns them).
+Result<RawKernel> raw_record(const KernelRecord& k, Strings& strings, Data& data) {
+  RawKernel r;
+  std::memset(&r, 0, sizeof r);
+  r.name = KCACHE_TRY(strings.add(k.name));
+  r.target = KCACHE_TRY(strings.add(k.target));
+  r.stage = KCACHE_TRY(strings.add(k.stage));
+  r.entry_point = KCACHE_TRY(strings.add(k.entry_point));
+  r.key_id = KCACHE_TRY(strings.add(k.key_id));
+  r.interface_error = KCACHE_TRY(strings.add(k.interface_error));
+  r.payload_kind = static_cast<std::uint32_t>(k.payload_kind);
+  std::vector<std::uint8_t> payload = k.payload;
+  if (k.payload_kind == PayloadKind::ptx) payload.push_back(0);  // handed to the driver as a C string
+  r.payload_offset = data.add(payload.data(), payload.size());
+  r.payload_size = k.payload.size();
+  r.blob_offset = data.add(k.blob.data(), k.blob.size());
+  r.blob_size = k.blob.size();
+  r.bindings_offset = data.add(k.bindings.data(), k.bindings.size() * sizeof(Binding));
+  r.binding_count = static_cast<std::uint32_t>(k.bindings.size());
+  r.push_constant_size = k.push_constant_size;
+  r.spec_entries_offset = data.add(k.spec_entries.data(), k.spec_entries.size() * sizeof(SpecEntry));
+  r.spec_entry_count = static_cast<std::uint32_t>(k.spec_entries.size());
+  r.spec_data_offset = data.add(k.spec_data.data(), k.spec_data.size());
+  r.spec_data_size = static_cast<std::uint32_t>(k.spec_data.size());
+  std::vector<std::uint32_t> fields;
+  for (const auto& [n, v] : k.id_fields) {
+    fields.push_back(KCACHE_TRY(strings.add(n)));
+    fields.push_back(KCACHE_TRY(strings.add(v)));
+  }
+  r.id_fields_offset = data.add(fields.data(), fields.size() * 4);
+  r.id_field_count = static_cast<std::uint32_t>(k.id_fields.size());
+  r.flags = k.has_interface ? k_kernel_has_interface : 0;
+  return r;
 }
 
 }  // namespace
@@ -107,40 +139,9 @@ Result<std::vector<std::uint8_t>> encode(const Contents& contents, const Signing
 
   Strings strings;
   Data data;
-  std::vector<RawKernel> raw(order.size());
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const KernelRecord& k = *order[i];
-    RawKernel& r = raw[i];
-    std::memset(&r, 0, sizeof r);
-    r.name = KCACHE_TRY(strings.add(k.name));
-    r.target = KCACHE_TRY(strings.add(k.target));
-    r.stage = KCACHE_TRY(strings.add(k.stage));
-    r.entry_point = KCACHE_TRY(strings.add(k.entry_point));
-    r.key_id = KCACHE_TRY(strings.add(k.key_id));
-    r.interface_error = KCACHE_TRY(strings.add(k.interface_error));
-    r.payload_kind = static_cast<std::uint32_t>(k.payload_kind);
-    std::vector<std::uint8_t> payload = k.payload;
-    if (k.payload_kind == PayloadKind::ptx) payload.push_back(0);  // handed to the driver as a C string
-    r.payload_offset = data.add(payload.data(), payload.size());
-    r.payload_size = k.payload.size();
-    r.blob_offset = data.add(k.blob.data(), k.blob.size());
-    r.blob_size = k.blob.size();
-    r.bindings_offset = data.add(k.bindings.data(), k.bindings.size() * sizeof(Binding));
-    r.binding_count = static_cast<std::uint32_t>(k.bindings.size());
-    r.push_constant_size = k.push_constant_size;
-    r.spec_entries_offset = data.add(k.spec_entries.data(), k.spec_entries.size() * sizeof(SpecEntry));
-    r.spec_entry_count = static_cast<std::uint32_t>(k.spec_entries.size());
-    r.spec_data_offset = data.add(k.spec_data.data(), k.spec_data.size());
-    r.spec_data_size = static_cast<std::uint32_t>(k.spec_data.size());
-    std::vector<std::uint32_t> fields;
-    for (const auto& [n, v] : k.id_fields) {
-      fields.push_back(KCACHE_TRY(strings.add(n)));
-      fields.push_back(KCACHE_TRY(strings.add(v)));
-    }
-    r.id_fields_offset = data.add(fields.data(), fields.size() * 4);
-    r.id_field_count = static_cast<std::uint32_t>(k.id_fields.size());
-    r.flags = k.has_interface ? k_kernel_has_interface : 0;
-  }
+  std::vector<RawKernel> raw;
+  raw.reserve(order.size());
+  for (const KernelRecord* k : order) raw.push_back(KCACHE_TRY(raw_record(*k, strings, data)));
   const std::uint32_t device_class = KCACHE_TRY(strings.add(contents.device_class));
   if (!contents.class_cache.empty() && contents.class_cache.size() < 32)
     return fail(Category::invalid_argument, "a class pipeline cache shorter than its header");
