@@ -1,6 +1,7 @@
 // --startup: an application's start timed, its kernels looked up and created on --threads threads.
 #include "bench_start.hpp"
 #include "kcache/runtime/kcache.h"
+#include "kcache/runtime/kcache_vulkan.h"
 
 #include <algorithm>
 #include <atomic>
@@ -92,10 +93,19 @@ void Start::work() {
   VkPipelineCache thread_cache = VK_NULL_HANDLE;
   if (!merged.empty()) {
     const auto creating = std::chrono::steady_clock::now();
-    VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-    ci.initialDataSize = merged.size();
-    ci.pInitialData = merged.data();
-    if (vkCreatePipelineCache(gpu.device, &ci, nullptr, &thread_cache) != VK_SUCCESS) ++failed;
+    if (!args.file.empty()) {
+      // As an application does: the runtime's helper, from the file's merged cache.
+      int served_cache = 0;
+      if (kcache_vulkan_create_thread_cache(gpu.device, vkCreatePipelineCache, store.handle(), &dev, &thread_cache,
+                                            &served_cache) != VK_SUCCESS ||
+          !served_cache)
+        ++failed;
+    } else {
+      VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+      ci.initialDataSize = merged.size();
+      ci.pInitialData = merged.data();
+      if (vkCreatePipelineCache(gpu.device, &ci, nullptr, &thread_cache) != VK_SUCCESS) ++failed;
+    }
     cache_us += us(ms_since(creating));
   }
   for (std::size_t i; (i = next.fetch_add(1)) < names.size();) {
