@@ -249,11 +249,6 @@ int run_build(const BuildArgs& args) {
   if (args.dry_run) return run_dry_run(args, *manifest);
   auto options = run_options(args);
   if (!options) return report_error(options.error());
-  if (options->device && !manifest->device_profile.empty()) {  // [vulkan] device_profile
-    auto profile = device::parse_device_profile(manifest->device_profile);
-    if (!profile) return report_error(std::move(profile).error().context(args.manifest + ": [vulkan] device_profile"));
-    options->device = options->device->with_profile(*profile);
-  }
   // A terminal gets a line rewritten per kernel; a log (CI), a line every
   // few seconds.
   bool progress = stderr_is_terminal() && !args.json;
@@ -295,7 +290,7 @@ int run_build(const BuildArgs& args) {
                                         std::filesystem::current_path(ec)};
     fmt::print("{}", report::build_summary(ran->result, args.explain, ec ? nullptr : &paths));
   }
-  if (options->device && !args.json) fmt::print("{}", report::device_stage_summary(ran->result, *options->device));
+  if (ran->device && !args.json) fmt::print("{}", report::device_stage_summary(ran->result, *ran->device));
   // A kernel that compiled but is not in the store is a store error (exit 4),
   // after the report so that the stored ones and each refusal are still shown:
   // CI must not go on to export an incomplete store.

@@ -46,16 +46,26 @@ Result<RunResult> run(const manifest::Manifest& manifest, store::Store& store, c
   // than its lease, so no eviction elsewhere plans it away; nor are its hits
   // once record_run has stamped their last use (before that, a hit of an old
   // entry is left to the caller's recheck_stored).
+  // The manifest's [vulkan] device_profile: how the device is created, so
+  // which namespace its pipelines go to. Checked before anything is built.
+  std::optional<device::DeviceInfo> device = options.device;
+  if (device && !manifest.device_profile.empty()) {
+    auto profile = device::parse_device_profile(manifest.device_profile);
+    if (!profile)
+      return tl::unexpected(std::move(profile).error().context(manifest.path.string() + ": [vulkan] device_profile"));
+    device = device->with_profile(*profile);
+  }
   out.lease = KCACHE_TRY(store.begin_lease(options.build.clock->now()));
   out.result = KCACHE_TRY(build(manifest, store, options.build));
-  if (options.device) {
+  if (device) {
     DeviceBuildOptions dev;
     // The card is provenance: its namespace is its GPU model and driver, so
     // the entry says which card of that class built it.
-    dev.origin = fmt::format("{}, device {} (deviceUUID {})", options.build.origin, options.device->name,
-                             device::uuid_text(options.device->device_uuid));
+    dev.origin = fmt::format("{}, device {} (deviceUUID {})", options.build.origin, device->name,
+                             device::uuid_text(device->device_uuid));
     dev.worker = options.worker;
-    KCACHE_CHECK(build_device_stage(manifest, store, *options.device, options.build, dev, out.result));
+    KCACHE_CHECK(build_device_stage(manifest, store, *device, options.build, dev, out.result));
+    out.device = device;
   }
   // After the device stage, whose receipts are the SPIR-V stage's.
   KCACHE_CHECK(build_cuda_stage(manifest, store, options.build, out.result));

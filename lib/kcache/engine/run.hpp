@@ -21,7 +21,8 @@ namespace kcache::engine {
 struct RunOptions {
   BuildOptions build;
   /// The device of a vulkan build (chosen by the caller before anything
-  /// compiles, so a missing device fails fast); nullopt = SPIR-V only.
+  /// compiles, so a missing device fails fast); nullopt = SPIR-V only. run
+  /// applies the manifest's [vulkan] device_profile to it.
   std::optional<device::DeviceInfo> device;
   /// The device stage's worker processes.
   worker::WorkerOptions worker;
@@ -35,6 +36,9 @@ struct RunOptions {
 
 struct RunResult {
   BuildResult result;
+  /// The device the device stage created pipelines on, with the manifest's
+  /// device profile (its namespace is where they went); nullopt without one.
+  std::optional<device::DeviceInfo> device;
   /// The build's lease on the store (Store::begin_lease), taken before
   /// anything is looked up: while it is held, gc and eviction elsewhere keep
   /// whatever was written or used since the build started. Keep it (keep
@@ -51,9 +55,10 @@ struct RunResult {
 };
 
 /// Takes a lease on `store` (RunResult::lease), runs every stage in order
-/// and records the run. Per-kernel failures are receipts; errors as
-/// Store::begin_lease, build() and build_device_stage() (the store cannot be
-/// read, no worker can start).
+/// and records the run. Per-kernel failures are receipts; errors: the
+/// manifest's device profile unknown (invalid_argument, "MANIFEST: [vulkan]
+/// device_profile: ..."), and as Store::begin_lease, build() and
+/// build_device_stage() (the store cannot be read, no worker can start).
 Result<RunResult> run(const manifest::Manifest& manifest, store::Store& store, const RunOptions& options);
 
 }  // namespace kcache::engine
