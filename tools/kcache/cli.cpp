@@ -7,6 +7,7 @@
 #include "kcache/remote/backend.hpp"
 #include "kcache/remote/setting.hpp"
 #include "kcache/report/report.hpp"
+#include "kcache/store/walk_isolated.hpp"
 #include "kcache/util/text.hpp"
 
 #include <fmt/format.h>
@@ -53,39 +54,16 @@ int report_error(const Error& e) {
 }
 
 int run_store_walk_isolated(const std::string& store_dir, const std::function<int()>& walk) {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = ::fork();
-  if (pid < 0) return walk();  // no child to spare: walk here, as before
-  if (pid == 0) {
-    const int code = walk();
-    std::fflush(stdout);
-    std::fflush(stderr);
-    ::_exit(code);  // not exit(): the parent's atexit handlers and static objects are the parent's
+  auto status = store::walk_isolated(store_dir, walk);
+  if (!status) return report_error(status.error());
+  // Exit codes are below 128: above is a signal the child died of, which
+  // the parent passes on by dying of it too.
+  if (*status > 128) {
+    std::signal(*status - 128, SIG_DFL);
+    std::raise(*status - 128);
+    return k_exit_internal;
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR)
-      return report_error(Error{Category::io_error, fmt::format("waitpid: {}", std::strerror(errno))});
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  const int sig = WTERMSIG(status);
-  // SIGABRT too: a damaged length can make the walk abort (an allocation
-  // that cannot succeed ends in std::terminate), and under AddressSanitizer a
-  // SIGSEGV inside LMDB is reported and turned into an abort.
-  if (sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT)
-    return report_error(
-        Error{Category::corruption,
-              fmt::format("store {} is damaged: reading it crashed ({}). LMDB keeps no checksums of its pages, so a "
-                          "damaged data.mdb can crash any program that reads it, applications using libkcache "
-                          "included: do not use or ship this store. Restore it from a copy, or move it away and "
-                          "rebuild it or re-import its bundles (docs/reliability.md \"A damaged store\")",
-                          store_dir,
-                          sig == SIGSEGV  ? "SIGSEGV"
-                          : sig == SIGBUS ? "SIGBUS"
-                                          : "SIGABRT")});
-  std::signal(sig, SIG_DFL);
-  std::raise(sig);
-  return k_exit_internal;
+  return *status;
 }
 
 bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }

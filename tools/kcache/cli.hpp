@@ -46,11 +46,9 @@ int exit_code_for(Category c);
 int report_error(const Error& e);
 
 /// Runs `walk` (a command that reads every page of the store in `store_dir`)
-/// in a forked child and returns its exit code. LMDB keeps no page
-/// checksums, so a damaged data.mdb can make a read crash (SIGSEGV, SIGBUS, or SIGABRT from a hopeless allocation or a
-/// sanitizer); in the child that crash becomes a "store damaged" error (exit 6) instead of killing kcache. Call before
-/// this process opens the store (an LMDB environment must not cross fork()) and before it starts threads. Other signals
-/// are passed on: the parent dies of the same signal.
+/// through store::walk_isolated and returns its exit code: a crash on a
+/// damaged page is a "store damaged" error (exit 6) instead of killing
+/// kcache; other signals are passed on (the parent dies of the same signal).
 int run_store_walk_isolated(const std::string& store_dir, const std::function<int()>& walk);
 
 /// Whether stderr is an interactive terminal (progress lines only then).
