@@ -22,22 +22,11 @@ namespace {
 
 bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
 
-struct Fixture {
-  TempDir dir;
-  std::filesystem::path store = dir.path() / "store";
-  std::vector<std::uint32_t> words = compile_glsl(dir, "scale", k_runtime_shader);
-  Entry spirv = spirv_entry("scale", words);
-  device::DeviceInfo lvp = lavapipe_info();
-  std::vector<std::uint8_t> raw;
-
+// "scale" with its blob for lavapipe, and "other" (SPIR-V only).
+struct Fixture : LavapipeStore {
   Fixture() {
-    auto dev = device::Device::open(lvp);
-    REQUIRE_MESSAGE(dev.has_value(), why(dev));
-    auto blob = (*dev)->build_pipeline(words, "main", k_runtime_spec);
-    REQUIRE_MESSAGE(blob.has_value(), why(blob));
-    raw = blob->data;
-    put(store, spirv_namespace("vulkan1.2"), {spirv, spirv_entry("other", words)});
-    put(store, lvp.ns, {pipeline_entry(spirv, lvp, raw)});
+    put(store, spirv_namespace("vulkan1.2"), {spirv_entry("other", words)});
+    put_blob(raw);
   }
 };
 
