@@ -87,10 +87,15 @@ struct Contents {
   std::vector<std::uint8_t> class_cache;
 };
 
-/// An Ed25519 signing key: libsodium's 64-byte secret key and its public key.
+/// An Ed25519 signing key: libsodium's 64-byte secret key and its public
+/// key. The secret is zeroed when the key is destroyed.
 struct SigningKey {
   std::array<std::uint8_t, 64> secret{};
   std::array<std::uint8_t, 32> public_key{};
+  SigningKey() = default;
+  SigningKey(const SigningKey&) = default;
+  SigningKey& operator=(const SigningKey&) = default;
+  ~SigningKey();
 };
 
 /// The bytes of a file holding `contents`, signed with `key` when given.

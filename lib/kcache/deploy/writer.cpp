@@ -123,6 +123,8 @@ Result<RawKernel> raw_record(const KernelRecord& k, Strings& strings, Data& data
 
 }  // namespace
 
+SigningKey::~SigningKey() { sodium_memzero(secret.data(), secret.size()); }
+
 Result<std::vector<std::uint8_t>> encode(const Contents& contents, const SigningKey* key) {
   std::vector<const KernelRecord*> order;
   for (const auto& k : contents.kernels) {
