@@ -38,7 +38,9 @@ Result<FileKernel> DeployedCatalog::find(std::string_view name, const LookupOpti
                 options.target);
   if (!chosen) return fail(Category::not_found, "no kernel '{}' in the deployment file", util::shown_untrusted(name));
   if (options.target.empty() && spirv_records > 1) {
-    if (options.device && with_blob) {
+    // The target the device's own blob was built from, as a store lookup
+    // chooses; a device of another class has none here.
+    if (options.device && with_blob && f.device_class() == options.device->ns.name()) {
       chosen = with_blob;
     } else {
       std::string targets;
