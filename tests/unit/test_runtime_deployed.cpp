@@ -211,6 +211,10 @@ TEST_CASE("runtime file: targets, ambiguity, keys, listing, CUDA choice") {
   REQUIRE(kcache_lookup(s, "scale", &dev, nullptr, &k) == KCACHE_OK);
   CHECK(std::string(kcache_kernel_target(k)) == "vulkan1.2");
   kcache_kernel_free(k);
+  // A device of another class has no blob here: the target is its to name.
+  kcache_device other = dev;
+  other.driver_version += 1;
+  CHECK(kcache_lookup(s, "scale", &other, nullptr, &k) == KCACHE_ERROR_AMBIGUOUS);
   REQUIRE(kcache_lookup(s, "scale", nullptr, "vulkan1.3", &k) == KCACHE_OK);
   CHECK(std::string(kcache_kernel_target(k)) == "vulkan1.3");
   kcache_kernel_free(k);
