@@ -54,7 +54,8 @@ cat "$WORK/out"
 
 # Without the class: SPIR-V only, each kernel's reason says so.
 expect_exit 0 "$KCACHE" deploy --target vulkan1.2 --kernel 'saxpy*' --json -o portable.kcdeploy
-[[ $(json_get out 'j["blobs"]') -eq 0 && $(json_get out 'j["kernels"]') -ge 2 && $(json_get out 'j["signed"]') == False ]] \
+[[ $(json_get out 'j["schema"]') == kcache.deploy/1 && $(json_get out 'j["blobs"]') -eq 0 &&
+  $(json_get out 'j["kernels"]') -ge 2 && $(json_get out 'j["signed"]') == False ]] \
   || fail "portable file: $(cat "$WORK/out")"
 n=$(json_get out 'j["kernels"]')
 expect_exit 0 "$EXAMPLE" --device llvmpipe --file portable.kcdeploy

@@ -84,7 +84,8 @@ std::string deploy_text(const transfer::DeployResult& result, std::string_view o
 }
 
 std::string deploy_json(const transfer::DeployResult& result, std::string_view output) {
-  json j = {{"output", std::string(output)},
+  json j = {{"schema", "kcache.deploy/1"},
+            {"output", std::string(output)},
             {"kernels", result.kernels},
             {"blobs", result.blobs},
             {"cuda", result.cuda},

@@ -34,7 +34,7 @@ std::string release_export_text(const transfer::ReleaseExportResult& result, std
 /// What `kcache deploy` wrote: kernels, blobs, CUDA code, size, signer,
 /// then each thing left out and why.
 std::string deploy_text(const transfer::DeployResult& result, std::string_view output);
-/// The same as JSON: `output`, `kernels`, `blobs`, `cuda`, `class_cache_bytes`, `bytes`,
+/// The same as JSON (schema kcache.deploy/1): `output`, `kernels`, `blobs`, `cuda`, `class_cache_bytes`, `bytes`,
 /// `signed`, `signer` (key id or null), `refused` (strings).
 std::string deploy_json(const transfer::DeployResult& result, std::string_view output);
 
