@@ -1,8 +1,11 @@
 /* kcache.h: kcache's runtime API for applications, as a C ABI so that any
  * language can bind it (the C++ header kcache/runtime/runtime.hpp wraps it).
  *
- * An application opens a kcache store read-only, looks a kernel up by name
- * (or by key id) for its own Vulkan device, and gets the SPIR-V module, the
+ * An application opens the deployment file it ships (kcache_file_open; one
+ * per GPU class, written by `kcache deploy`, checked whole once at open) or
+ * a kcache store read-only (checked record by record at every lookup),
+ * looks a kernel up by name (or by key id) for its own Vulkan device, and
+ * gets the SPIR-V module, the
  * pipeline interface kcache built it with (descriptor bindings, push-constant
  * size, specialization map) and, when the store holds one for exactly this
  * device, a VkPipelineCache initial blob. A blob is handed out only after
@@ -224,7 +227,7 @@ typedef struct kcache_file_options {
   size_t struct_size;        /**< sizeof(kcache_file_options) as the program was built */
   unsigned flags;            /**< KCACHE_OPEN_DEVICE_MINIMAL, or 0 */
   const uint8_t* public_key; /**< 32 bytes of Ed25519 public key the file must be signed
-                                  by (the `public-key` line of `kcache key`'s NAME.pub,
+                                  by (the `public-key` line of `kcache keygen`'s NAME.pub,
                                   decoded), or NULL to accept an unsigned file */
   unsigned threads;          /**< threads checking the file's digest; 0: every core */
 } kcache_file_options;
