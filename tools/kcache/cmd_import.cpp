@@ -109,7 +109,8 @@ int run_import(const ImportArgs& args) {
     in.fd = pull->fd();
     in.path = shown_input;
   }
-  // A store this import creates and then writes nothing into is removed again.
+  // A store this import creates and then writes nothing into is removed
+  // again (transfer::discard_store_if_unfilled).
   const bool store_existed = std::filesystem::exists(args.store.path());
   auto store = args.store.open(!args.dry_run);
   // A dry run against a store that does not exist yet: everything would be new.
@@ -130,13 +131,11 @@ int run_import(const ImportArgs& args) {
     if (auto done = download->finish(); !done) result = tl::unexpected(std::move(done).error());
   if (pull)
     if (auto done = pull->finish(); !done) result = tl::unexpected(std::move(done).error());
-  if (!store_existed && !args.dry_run && (!result || !result->written)) {
-    store->reset();
-    if (auto removed = store::remove_store_if_empty(args.store.path()); !removed)
+  if (!args.dry_run)
+    if (auto removed = transfer::discard_store_if_unfilled(*store, args.store.path(), !store_existed, result); !removed)
       fmt::print(stderr, "{}",
                  report::terminal_text(fmt::format("kcache: warning: could not remove the empty store {}: {}\n",
                                                    args.store.path(), removed.error().message)));
-  }
   if (!result) return StopOnSignal::report(result.error());
   const auto& r = *result;
   // A URL as given may hold a password: the download's shown form hides it.

@@ -372,4 +372,12 @@ std::optional<Error> import_verdict(const ImportResult& r, bool replace, std::st
                       : fmt::format("failed validation or conflict with the store ({} conflicts)", conflict_refusals))};
 }
 
+Result<void> discard_store_if_unfilled(std::unique_ptr<store::Store>& store, const std::filesystem::path& dir,
+                                       bool created, const Result<ImportResult>& result) {
+  if (!created || (result && result->written)) return {};
+  store.reset();  // no Store of `dir` may be open when it is removed
+  KCACHE_CHECK(store::remove_store_if_empty(dir));
+  return {};
+}
+
 }  // namespace kcache::transfer

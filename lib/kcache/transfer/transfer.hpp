@@ -379,6 +379,15 @@ Result<DeltaPlan> plan_delta(const bundle::BundleHeader& header, const HeldEntri
 /// `refused` (all of them, not just the first) and nothing is written.
 Result<ImportResult> import_bundle(store::Store& store, const BundleStream& in, const ImportOptions& options);
 
+/// After import_bundle into the store in `dir` that this import created
+/// (`created`: the folder did not exist before the store was opened): when
+/// the import failed or wrote nothing (refused, a no-op), closes `store` and
+/// removes the store again, so a refused first import leaves no empty store
+/// behind. Nothing happens otherwise. Errors: store::remove_store_if_empty's
+/// (the store stays; the caller says so as a warning).
+Result<void> discard_store_if_unfilled(std::unique_ptr<store::Store>& store, const std::filesystem::path& dir,
+                                       bool created, const Result<ImportResult>& result);
+
 /// What an import that returned `result` comes to, as the error the command
 /// ends with (its category decides the exit code), or nullopt when it
 /// succeeded (entries imported or already present, or an empty bundle).
