@@ -248,6 +248,14 @@ std::shared_ptr<const kcache::device::DeviceInfo> device_for(kcache_store& store
   return info;
 }
 
+/// A lookup's failure for its NULL argument `what` (*out cleared first).
+kcache_status null_argument(kcache_kernel** out, std::string_view what) {
+  return guarded([&] {
+    if (out) *out = nullptr;
+    return failed(KCACHE_ERROR_INVALID_ARGUMENT, fmt::format("{} must not be NULL", what));
+  });
+}
+
 /// A SPIR-V lookup, by `find_in_store` or `find_in_file` as the store is.
 template <typename FindInStore, typename FindInFile>
 kcache_status lookup(kcache_store* store, const kcache_device* device, const char* target, kcache_kernel** out,
@@ -433,11 +441,7 @@ void kcache_store_close(kcache_store* store) { delete store; }
 
 kcache_status kcache_lookup(kcache_store* store, const char* name, const kcache_device* device, const char* target,
                             kcache_kernel** out) {
-  if (!name)
-    return guarded([&] {
-      if (out) *out = nullptr;
-      return failed(KCACHE_ERROR_INVALID_ARGUMENT, "name must not be NULL");
-    });
+  if (!name) return null_argument(out, "name");
   return lookup(
       store, device, target, out,
       [&](const kcache::runtime::detail::Catalog& c, const auto& o) { return c.find(name, o); },
@@ -446,11 +450,7 @@ kcache_status kcache_lookup(kcache_store* store, const char* name, const kcache_
 
 kcache_status kcache_lookup_key(kcache_store* store, const char* key_id, const kcache_device* device,
                                 const char* target, kcache_kernel** out) {
-  if (!key_id)
-    return guarded([&] {
-      if (out) *out = nullptr;
-      return failed(KCACHE_ERROR_INVALID_ARGUMENT, "key_id must not be NULL");
-    });
+  if (!key_id) return null_argument(out, "key_id");
   return lookup(
       store, device, target, out,
       [&](const kcache::runtime::detail::Catalog& c, const auto& o) { return c.find_by_key(key_id, o); },
