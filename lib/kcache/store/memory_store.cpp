@@ -49,18 +49,7 @@ class MemoryReader final : public Reader {
   }
 
   Result<void> scan(std::string_view ns_name, const std::function<bool(Entry&&)>& visit) override {
-    KCACHE_CHECK(internal::check_namespace_name(ns_name));
-    std::string prefix = internal::entry_prefix(ns_name);
-    for (auto it = m_state->entries.lower_bound(prefix); it != m_state->entries.end() && it->first.starts_with(prefix);
-         ++it) {
-      auto entry = internal::decode_stored_entry(it->first, *it->second);
-      if (!entry) {
-        note_damaged(ns_name, std::string_view(it->first).substr(prefix.size()), std::move(entry).error());
-        continue;
-      }
-      if (!visit(std::move(*entry))) break;
-    }
-    return {};
+    return each_entry(ns_name, [&](Entry&& entry, const auto&) -> Result<bool> { return visit(std::move(entry)); });
   }
 
   Result<std::vector<NamespaceRecord>> namespace_records() override {
@@ -77,6 +66,16 @@ class MemoryReader final : public Reader {
 
   Result<void> scan_facts(std::string_view ns_name,
                           const std::function<bool(Entry&&, const EntryFacts&)>& visit) override {
+    return each_entry(ns_name, [&](Entry&& entry, const auto& stored) -> Result<bool> {
+      EntryFacts facts{stored.first.size() + stored.second->size(), KCACHE_TRY(usage_of(stored.first))};
+      return visit(std::move(entry), facts);
+    });
+  }
+
+  /// Every readable entry of `ns_name` with its stored (key, record), in key
+  /// order, until `fn` returns false; a damaged one is noted and skipped.
+  template <typename Fn>
+  Result<void> each_entry(std::string_view ns_name, Fn&& fn) {
     KCACHE_CHECK(internal::check_namespace_name(ns_name));
     std::string prefix = internal::entry_prefix(ns_name);
     for (auto it = m_state->entries.lower_bound(prefix); it != m_state->entries.end() && it->first.starts_with(prefix);
@@ -86,8 +85,7 @@ class MemoryReader final : public Reader {
         note_damaged(ns_name, std::string_view(it->first).substr(prefix.size()), std::move(entry).error());
         continue;
       }
-      EntryFacts facts{it->first.size() + it->second->size(), KCACHE_TRY(usage_of(it->first))};
-      if (!visit(std::move(*entry), facts)) break;
+      if (!KCACHE_TRY(fn(std::move(*entry), *it))) break;
     }
     return {};
   }
