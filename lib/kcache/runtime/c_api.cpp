@@ -248,6 +248,15 @@ std::shared_ptr<const kcache::device::DeviceInfo> device_for(kcache_store& store
   return info;
 }
 
+/// The application's C visitor as a C++ one: each name handed over
+/// NUL-terminated (in a buffer the visitor owns); true while it says go on.
+auto name_visitor(int (*visit)(const char* name, void* user), void* user) {
+  return [visit, user, name = std::string()](std::string_view n) mutable {
+    name.assign(n);
+    return visit(name.c_str(), user) == 0;
+  };
+}
+
 /// A lookup's failure for its NULL argument `what` (*out cleared first).
 kcache_status null_argument(kcache_kernel** out, std::string_view what) {
   return guarded([&] {
@@ -461,11 +470,7 @@ kcache_status kcache_list_kernels(kcache_store* store, const char* target, int (
                                   void* user) {
   return guarded([&] {
     if (!store || !visit) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "store and visit must not be NULL");
-    std::string name;
-    auto call = [&](std::string_view n) {
-      name.assign(n);
-      return visit(name.c_str(), user) == 0;
-    };
+    auto call = name_visitor(visit, user);
     if (store->deployed) {
       store->deployed->list(target ? target : "", call);
       return KCACHE_OK;
@@ -500,11 +505,7 @@ kcache_status kcache_lookup_cuda(kcache_store* store, const char* name, int cc_m
 kcache_status kcache_list_cuda_kernels(kcache_store* store, int (*visit)(const char* name, void* user), void* user) {
   return guarded([&] {
     if (!store || !visit) return failed(KCACHE_ERROR_INVALID_ARGUMENT, "store and visit must not be NULL");
-    std::string name;
-    auto call = [&](std::string_view n) {
-      name.assign(n);
-      return visit(name.c_str(), user) == 0;
-    };
+    auto call = name_visitor(visit, user);
     if (store->deployed) {
       store->deployed->list_cuda(call);
       return KCACHE_OK;
