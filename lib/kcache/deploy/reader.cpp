@@ -3,6 +3,7 @@
 #include "kcache/deploy/deploy_file.hpp"
 
 #include "kcache/deploy/format_internal.hpp"
+#include "kcache/util/text.hpp"
 
 #include <sodium.h>
 
@@ -29,12 +30,6 @@ std::uint64_t get64(std::span<const std::uint8_t> b, std::size_t at) {
 
 bool all_zero(std::span<const std::uint8_t> b) {
   return std::all_of(b.begin(), b.end(), [](std::uint8_t x) { return x == 0; });
-}
-
-std::string hex(std::span<const std::uint8_t> b) {
-  std::string out;
-  for (std::uint8_t x : b) out += fmt::format("{:02x}", x);
-  return out;
 }
 
 // The section layout FORMAT.md fixes, from the head's fields.
@@ -102,8 +97,8 @@ Result<std::optional<std::array<std::uint8_t, 32>>> check_signature(std::span<co
     return fail(Category::corruption,
                 "it must be signed by the public key {}... and is {}: refusing it; sign it with that key's secret "
                 "key (`kcache deploy --sign`)",
-                hex(*options.required_key).substr(0, 16),
-                signer ? "signed by the public key " + hex(*signer).substr(0, 16) + "..." : std::string("unsigned"));
+                util::to_hex(*options.required_key).substr(0, 16),
+                signer ? "signed by the public key " + util::to_hex(*signer).substr(0, 16) + "..." : std::string("unsigned"));
   return signer;
 }
 
