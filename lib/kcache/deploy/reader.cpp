@@ -94,11 +94,12 @@ Result<std::optional<std::array<std::uint8_t, 32>>> check_signature(std::span<co
     return fail(Category::corruption, "an unsigned file with signature bytes: damaged");
   }
   if (options.required_key && signer != options.required_key)
-    return fail(Category::corruption,
-                "it must be signed by the public key {}... and is {}: refusing it; sign it with that key's secret "
-                "key (`kcache deploy --sign`)",
-                util::to_hex(*options.required_key).substr(0, 16),
-                signer ? "signed by the public key " + util::to_hex(*signer).substr(0, 16) + "..." : std::string("unsigned"));
+    return fail(
+        Category::corruption,
+        "it must be signed by the public key {}... and is {}: refusing it; sign it with that key's secret "
+        "key (`kcache deploy --sign`)",
+        util::to_hex(*options.required_key).substr(0, 16),
+        signer ? "signed by the public key " + util::to_hex(*signer).substr(0, 16) + "..." : std::string("unsigned"));
   return signer;
 }
 
