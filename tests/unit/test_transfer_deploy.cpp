@@ -2,8 +2,10 @@
 // holds is what a checked lookup would serve, reflected once; a module that
 // fails spirv-val now, a blob built from another version of its module, a
 // blob of another device and a blob whose recorded interface is not its
-// module's are left out and listed; the errors of a missing class, an empty
-// selection and a merge without a class.
+// module's are left out and listed; CUDA code of every arch taken, checked
+// against its arch (a cubin of another arch left out), or only the archs
+// asked; the errors of a missing class, an empty selection and a merge
+// without a class.
 #include "kcache/core/key_binding.hpp"
 #include "kcache/core/namespace.hpp"
 #include "kcache/deploy/deploy_file.hpp"
@@ -12,6 +14,7 @@
 #include "kcache/store/store.hpp"
 #include "kcache/transfer/transfer.hpp"
 
+#include "cuda_test_entries.hpp"
 #include "test_support.hpp"
 
 #include <cstdlib>
@@ -158,4 +161,38 @@ TEST_CASE("deploy: the file holds each kernel checked and reflected once; what f
   CHECK(transfer::write_deployment(*store, merge, dir.path() / "x.kcdeploy", nullptr).error().category ==
         Category::invalid_argument);
   CHECK(!std::filesystem::exists(dir.path() / "x.kcdeploy"));
+}
+
+TEST_CASE("deploy: CUDA code is taken per arch, each payload checked against its arch") {
+  test::TempDir dir;
+  auto store = store::make_memory_store();
+  REQUIRE(store->put(cuda_namespace("sm_90"), std::vector<Entry>{test::cuda_entry("saxpy", "sm_90")}).has_value());
+  REQUIRE(store->put(cuda_namespace("compute_80"), std::vector<Entry>{test::cuda_entry("saxpy", "compute_80")})
+              .has_value());
+  // A cubin for sm_80 filed under sm_86: not the code its namespace holds.
+  Entry wrong = test::cuda_entry("scale", "sm_80");
+  REQUIRE(store->put(cuda_namespace("sm_86"), std::vector<Entry>{wrong}).has_value());
+
+  const auto out = dir.path() / "cuda.kcdeploy";
+  auto all = transfer::write_deployment(*store, {}, out, nullptr);
+  REQUIRE_MESSAGE(all.has_value(), all.error().message);
+  CHECK(all->kernels == 2);
+  CHECK(all->cuda == 2);
+  REQUIRE(all->refused.size() == 1);
+  CHECK(all->refused[0].find("cuda/sm_86 'scale'") != std::string::npos);
+  auto file = deploy::DeployFile::open(out, {});
+  REQUIRE(file.has_value());
+  auto saxpy = (*file)->find("saxpy");
+  REQUIRE(saxpy.size() == 2);  // compute_80, sm_90
+  CHECK(std::string((*file)->string(saxpy[0].target)) == "compute_80");
+  CHECK(saxpy[0].payload_kind == static_cast<std::uint32_t>(PayloadKind::ptx));
+  CHECK(saxpy[1].payload_kind == static_cast<std::uint32_t>(PayloadKind::cubin));
+  CHECK(std::string((*file)->string(saxpy[1].entry_point)) == "saxpy");
+
+  transfer::DeploySelection only;
+  only.cuda_archs = {"sm_90"};
+  auto one = transfer::write_deployment(*store, only, dir.path() / "sm90.kcdeploy", nullptr);
+  REQUIRE(one.has_value());
+  CHECK(one->kernels == 1);
+  CHECK(one->refused.empty());
 }
